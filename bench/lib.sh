@@ -1,0 +1,267 @@
+# bench/lib.sh - shared by bench/run.sh and bench/compare.sh (source it; bash only).
+#
+# Server control (livegate and nginx+Nchan on loopback, each pinned to one core), the scenario
+# table, and the JSON helpers (plain awk, so a clean Debian without jq or python works).
+
+LGB_ROOT=${LGB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+LGB_BENCH=$LGB_ROOT/bench
+LGB_BUILD=${LGB_BUILD:-$LGB_ROOT/build}
+LGB_HOST=127.0.0.1
+LGB_SRV_CPU=${LGB_SRV_CPU:-0}   # the server under test
+LGB_GEN_CPU=${LGB_GEN_CPU:-1}   # lg_loadgen
+# ports: livegate public/control, nchan sub/pub
+LGB_LG_PUB=${LGB_LG_PUB:-18480}
+LGB_LG_CTL=${LGB_LG_CTL:-18481}
+LGB_NC_SUB=${LGB_NC_SUB:-18490}
+LGB_NC_PUB=${LGB_NC_PUB:-18491}
+
+lgb_log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+lgb_pin() { # lgb_pin CPU cmd... : taskset when the host has that CPU, else plain
+    local cpu=$1; shift
+    if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -gt "$cpu" ]; then
+        taskset -c "$cpu" "$@"
+    else
+        "$@"
+    fi
+}
+
+# lgb_pin_argv CPU: sets LGB_PIN to the argv prefix that pins a command to CPU (empty if unable),
+# for use with exec so that $! is the server's own pid.
+lgb_pin_argv() {
+    LGB_PIN=()
+    if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -gt "$1" ]; then LGB_PIN=(taskset -c "$1"); fi
+}
+
+lgb_port_open() { (exec 3<>"/dev/tcp/$LGB_HOST/$1") 2>/dev/null; }
+
+lgb_wait_port() { # PORT TIMEOUT_S PID
+    local i
+    for ((i = 0; i < $2 * 20; i++)); do
+        lgb_port_open "$1" && return 0
+        [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null && return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+lgb_check_free() { # PORT...
+    local p
+    for p in "$@"; do
+        if lgb_port_open "$p"; then
+            lgb_log "port $p is already in use on $LGB_HOST; set LGB_LG_PUB/LGB_LG_CTL/LGB_NC_SUB/LGB_NC_PUB"
+            return 1
+        fi
+    done
+}
+
+# ---------------------------------------------------------------- building
+
+# Finds or builds lg_loadgen; prints its path.
+lgb_loadgen() {
+    local lg=${LG_LOADGEN:-}
+    if [ -n "$lg" ] && [ -x "$lg" ]; then echo "$lg"; return 0; fi
+    lg=$LGB_BUILD/bench/lg_loadgen
+    if [ ! -x "$lg" ] || [ "$LGB_BENCH/loadgen.c" -nt "$lg" ] || [ "$LGB_BENCH/lg_util.c" -nt "$lg" ]; then
+        if [ -f "$LGB_BUILD/CMakeCache.txt" ] || cmake -S "$LGB_ROOT" -B "$LGB_BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1; then
+            cmake --build "$LGB_BUILD" --target lg_loadgen >/dev/null 2>&1 || true
+        fi
+        if [ ! -x "$lg" ] || [ "$LGB_BENCH/loadgen.c" -nt "$lg" ]; then
+            # the top-level build may be broken while src/ is being edited: build the client alone
+            mkdir -p "$LGB_BUILD/bench"
+            ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" -lm || return 1
+        fi
+    fi
+    echo "$lg"
+}
+
+# Finds or builds livegate; prints its path or nothing.
+lgb_livegate_bin() {
+    local b=${LIVEGATE:-$LGB_BUILD/livegate}
+    if [ ! -x "$b" ] && [ -z "${LIVEGATE:-}" ]; then
+        if [ -f "$LGB_BUILD/CMakeCache.txt" ] || cmake -S "$LGB_ROOT" -B "$LGB_BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1; then
+            cmake --build "$LGB_BUILD" --target livegate -j"$(nproc)" >/dev/null 2>&1 || true
+        fi
+    fi
+    [ -x "$b" ] && echo "$b"
+    return 0
+}
+
+# ---------------------------------------------------------------- servers
+# lgb_start TARGET WORKDIR: starts a fresh server, sets LGB_SRV_PID (the process to stop),
+# LGB_MEASURE_PIDS (processes whose RSS/CPU are reported), LGB_SUB_PORT, LGB_PUB_PORT.
+
+lgb_start_livegate() {
+    local dir=$1 bin=$2 cfg=${LGB_LG_CONFIG-$LGB_BENCH/livegate/bench.json}
+    mkdir -p "$dir"
+    lgb_check_free "$LGB_LG_PUB" "$LGB_LG_CTL" || return 1
+    local try
+    for try in config noconfig; do
+        local args=(--public "$LGB_HOST:$LGB_LG_PUB" --control "$LGB_HOST:$LGB_LG_CTL" --workers 1)
+        if [ "$try" = config ]; then
+            [ -n "$cfg" ] && [ -f "$cfg" ] || continue
+            args+=(--config "$cfg")
+        fi
+        : >"$dir/livegate.log"
+        lgb_pin_argv "$LGB_SRV_CPU"
+        (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "${args[@]}") 2>"$dir/livegate.log" >/dev/null &
+        LGB_SRV_PID=$!
+        local i ok=0
+        for ((i = 0; i < 200; i++)); do
+            if grep -q '^listening\|listening public=' "$dir/livegate.log" 2>/dev/null && lgb_port_open "$LGB_LG_CTL"; then ok=1; break; fi
+            kill -0 "$LGB_SRV_PID" 2>/dev/null || break
+            sleep 0.05
+        done
+        if [ $ok = 1 ]; then
+            LGB_MEASURE_PIDS=$LGB_SRV_PID
+            LGB_SUB_PORT=$LGB_LG_PUB
+            LGB_PUB_PORT=$LGB_LG_CTL
+            return 0
+        fi
+        lgb_log "livegate did not start ($try): $(tail -n 3 "$dir/livegate.log" | tr '\n' ' ')"
+        kill "$LGB_SRV_PID" 2>/dev/null; wait "$LGB_SRV_PID" 2>/dev/null
+    done
+    return 1
+}
+
+lgb_start_nchan() {
+    local dir=$1
+    lgb_check_free "$LGB_NC_SUB" "$LGB_NC_PUB" || return 1
+    "$LGB_BENCH/nchan/gen-conf.sh" "$dir" "$LGB_NC_SUB" "$LGB_NC_PUB" "$LGB_HOST" >/dev/null || return 1
+    lgb_pin_argv "$LGB_SRV_CPU"
+    (exec "${LGB_PIN[@]}" nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log") >"$dir/nginx.out" 2>&1 &
+    LGB_SRV_PID=$!
+    if ! lgb_wait_port "$LGB_NC_SUB" 10 "$LGB_SRV_PID" || ! lgb_wait_port "$LGB_NC_PUB" 5 "$LGB_SRV_PID"; then
+        lgb_log "nginx did not start: $(tail -n 3 "$dir/error.log" "$dir/nginx.out" 2>/dev/null | tr '\n' ' ')"
+        lgb_stop
+        return 1
+    fi
+    local w i
+    for ((i = 0; i < 100; i++)); do
+        w=$(pgrep -P "$LGB_SRV_PID" | tr '\n' ',' | sed 's/,$//')
+        [ -n "$w" ] && break
+        sleep 0.05
+    done
+    LGB_MEASURE_PIDS=${w:-$LGB_SRV_PID} # the worker does the work; the master stays idle
+    LGB_SUB_PORT=$LGB_NC_SUB
+    LGB_PUB_PORT=$LGB_NC_PUB
+}
+
+lgb_stop() {
+    [ -n "${LGB_SRV_PID:-}" ] || return 0
+    kill -TERM "$LGB_SRV_PID" 2>/dev/null
+    local i
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$LGB_SRV_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -KILL "$LGB_SRV_PID" 2>/dev/null
+    wait "$LGB_SRV_PID" 2>/dev/null
+    LGB_SRV_PID=
+}
+
+# ---------------------------------------------------------------- scenarios
+# One line per scenario: NAME|TARGETS|LOADGEN ARGS|FIGURES
+# TARGETS: "all" or "livegate" (Nchan has no batch publish). @MAXCONN@ = fd hard limit - 100.
+# FIGURES are the JSON fields shown in the comparison table (lost etc. are always checked).
+
+lgb_scenarios_full() {
+    cat <<'EOF'
+idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1500 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
+idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1500 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
+fanout_sse_1k_max|all|--transport sse --subscribers 1000 --rate max --events 200|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+fanout_ws_1k_max|all|--transport ws --subscribers 1000 --rate max --events 200|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+fanout_sse_5k_max|all|--transport sse --subscribers 5000 --rate max --events 40|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+fanout_ws_5k_max|all|--transport ws --subscribers 5000 --rate max --events 40|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
+fanout_ws_1k_10hz|all|--transport ws --subscribers 1000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
+fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
+fanout_ws_5k_10hz|all|--transport ws --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
+topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 40|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery lost
+poll_1k_50hz|all|--transport poll --subscribers 1000 --rate 50 --duration 5|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
+ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
+ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 4|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish
+maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --events 1 --settle-ms 1500 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us lost
+EOF
+}
+
+lgb_scenarios_smoke() {
+    cat <<'EOF'
+idle_sse_200|all|--transport sse --subscribers 200 --events 0 --settle-ms 200 --idle-ms 200|conns_made bytes_per_conn
+fanout_sse_100|all|--transport sse --subscribers 100 --rate max --events 50|deliveries_per_s lat_p99_us lost
+fanout_ws_100|all|--transport ws --subscribers 100 --rate max --events 50|deliveries_per_s lat_p99_us lost
+fanout_ws_100_20hz|all|--transport ws --subscribers 100 --rate 20 --duration 1|lat_p99_us lost
+topics_sse_200_20|all|--transport sse --subscribers 200 --topics 20 --pub-conns 4 --rate max --events 20|deliveries_per_s lost
+poll_50|all|--transport poll --subscribers 50 --rate 20 --duration 1|deliveries_per_s lat_p99_us lost
+ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 1|publish_per_s
+ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 10 --rate max --duration 1|publish_per_s
+EOF
+}
+
+lgb_maxconn() {
+    local h
+    h=$(ulimit -Hn)
+    [ "$h" = unlimited ] && h=20000
+    [ "$h" -gt 20000 ] && h=20000
+    echo $((h - 100))
+}
+
+# lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR : starts a fresh server, runs the scenario,
+# stops the server; prints the JSON line (with "scenario" added), or a JSON error object.
+lgb_run_one() {
+    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-}
+    args=${args//@MAXCONN@/$(lgb_maxconn)}
+    rm -rf "$dir"; mkdir -p "$dir"
+    local started=1
+    if [ "$target" = livegate ]; then
+        lgb_start_livegate "$dir" "$lgbin" || started=0
+    else
+        lgb_start_nchan "$dir" || started=0
+    fi
+    if [ $started = 0 ]; then
+        printf '{"scenario":"%s","target":"%s","error":"server did not start"}\n' "$name" "$target"
+        return 1
+    fi
+    sleep 0.2
+    local out rc
+    # shellcheck disable=SC2086
+    out=$(ulimit -n "$(ulimit -Hn)"; lgb_pin "$LGB_GEN_CPU" "$lg" --target "$target" --host "$LGB_HOST" \
+        --sub-port "$LGB_SUB_PORT" --pub-port "$LGB_PUB_PORT" --server-pid "$LGB_MEASURE_PIDS" \
+        --label "$name" --max-runtime "${LGB_MAX_RUNTIME:-90}" --quiet $args 2>"$dir/loadgen.err")
+    rc=$?
+    if ! kill -0 "$LGB_SRV_PID" 2>/dev/null; then
+        lgb_log "$target died during $name"
+    fi
+    lgb_stop
+    if [ -z "$out" ]; then
+        printf '{"scenario":"%s","target":"%s","error":"loadgen rc=%s: %s"}\n' "$name" "$target" "$rc" \
+            "$(tail -n 2 "$dir/loadgen.err" | tr '\n"\\' '   ')"
+        return 1
+    fi
+    printf '{"scenario":"%s",%s\n' "$name" "${out#\{}"
+}
+
+# ---------------------------------------------------------------- JSON (flat fields, awk)
+
+# lgb_field JSONLINE FIELD -> value (numbers/true/false/null; strings without quotes)
+lgb_field() {
+    printf '%s\n' "$1" | awk -v k="\"$2\":" '{
+        i = index($0, k); if (!i) { print ""; exit }
+        s = substr($0, i + length(k));
+        if (substr(s, 1, 1) == "\"") { s = substr(s, 2); j = index(s, "\""); print substr(s, 1, j - 1); exit }
+        n = match(s, /[,}]/); print substr(s, 1, n - 1) }'
+}
+
+# Human summary of one result line.
+lgb_summary_line() {
+    local j=$1 f out=""
+    for f in scenario target conns_made conns_failed published deliveries lost duplicated reordered \
+        deliveries_per_s publish_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn server_cpu_pct \
+        loadgen_cpu_pct other_cpu_pct loadgen_bound error; do
+        local v
+        v=$(lgb_field "$j" "$f")
+        [ -n "$v" ] && [ "$v" != null ] && out+="$f=$v "
+    done
+    echo "$out"
+}

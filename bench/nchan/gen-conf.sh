@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# gen-conf.sh PREFIX SUB_PORT PUB_PORT [HOST] - write PREFIX/nginx.conf for the Nchan baseline.
+# Start it with:  nginx -p PREFIX -c PREFIX/nginx.conf -e PREFIX/error.log   (runs in the foreground)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+prefix=${1:?usage: gen-conf.sh PREFIX SUB_PORT PUB_PORT [HOST]}
+sub_port=${2:?sub port}
+pub_port=${3:?pub port}
+host=${4:-127.0.0.1}
+case $host in 127.*) ;; *) echo "gen-conf.sh: only 127.0.0.0/8 addresses" >&2; exit 2 ;; esac
+module=${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}
+[ -f "$module" ] || { echo "gen-conf.sh: $module missing (apt-get install libnginx-mod-nchan)" >&2; exit 2; }
+mkdir -p "$prefix"
+prefix=$(cd "$prefix" && pwd)
+sed -e "s|@PREFIX@|$prefix|g" -e "s|@MODULE@|$module|g" -e "s|@HOST@|$host|g" \
+    -e "s|@SUB_PORT@|$sub_port|g" -e "s|@PUB_PORT@|$pub_port|g" \
+    -e "s|@SHM@|${NCHAN_SHM:-512M}|g" -e "s|@WORKER_CONN@|${NCHAN_WORKER_CONNECTIONS:-21400}|g" -e "s|@BUFLEN@|${NCHAN_BUFLEN:-200000}|g" \
+    "$here/nginx.conf.in" > "$prefix/nginx.conf"
+echo "$prefix/nginx.conf"

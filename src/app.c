@@ -1,0 +1,179 @@
+#include "app.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "control.h"
+#include "hub.h"
+#include "log.h"
+#include "worker.h"
+
+#define LG_MAX_WORKERS 64
+
+struct lg_app {
+    const struct lg_config *cfg;
+    _Atomic int lifecycle;                   /* enum lg_lifecycle, read by the control port */
+    char static_dir[PATH_MAX];
+    struct lg_hub *hub;
+    struct lg_worker *workers[LG_MAX_WORKERS];
+    uint32_t worker_count;
+    uint16_t public_port, control_port;
+    struct lg_control *control;
+};
+
+static uint32_t worker_count(const struct lg_config *cfg)
+{
+    long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > LG_MAX_WORKERS ? LG_MAX_WORKERS : (uint32_t)n;
+}
+
+/* static_dir "" means <directory of the binary>/../static, so build/livegate finds the repo's. */
+static void resolve_static_dir(struct lg_app *app)
+{
+    char wanted[PATH_MAX];
+    if (app->cfg->static_dir && app->cfg->static_dir[0]) {
+        snprintf(wanted, sizeof wanted, "%s", app->cfg->static_dir);
+    } else {
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        snprintf(wanted, sizeof wanted, "%s/../static", dirname(exe));
+    }
+    if (!realpath(wanted, app->static_dir)) {
+        lg_warn("static_dir %s: %s; static files will answer 404", wanted, strerror(errno));
+        snprintf(app->static_dir, sizeof app->static_dir, "/nonexistent");
+    }
+}
+
+static int start(struct lg_app *app)
+{
+    char err[256];
+    app->hub = lg_hub_create(app->cfg, app->worker_count);
+    if (!app->hub) {
+        lg_err("cannot create the hub: out of memory");
+        return -1;
+    }
+    struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub,
+                                      .static_dir = app->static_dir};
+    uint16_t port = app->cfg->public_addr.port;
+    for (uint32_t i = 0; i < app->worker_count; i++) {
+        app->workers[i] = lg_worker_create(&shared, i, &port, err, sizeof err);
+        if (!app->workers[i]) {
+            lg_err("%s", err);
+            return -1;
+        }
+    }
+    app->public_port = port;
+    for (uint32_t i = 0; i < app->worker_count; i++) {
+        if (lg_worker_start(app->workers[i]) != 0) {
+            lg_err("cannot start worker thread %u", i);
+            return -1;
+        }
+    }
+    app->control = lg_control_start(app->cfg, app->hub, &app->lifecycle, &app->control_port, err,
+                                    sizeof err);
+    if (!app->control) {
+        lg_err("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
+{
+    snprintf(out, cap, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+/* Wait for SIGINT/SIGTERM, expiring history once a second meanwhile. */
+static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
+{
+    for (;;) {
+        struct timespec one_second = {.tv_sec = 1};
+        int sig = sigtimedwait(signals, NULL, &one_second);
+        if (sig == SIGINT || sig == SIGTERM) {
+            lg_info("received %s: draining (at most %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                    app->cfg->drain_timeout_ms);
+            return;
+        }
+        lg_hub_expire(app->hub);
+    }
+}
+
+static void drain(struct lg_app *app)
+{
+    atomic_store(&app->lifecycle, LG_LIFECYCLE_DRAINING);
+    for (uint32_t i = 0; i < app->worker_count; i++)
+        lg_worker_drain(app->workers[i]);
+    uint64_t deadline = lg_mono_ms() + app->cfg->drain_timeout_ms;
+    for (uint32_t i = 0; i < app->worker_count; i++) {
+        while (!lg_worker_drained(app->workers[i]) && lg_mono_ms() < deadline) {
+            struct timespec ten_ms = {.tv_nsec = 10 * 1000 * 1000};
+            nanosleep(&ten_ms, NULL);
+        }
+        if (!lg_worker_drained(app->workers[i]))
+            lg_warn("worker %u still had clients after drain_timeout_ms; closing them", i);
+    }
+}
+
+static void stop(struct lg_app *app)
+{
+    lg_control_stop(app->control); /* no publish can reach an inbox after this */
+    app->control = NULL;
+    for (uint32_t i = 0; i < app->worker_count; i++)
+        if (app->workers[i])
+            lg_worker_stop(app->workers[i]);
+    for (uint32_t i = 0; i < app->worker_count; i++) {
+        if (app->workers[i]) {
+            lg_worker_join(app->workers[i]);
+            lg_worker_destroy(app->workers[i]);
+            app->workers[i] = NULL;
+        }
+    }
+    lg_hub_destroy(app->hub);
+    app->hub = NULL;
+}
+
+int lg_app_run(const struct lg_config *cfg)
+{
+    static struct lg_app app; /* one per process; static keeps it off the stack */
+    memset(&app, 0, sizeof app);
+    app.cfg = cfg;
+    app.worker_count = worker_count(cfg);
+    atomic_store(&app.lifecycle, LG_LIFECYCLE_STARTING);
+    resolve_static_dir(&app);
+
+    /* Threads inherit this mask, so only sigtimedwait() below ever sees these signals. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (start(&app) != 0) {
+        stop(&app);
+        return 1;
+    }
+    atomic_store(&app.lifecycle, LG_LIFECYCLE_READY);
+    char pub[96], ctl[96];
+    print_addr(pub, sizeof pub, cfg->public_addr.host, app.public_port);
+    print_addr(ctl, sizeof ctl, cfg->control_addr.host, app.control_port);
+    lg_info("livegate %s listening public=%s control=%s workers=%u", LG_VERSION, pub, ctl,
+            app.worker_count);
+
+    serve_until_signal(&app, &signals);
+    drain(&app);
+    stop(&app);
+    lg_info("livegate stopped cleanly");
+    return 0;
+}

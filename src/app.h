@@ -1,0 +1,22 @@
+/*
+ * app.h - the process: start order, the signal-driven drain, and stop/join in reverse order.
+ *
+ * Owns:    the hub, every worker and the control port, and therefore every thread livegate
+ *          starts. Nothing outlives lg_app_run().
+ * Threads: lg_app_run() runs on the main thread, which also handles SIGINT/SIGTERM (blocked in
+ *          every other thread) and the hub's periodic history expiry.
+ * Order:   start hub -> workers -> control -> ready; on a signal: not ready (readyz 503) ->
+ *          workers drain (stop accepting, end every client cleanly) until drained or
+ *          drain_timeout_ms -> control stops (no more publishes) -> workers stop and are joined
+ *          -> everything is freed.
+ */
+#ifndef LG_APP_H
+#define LG_APP_H
+
+#include "config.h"
+
+/* Run the gateway until SIGINT or SIGTERM. Return value: the process exit code
+ * (0 clean shutdown, 1 failure to start). */
+int lg_app_run(const struct lg_config *cfg);
+
+#endif

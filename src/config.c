@@ -1,0 +1,962 @@
+/*
+ * config.c - the settings table, strict JSON loading, and printing the effective config.
+ *
+ * DESIGN
+ * Every setting is one row of lg_settings[]: its dotted key path, its type, where it lives in
+ * struct lg_config, its range, its default and a one-line description. Defaults, loading,
+ * validation, --print-config and command-line overrides all walk that one table, so adding a
+ * setting is adding a row (plus its field in config.h and a line in docs/configuration.md; the
+ * unit tests check that config/livegate.json and the docs stay in step with the table).
+ *
+ * Loading walks the JSON objects, not the table: each key is looked up by its full path, so an
+ * unknown key is caught at any depth and reported with the keys its object allows. Checks that
+ * involve more than one setting, and topic_rules inheriting from "history", run only after the
+ * whole document is applied, because JSON key order must not change the result.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+/* ---- The settings table ---------------------------------------------------------------- */
+
+enum lg_setting_type {
+    LG_SETTING_U32,
+    LG_SETTING_U64,
+    LG_SETTING_STRING, /* char *, malloc'd; min/max bound the length in bytes */
+    LG_SETTING_ENUM,   /* a C enum stored as unsigned int; names[] indexed by value */
+    LG_SETTING_BOOL,
+    LG_SETTING_ADDR,   /* struct lg_listen_addr, written "HOST:PORT" */
+    LG_SETTING_RULES,  /* the topic_rules array (its own parser; offset unused) */
+};
+
+struct lg_setting {
+    const char *key;           /* dotted path in the JSON document */
+    enum lg_setting_type type;
+    size_t offset;             /* into struct lg_config */
+    uint64_t min, max;         /* numbers: value range; strings: length range */
+    uint64_t def;              /* numbers, enums and bools */
+    const char *def_text;      /* strings and addresses */
+    const char *const *names;  /* enums: NULL-terminated, indexed by the enum value */
+    const char *doc;           /* one line, the same words as docs/configuration.md */
+};
+
+/* Enums are written through an unsigned int; GCC and Clang give these enums that layout. */
+_Static_assert(sizeof(enum lg_slow_policy) == sizeof(unsigned), "enum lg_slow_policy size");
+_Static_assert(sizeof(enum lg_log_level) == sizeof(unsigned), "enum lg_log_level size");
+
+static const char *const lg_log_level_names[] = {
+    [LG_LOG_ERROR] = "error", [LG_LOG_WARN] = "warn", [LG_LOG_INFO] = "info",
+    [LG_LOG_DEBUG] = "debug", NULL,
+};
+
+static const char *const lg_slow_policy_names[] = {
+    [LG_SLOW_DROP_OLDEST] = "drop-oldest", [LG_SLOW_DISCONNECT] = "disconnect",
+    [LG_SLOW_CONFLATE] = "conflate", NULL,
+};
+
+#define LG_OFF(field) offsetof(struct lg_config, field)
+#define LG_KIB(n) ((uint64_t)(n) * 1024u)
+#define LG_MIB(n) ((uint64_t)(n) * 1024u * 1024u)
+#define LG_GIB(n) ((uint64_t)(n) * 1024u * 1024u * 1024u)
+#define LG_HOUR_MS 3600000u
+#define LG_DAY_MS (24u * LG_HOUR_MS)
+
+/* Numbers. */
+#define LG_U32(k, f, lo, hi, d, doc_)                                                              \
+    { .key = k, .type = LG_SETTING_U32, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
+      .doc = doc_ }
+#define LG_U64(k, f, lo, hi, d, doc_)                                                              \
+    { .key = k, .type = LG_SETTING_U64, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
+      .doc = doc_ }
+
+/* The most topic rules a file may hold: every new topic scans them once, in order. */
+#define LG_TOPIC_RULES_MAX 1024
+/* Longest topic_rules[].match; the same bound as a topic name (LG_TOPIC_NAME_MAX in topic.h). */
+#define LG_RULE_MATCH_MAX 128
+
+/* Table order is the order of config/livegate.json and of --print-config. */
+static const struct lg_setting lg_settings[] = {
+    { .key = "listen.public", .type = LG_SETTING_ADDR, .offset = LG_OFF(public_addr),
+      .def_text = "0.0.0.0:8080", .doc = "public listener (SSE, WebSocket, long-poll)" },
+    { .key = "listen.control", .type = LG_SETTING_ADDR, .offset = LG_OFF(control_addr),
+      .def_text = "127.0.0.1:8081", .doc = "control listener (publish API, stats)" },
+    LG_U32("workers", workers, 0, 64, 0, "worker threads; 0 = one per online CPU"),
+    { .key = "log_level", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_level),
+      .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged" },
+    { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,
+      .max = 4095, .def_text = "", .doc = "static files directory; \"\" = <binary dir>/../static" },
+
+    LG_U32("history.max_events", history.max_events, 1, 1000000, 1000,
+           "events retained per topic for resume"),
+    LG_U64("history.max_bytes", history.max_bytes, 1, LG_GIB(16), LG_MIB(4),
+           "bytes retained per topic for resume"),
+    LG_U64("history.max_age_ms", history.max_age_ms, 0, 365ull * LG_DAY_MS, LG_HOUR_MS,
+           "retained events older than this are evicted; 0 = no age bound"),
+
+    LG_U32("client_queue.max_events", client_queue.max_events, 1, 1000000, 1024,
+           "events queued per client before on_slow fires"),
+    LG_U64("client_queue.max_bytes", client_queue.max_bytes, 1, LG_GIB(4), LG_MIB(1),
+           "bytes queued per client before on_slow fires"),
+    LG_U64("client_queue.max_lag_ms", client_queue.max_lag_ms, 0, LG_DAY_MS, 30000,
+           "a client whose oldest queued event is older than this is slow; 0 = off"),
+    { .key = "client_queue.on_slow", .type = LG_SETTING_ENUM,
+      .offset = LG_OFF(client_queue.on_slow), .def = LG_SLOW_DROP_OLDEST,
+      .names = lg_slow_policy_names,
+      .doc = "what happens to a slow client (topic_rules may override per topic)" },
+
+    { .key = "topic_rules", .type = LG_SETTING_RULES, .offset = LG_OFF(topic_rules),
+      .doc = "per-topic overrides of on_slow and history; first matching rule wins" },
+
+    LG_U32("sse.retry_ms", sse.retry_ms, 100, LG_HOUR_MS, 3000,
+           "SSE retry: hint sent at the start of a stream and at shutdown"),
+    LG_U32("sse.heartbeat_ms", sse.heartbeat_ms, 1000, LG_HOUR_MS, 15000,
+           "SSE comment line sent after this much silence"),
+
+    LG_U32("websocket.ping_interval_ms", websocket.ping_interval_ms, 1000, LG_HOUR_MS, 30000,
+           "server ping after this much silence"),
+    LG_U32("websocket.pong_timeout_ms", websocket.pong_timeout_ms, 1000, LG_HOUR_MS, 10000,
+           "close a peer that stays silent this long after a ping"),
+    LG_U32("websocket.max_message_bytes", websocket.max_message_bytes, 1024, LG_MIB(16),
+           LG_KIB(64), "largest inbound message (larger: close 1009)"),
+    LG_U32("websocket.max_bad_messages", websocket.max_bad_messages, 1, 1000000, 5,
+           "malformed control messages in a row that close the connection with 1008"),
+
+    LG_U32("poll.default_timeout_ms", poll.default_timeout_ms, 0, LG_HOUR_MS, 25000,
+           "long-poll hold time when the request names none"),
+    LG_U32("poll.max_timeout_ms", poll.max_timeout_ms, 0, LG_HOUR_MS, 60000,
+           "cap on the hold time a request may ask for"),
+    LG_U32("poll.max_batch", poll.max_batch, 1, 10000, 100, "events per long-poll response"),
+
+    LG_U32("limits.max_event_bytes", limits.max_event_bytes, 1, LG_MIB(16), LG_KIB(64),
+           "largest published event body (413 above)"),
+    LG_U32("limits.max_batch_bytes", limits.max_batch_bytes, 1, LG_MIB(256), LG_MIB(8),
+           "largest batch publish request body (413 above)"),
+    LG_U32("limits.max_topics", limits.max_topics, 1, 100000000, 100000,
+           "topics the hub will create (503 above)"),
+    LG_U32("limits.max_topics_per_client", limits.max_topics_per_client, 1, 64, 64,
+           "topics in one subscription (a cursor holds at most 64)"),
+    LG_U32("limits.max_connections", limits.max_connections, 1, 10000000, 19000,
+           "public-port connections per process (503 above)"),
+    LG_U32("limits.max_request_head_bytes", limits.max_request_head_bytes, 1024, LG_MIB(1),
+           LG_KIB(8), "request line + headers on the public port (431 above)"),
+    LG_U32("limits.request_timeout_ms", limits.request_timeout_ms, 100, LG_HOUR_MS, 10000,
+           "a request head must arrive within this (408 after)"),
+    LG_U64("limits.max_retained_bytes", limits.max_retained_bytes, LG_MIB(1), LG_GIB(1024),
+           LG_GIB(1), "bytes of all live events, history and queues together"),
+    LG_U32("limits.worker_inbox_events", limits.worker_inbox_events, 16, LG_MIB(16), 65536,
+           "events handed to one worker and not yet taken"),
+    LG_U32("limits.control_max_connections", limits.control_max_connections, 1, 65536, 512,
+           "concurrent control-port connections"),
+
+    LG_U32("socket_send_buffer_bytes", socket_send_buffer_bytes, 0, LG_MIB(16), LG_KIB(128),
+           "SO_SNDBUF on accepted sockets; 0 = kernel default"),
+    LG_U32("write_batch_bytes", write_batch_bytes, 4096, LG_MIB(4), LG_KIB(64),
+           "bytes coalesced into one write to a client"),
+    LG_U32("drain_timeout_ms", drain_timeout_ms, 0, 600000, 5000,
+           "longest graceful shutdown before connections are cut"),
+};
+
+#define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))
+
+/* Longest key path we build, e.g. "topic_rules[1023].history.max_events" or a user's typo. */
+#define LG_PATH_MAX 256
+
+static const struct lg_setting *lg_config__find(const char *key)
+{
+    for (size_t i = 0; i < LG_SETTING_COUNT; i++)
+        if (strcmp(lg_settings[i].key, key) == 0)
+            return &lg_settings[i];
+    return NULL;
+}
+
+/* True when some setting lives below key, i.e. key names an object such as "limits". */
+static bool lg_config__is_object(const char *key)
+{
+    size_t len = strlen(key);
+    for (size_t i = 0; i < LG_SETTING_COUNT; i++)
+        if (strncmp(lg_settings[i].key, key, len) == 0 && lg_settings[i].key[len] == '.')
+            return true;
+    return false;
+}
+
+/* ---- Errors ------------------------------------------------------------------------------ */
+
+static void lg_config__errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void lg_config__errf(char *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, LG_CONFIG_ERR_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* Copy a key the user wrote into a message-safe form: control bytes become '?', so a key
+ * cannot forge extra log lines, and the length is capped so the allowed-key list still fits. */
+static void lg_config__display(char *out, size_t cap, const char *text)
+{
+    size_t n = 0;
+    for (; text[n] != '\0' && n + 1 < cap && n < 120; n++)
+        out[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
+    out[n] = '\0';
+    if (text[n] != '\0' && cap > 4 && n >= 3)
+        memcpy(out + n - 3, "...", 3);
+}
+
+static const char *lg_config__json_type(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "real";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    case JSON_NULL: return "null";
+    }
+    return "unknown";
+}
+
+/* "a, b, c" of an enum's names, for "is not one of" messages. */
+static void lg_config__join_names(char *out, size_t cap, const char *const *names)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; names[i] != NULL && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", names[i]);
+}
+
+/* The keys allowed directly inside the object at prefix ("" = top level, else "limits."),
+ * in table order, each once. */
+static void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
+{
+    size_t plen = strlen(prefix), len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < LG_SETTING_COUNT && len < cap; i++) {
+        const char *key = lg_settings[i].key;
+        if (strncmp(key, prefix, plen) != 0)
+            continue;
+        const char *child = key + plen;
+        size_t clen = strcspn(child, ".");
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strncmp(lg_settings[j].key, key, plen + clen) == 0 &&
+                   (lg_settings[j].key[plen + clen] == '.' ||
+                    lg_settings[j].key[plen + clen] == '\0');
+        if (!seen)
+            len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ", " : "", (int)clen,
+                                    child);
+    }
+}
+
+static int lg_config__unknown_key(char *err, const char *path, const char *object_name,
+                                  const char *allowed)
+{
+    char shown[128];
+    lg_config__display(shown, sizeof(shown), path);
+    if (object_name[0] == '\0')
+        lg_config__errf(err, "%s: unknown key; allowed top-level keys: %s", shown, allowed);
+    else
+        lg_config__errf(err, "%s: unknown key; allowed keys in %s: %s", shown, object_name,
+                        allowed);
+    return -1;
+}
+
+/* ---- Applying one value ------------------------------------------------------------------ */
+
+/* Check v against s and store it at field. path is what messages call it (it differs from
+ * s->key inside topic_rules). Return value: 0, or -1 with err filled and field untouched. */
+static int lg_config__apply(const struct lg_setting *s, void *field, const json_t *v,
+                            const char *path, char *err)
+{
+    switch (s->type) {
+    case LG_SETTING_U32:
+    case LG_SETTING_U64: {
+        if (!json_is_integer(v)) {
+            lg_config__errf(err, "%s: expected an integer, got %s", path, lg_config__json_type(v));
+            return -1;
+        }
+        json_int_t n = json_integer_value(v);
+        if (n < 0 || (uint64_t)n < s->min || (uint64_t)n > s->max) {
+            lg_config__errf(err, "%s: %" JSON_INTEGER_FORMAT " is out of range (allowed %" PRIu64
+                            "..%" PRIu64 ")", path, n, s->min, s->max);
+            return -1;
+        }
+        if (s->type == LG_SETTING_U32)
+            *(uint32_t *)field = (uint32_t)n;
+        else
+            *(uint64_t *)field = (uint64_t)n;
+        return 0;
+    }
+    case LG_SETTING_BOOL:
+        if (!json_is_boolean(v)) {
+            lg_config__errf(err, "%s: expected a boolean, got %s", path, lg_config__json_type(v));
+            return -1;
+        }
+        *(bool *)field = json_is_true(v);
+        return 0;
+    case LG_SETTING_STRING: {
+        if (!json_is_string(v)) {
+            lg_config__errf(err, "%s: expected a string, got %s", path, lg_config__json_type(v));
+            return -1;
+        }
+        size_t len = json_string_length(v);
+        if (len < s->min || len > s->max) {
+            lg_config__errf(err, "%s: a string of %zu bytes is out of range (allowed %" PRIu64
+                            "..%" PRIu64 " bytes)", path, len, s->min, s->max);
+            return -1;
+        }
+        char *copy = strdup(json_string_value(v));
+        if (copy == NULL) {
+            lg_config__errf(err, "%s: out of memory", path);
+            return -1;
+        }
+        free(*(char **)field);
+        *(char **)field = copy;
+        return 0;
+    }
+    case LG_SETTING_ENUM: {
+        char names[160];
+        lg_config__join_names(names, sizeof(names), s->names);
+        if (!json_is_string(v)) {
+            lg_config__errf(err, "%s: expected a string (one of %s), got %s", path, names,
+                            lg_config__json_type(v));
+            return -1;
+        }
+        for (unsigned i = 0; s->names[i] != NULL; i++) {
+            if (strcmp(s->names[i], json_string_value(v)) == 0) {
+                memcpy(field, &i, sizeof(i));
+                return 0;
+            }
+        }
+        char shown[64];
+        lg_config__display(shown, sizeof(shown), json_string_value(v));
+        lg_config__errf(err, "%s: \"%s\" is not one of %s", path, shown, names);
+        return -1;
+    }
+    case LG_SETTING_ADDR: {
+        if (!json_is_string(v)) {
+            lg_config__errf(err, "%s: expected a string \"HOST:PORT\", got %s", path,
+                            lg_config__json_type(v));
+            return -1;
+        }
+        char why[LG_CONFIG_ERR_MAX];
+        if (lg_config_parse_addr(json_string_value(v), field, why) != 0) {
+            lg_config__errf(err, "%s: %s", path, why);
+            return -1;
+        }
+        return 0;
+    }
+    case LG_SETTING_RULES:
+        break;
+    }
+    lg_config__errf(err, "%s: internal error: setting has no parser", path);
+    return -1;
+}
+
+/* ---- topic_rules --------------------------------------------------------------------------- */
+
+static void lg_config__free_rules(struct lg_topic_rule *rules, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free(rules[i].match);
+    free(rules);
+}
+
+/* A pattern is a topic name (docs/protocol.md) that may also hold the wildcards * and ?.
+ * Return value: true, or false with the offending byte's offset in *bad. */
+static bool lg_config__pattern_ok(const char *p, size_t *bad)
+{
+    for (size_t i = 0; p[i] != '\0'; i++) {
+        char c = p[i];
+        /* ASCII ranges, not isalnum(): that one follows the locale. */
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (alnum || (c != '\0' && strchr("_-./:~*?", c) != NULL) || (c == '$' && i == 0))
+            continue;
+        *bad = i;
+        return false;
+    }
+    return true;
+}
+
+static unsigned lg_config__history_bit(size_t offset_in_bounds)
+{
+    if (offset_in_bounds == offsetof(struct lg_history_bounds, max_events))
+        return LG_HISTORY_GIVEN_MAX_EVENTS;
+    if (offset_in_bounds == offsetof(struct lg_history_bounds, max_bytes))
+        return LG_HISTORY_GIVEN_MAX_BYTES;
+    return LG_HISTORY_GIVEN_MAX_AGE_MS;
+}
+
+/* A rule's "history": any subset of the top-level history keys, with the same ranges. */
+static int lg_config__parse_rule_history(struct lg_topic_rule *rule, const json_t *obj,
+                                         const char *rule_path, char *err)
+{
+    char path[LG_PATH_MAX];
+    snprintf(path, sizeof(path), "%s.history", rule_path);
+    if (!json_is_object(obj)) {
+        lg_config__errf(err, "%s: expected an object, got %s", path, lg_config__json_type(obj));
+        return -1;
+    }
+    const char *key;
+    size_t key_len;
+    json_t *v;
+    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
+        char table_key[LG_PATH_MAX];
+        const struct lg_setting *s = NULL;
+        snprintf(path, sizeof(path), "%s.history.%s", rule_path, key);
+        if (key_len == strlen(key) && strchr(key, '.') == NULL) {
+            snprintf(table_key, sizeof(table_key), "history.%s", key);
+            s = lg_config__find(table_key);
+        }
+        if (s == NULL) {
+            char allowed[LG_CONFIG_ERR_MAX], where[LG_PATH_MAX];
+            lg_config__allowed_keys(allowed, sizeof(allowed), "history.");
+            snprintf(where, sizeof(where), "%s.history", rule_path);
+            return lg_config__unknown_key(err, path, where, allowed);
+        }
+        size_t off = s->offset - LG_OFF(history);
+        if (lg_config__apply(s, (char *)&rule->history + off, v, path, err) != 0)
+            return -1;
+        rule->history_given |= lg_config__history_bit(off);
+    }
+    rule->has_history = true;
+    return 0;
+}
+
+static int lg_config__parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t index,
+                                 char *err)
+{
+    char rule_path[64], path[LG_PATH_MAX];
+    snprintf(rule_path, sizeof(rule_path), "topic_rules[%zu]", index);
+    if (!json_is_object(obj)) {
+        lg_config__errf(err, "%s: expected an object, got %s", rule_path,
+                        lg_config__json_type(obj));
+        return -1;
+    }
+    const char *key;
+    size_t key_len;
+    json_t *v;
+    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
+        snprintf(path, sizeof(path), "%s.%s", rule_path, key);
+        if (key_len != strlen(key)) {
+            /* an embedded NUL: fall through to the unknown-key message */
+        } else if (strcmp(key, "match") == 0) {
+            if (!json_is_string(v)) {
+                lg_config__errf(err, "%s: expected a string, got %s", path,
+                                lg_config__json_type(v));
+                return -1;
+            }
+            size_t len = json_string_length(v), bad;
+            if (len < 1 || len > LG_RULE_MATCH_MAX) {
+                lg_config__errf(err, "%s: a pattern of %zu bytes is out of range (allowed 1..%d "
+                                "bytes)", path, len, LG_RULE_MATCH_MAX);
+                return -1;
+            }
+            if (!lg_config__pattern_ok(json_string_value(v), &bad)) {
+                unsigned char c = (unsigned char)json_string_value(v)[bad];
+                lg_config__errf(err, "%s: byte 0x%02x at offset %zu is not allowed (patterns use "
+                                "A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)",
+                                path, c, bad);
+                return -1;
+            }
+            char *copy = strdup(json_string_value(v));
+            if (copy == NULL) {
+                lg_config__errf(err, "%s: out of memory", path);
+                return -1;
+            }
+            free(rule->match);
+            rule->match = copy;
+            continue;
+        } else if (strcmp(key, "on_slow") == 0) {
+            unsigned policy;
+            if (lg_config__apply(lg_config__find("client_queue.on_slow"), &policy, v, path,
+                                 err) != 0)
+                return -1;
+            rule->on_slow = (enum lg_slow_policy)policy;
+            rule->has_on_slow = true;
+            continue;
+        } else if (strcmp(key, "history") == 0) {
+            if (lg_config__parse_rule_history(rule, v, rule_path, err) != 0)
+                return -1;
+            continue;
+        }
+        return lg_config__unknown_key(err, path, rule_path, "match, on_slow, history");
+    }
+    if (rule->match == NULL) {
+        lg_config__errf(err, "%s: \"match\" is required (a topic pattern such as \"prices/*\")",
+                        rule_path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Replace cfg's rules with the array v. On failure cfg keeps its old rules. */
+static int lg_config__parse_rules(struct lg_config *cfg, const json_t *v, char *err)
+{
+    if (!json_is_array(v)) {
+        lg_config__errf(err, "topic_rules: expected an array, got %s", lg_config__json_type(v));
+        return -1;
+    }
+    size_t count = json_array_size(v);
+    if (count > LG_TOPIC_RULES_MAX) {
+        lg_config__errf(err, "topic_rules: %zu rules is out of range (allowed 0..%d)", count,
+                        LG_TOPIC_RULES_MAX);
+        return -1;
+    }
+    struct lg_topic_rule *rules = NULL;
+    if (count > 0 && (rules = calloc(count, sizeof(*rules))) == NULL) {
+        lg_config__errf(err, "topic_rules: out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (lg_config__parse_rule(&rules[i], json_array_get(v, i), i, err) != 0) {
+            lg_config__free_rules(rules, count);
+            return -1;
+        }
+    }
+    lg_config__free_rules(cfg->topic_rules, cfg->topic_rule_count);
+    cfg->topic_rules = rules;
+    cfg->topic_rule_count = count;
+    return 0;
+}
+
+/* A rule's effective bounds: what it set itself, the global "history" for the rest. */
+static struct lg_history_bounds lg_config__rule_history(const struct lg_config *cfg,
+                                                        const struct lg_topic_rule *r)
+{
+    struct lg_history_bounds h = cfg->history;
+    if (r->history_given & LG_HISTORY_GIVEN_MAX_EVENTS)
+        h.max_events = r->history.max_events;
+    if (r->history_given & LG_HISTORY_GIVEN_MAX_BYTES)
+        h.max_bytes = r->history.max_bytes;
+    if (r->history_given & LG_HISTORY_GIVEN_MAX_AGE_MS)
+        h.max_age_ms = r->history.max_age_ms;
+    return h;
+}
+
+/* Store every rule's effective bounds. Runs after the whole document is applied, so a rule
+ * written before "history" still inherits the file's value, not the built-in default. */
+static void lg_config__resolve_rules(struct lg_config *cfg)
+{
+    for (size_t i = 0; i < cfg->topic_rule_count; i++)
+        cfg->topic_rules[i].history = lg_config__rule_history(cfg, &cfg->topic_rules[i]);
+}
+
+/* ---- Walking the document ---------------------------------------------------------------- */
+
+/* Apply every key of obj, the object at prefix ("" for the root, else e.g. "limits."). */
+static int lg_config__apply_object(struct lg_config *cfg, const json_t *obj, const char *prefix,
+                                   char *err)
+{
+    const char *key;
+    size_t key_len;
+    json_t *v;
+    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
+        char path[LG_PATH_MAX];
+        snprintf(path, sizeof(path), "%s%s", prefix, key);
+        /* A key holding '.' or NUL would alias a nested setting ("limits.max_topics" at the
+         * top level), and one cut short by the buffer would alias a shorter one. */
+        bool plain = key_len == strlen(key) && key_len > 0 && strchr(key, '.') == NULL &&
+                     strlen(prefix) + key_len < sizeof(path);
+        const struct lg_setting *s = plain ? lg_config__find(path) : NULL;
+        if (s != NULL && s->type == LG_SETTING_RULES) {
+            if (lg_config__parse_rules(cfg, v, err) != 0)
+                return -1;
+        } else if (s != NULL) {
+            if (lg_config__apply(s, (char *)cfg + s->offset, v, path, err) != 0)
+                return -1;
+        } else if (plain && lg_config__is_object(path)) {
+            if (!json_is_object(v)) {
+                lg_config__errf(err, "%s: expected an object, got %s", path,
+                                lg_config__json_type(v));
+                return -1;
+            }
+            char child_prefix[LG_PATH_MAX + 1];
+            snprintf(child_prefix, sizeof(child_prefix), "%s.", path);
+            if (lg_config__apply_object(cfg, v, child_prefix, err) != 0)
+                return -1;
+        } else {
+            char allowed[LG_CONFIG_ERR_MAX], object_name[LG_PATH_MAX];
+            lg_config__allowed_keys(allowed, sizeof(allowed), prefix);
+            snprintf(object_name, sizeof(object_name), "%.*s",
+                     (int)(prefix[0] ? strlen(prefix) - 1 : 0), prefix);
+            return lg_config__unknown_key(err, path, object_name, allowed);
+        }
+    }
+    return 0;
+}
+
+/* Checks between settings; both key names appear in the message. */
+static int lg_config__check(const struct lg_config *cfg, char *err)
+{
+    if (cfg->poll.default_timeout_ms > cfg->poll.max_timeout_ms) {
+        lg_config__errf(err, "poll.default_timeout_ms (%" PRIu32 ") must not exceed "
+                        "poll.max_timeout_ms (%" PRIu32 ")", cfg->poll.default_timeout_ms,
+                        cfg->poll.max_timeout_ms);
+        return -1;
+    }
+    if (cfg->limits.max_event_bytes > cfg->limits.max_batch_bytes) {
+        lg_config__errf(err, "limits.max_event_bytes (%" PRIu32 ") must not exceed "
+                        "limits.max_batch_bytes (%" PRIu32 ")", cfg->limits.max_event_bytes,
+                        cfg->limits.max_batch_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+static int lg_config__apply_root(struct lg_config *cfg, json_t *root, const json_error_t *jerr,
+                                 char *err)
+{
+    if (root == NULL) {
+        if (jerr->line >= 1)
+            lg_config__errf(err, "invalid JSON at line %d, column %d: %s", jerr->line,
+                            jerr->column, jerr->text);
+        else
+            lg_config__errf(err, "%s", jerr->text);
+        return -1;
+    }
+    int rc = -1;
+    if (!json_is_object(root))
+        lg_config__errf(err, "the document must be a JSON object, got %s",
+                        lg_config__json_type(root));
+    else if (lg_config__apply_object(cfg, root, "", err) == 0 && lg_config__check(cfg, err) == 0)
+        rc = 0;
+    /* Resolve even after a failure so the rules never hold stale inherited values. */
+    lg_config__resolve_rules(cfg);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- Public API ----------------------------------------------------------------------------- */
+
+void lg_config_init_defaults(struct lg_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < LG_SETTING_COUNT; i++) {
+        const struct lg_setting *s = &lg_settings[i];
+        void *field = (char *)cfg + s->offset;
+        switch (s->type) {
+        case LG_SETTING_U32: *(uint32_t *)field = (uint32_t)s->def; break;
+        case LG_SETTING_U64: *(uint64_t *)field = s->def; break;
+        case LG_SETTING_BOOL: *(bool *)field = s->def != 0; break;
+        case LG_SETTING_ENUM: {
+            unsigned value = (unsigned)s->def;
+            memcpy(field, &value, sizeof(value));
+            break;
+        }
+        case LG_SETTING_STRING:
+            /* Defaults are built once at start, before anything can be served; failing here
+             * leaves nothing sensible to run, and keeps this function infallible. */
+            if ((*(char **)field = strdup(s->def_text)) == NULL)
+                abort();
+            break;
+        case LG_SETTING_ADDR: {
+            char err[LG_CONFIG_ERR_MAX];
+            if (lg_config_parse_addr(s->def_text, field, err) != 0)
+                abort(); /* a broken built-in default is a bug in the table above */
+            break;
+        }
+        case LG_SETTING_RULES: break;
+        }
+    }
+}
+
+int lg_config_load_string(struct lg_config *cfg, const char *json, char err[LG_CONFIG_ERR_MAX])
+{
+    json_error_t jerr;
+    json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+    return lg_config__apply_root(cfg, root, &jerr, err);
+}
+
+int lg_config_load_file(struct lg_config *cfg, const char *path, char err[LG_CONFIG_ERR_MAX])
+{
+    /* Opened here rather than by json_load_file() so the message reads "cannot open: why"
+     * without repeating the path the caller already prefixes. */
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        lg_config__errf(err, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        lg_config__errf(err, "cannot read: %s", strerror(EISDIR));
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
+    return lg_config__apply_root(cfg, root, &jerr, err);
+}
+
+int lg_config_set_uint(struct lg_config *cfg, const char *key, uint64_t value, const char *label,
+                       char err[LG_CONFIG_ERR_MAX])
+{
+    const struct lg_setting *s = lg_config__find(key);
+    const char *name = label != NULL ? label : key;
+    if (s == NULL || (s->type != LG_SETTING_U32 && s->type != LG_SETTING_U64)) {
+        lg_config__errf(err, "%s: no integer setting named \"%s\"", name, key);
+        return -1;
+    }
+    if (value < s->min || value > s->max) {
+        lg_config__errf(err, "%s: %" PRIu64 " is out of range (allowed %" PRIu64 "..%" PRIu64 ")",
+                        name, value, s->min, s->max);
+        return -1;
+    }
+    void *field = (char *)cfg + s->offset;
+    if (s->type == LG_SETTING_U32)
+        *(uint32_t *)field = (uint32_t)value;
+    else
+        *(uint64_t *)field = value;
+    return 0;
+}
+
+int lg_config_parse_addr(const char *text, struct lg_listen_addr *out, char err[LG_CONFIG_ERR_MAX])
+{
+    char shown[80];
+    lg_config__display(shown, sizeof(shown), text);
+    const char *host = text, *host_end, *colon;
+    if (text[0] == '[') {
+        host = text + 1;
+        host_end = strchr(host, ']');
+        if (host_end == NULL || host_end[1] != ':') {
+            lg_config__errf(err, "\"%s\" is not [IPv6]:PORT (e.g. \"[::1]:8080\")", shown);
+            return -1;
+        }
+        colon = host_end + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (colon == NULL) {
+            lg_config__errf(err, "\"%s\" has no port; expected HOST:PORT (e.g. "
+                            "\"127.0.0.1:8080\") or [IPv6]:PORT", shown);
+            return -1;
+        }
+        if (memchr(text, ':', (size_t)(colon - text)) != NULL) {
+            lg_config__errf(err, "\"%s\": an IPv6 address needs brackets, e.g. \"[::1]:8080\"",
+                            shown);
+            return -1;
+        }
+        host_end = colon;
+    }
+
+    char host_buf[sizeof(out->host)];
+    size_t host_len = (size_t)(host_end - host);
+    if (host_len == 0 || host_len >= sizeof(host_buf)) {
+        lg_config__errf(err, "\"%s\": the host must be 1..%zu bytes", shown, sizeof(host_buf) - 1);
+        return -1;
+    }
+    memcpy(host_buf, host, host_len);
+    host_buf[host_len] = '\0';
+    unsigned char bin[16];
+    bool v6 = text[0] == '[';
+    bool ok = v6 ? inet_pton(AF_INET6, host_buf, bin) == 1
+                 : inet_pton(AF_INET, host_buf, bin) == 1 || strcmp(host_buf, "localhost") == 0;
+    if (!ok) {
+        lg_config__errf(err, "\"%s\": \"%s\" is not a numeric %s address%s", shown, host_buf,
+                        v6 ? "IPv6" : "IPv4", v6 ? "" : " or \"localhost\"");
+        return -1;
+    }
+
+    const char *port = colon + 1;
+    size_t digits = strspn(port, "0123456789");
+    if (digits == 0 || port[digits] != '\0') {
+        lg_config__errf(err, "\"%s\": the port must be a decimal number 0..65535", shown);
+        return -1;
+    }
+    unsigned long value = digits > 5 ? 65536ul : strtoul(port, NULL, 10);
+    if (value > 65535) {
+        lg_config__errf(err, "\"%s\": port %s is out of range (allowed 0..65535)", shown, port);
+        return -1;
+    }
+    memcpy(out->host, host_buf, host_len + 1);
+    out->port = (uint16_t)value;
+    return 0;
+}
+
+static json_t *lg_config__addr_json(const struct lg_listen_addr *a)
+{
+    char text[sizeof(a->host) + 16];
+    snprintf(text, sizeof(text), strchr(a->host, ':') ? "[%s]:%u" : "%s:%u", a->host,
+             (unsigned)a->port);
+    return json_string(text);
+}
+
+static json_t *lg_config__history_json(const struct lg_history_bounds *h, unsigned given)
+{
+    json_t *obj = json_object();
+    if (obj == NULL)
+        return NULL;
+    int rc = 0;
+    if (given & LG_HISTORY_GIVEN_MAX_EVENTS)
+        rc |= json_object_set_new(obj, "max_events", json_integer(h->max_events));
+    if (given & LG_HISTORY_GIVEN_MAX_BYTES)
+        rc |= json_object_set_new(obj, "max_bytes", json_integer((json_int_t)h->max_bytes));
+    if (given & LG_HISTORY_GIVEN_MAX_AGE_MS)
+        rc |= json_object_set_new(obj, "max_age_ms", json_integer((json_int_t)h->max_age_ms));
+    if (rc != 0) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* Rules print as written (only the fields given), so the output loads back to the same
+ * config even if "history" is edited afterwards. */
+static json_t *lg_config__rules_json(const struct lg_config *cfg)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr != NULL && i < cfg->topic_rule_count; i++) {
+        const struct lg_topic_rule *r = &cfg->topic_rules[i];
+        json_t *obj = json_object();
+        int rc = json_array_append_new(arr, obj);
+        rc |= json_object_set_new(obj, "match", json_string(r->match));
+        if (r->has_on_slow)
+            rc |= json_object_set_new(obj, "on_slow", json_string(lg_slow_policy_name(r->on_slow)));
+        if (r->has_history)
+            rc |= json_object_set_new(obj, "history",
+                                      lg_config__history_json(&r->history, r->history_given));
+        if (rc != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* The object at the dotted path's parent inside root, created on first use. */
+static json_t *lg_config__parent(json_t *root, const char *key, const char **leaf)
+{
+    json_t *obj = root;
+    const char *dot;
+    while (obj != NULL && (dot = strchr(key, '.')) != NULL) {
+        json_t *child = json_object_getn(obj, key, (size_t)(dot - key));
+        if (child == NULL) {
+            child = json_object();
+            if (json_object_setn_new(obj, key, (size_t)(dot - key), child) != 0)
+                return NULL;
+        }
+        obj = child;
+        key = dot + 1;
+    }
+    *leaf = key;
+    return obj;
+}
+
+char *lg_config_to_json(const struct lg_config *cfg)
+{
+    json_t *root = json_object();
+    for (size_t i = 0; root != NULL && i < LG_SETTING_COUNT; i++) {
+        const struct lg_setting *s = &lg_settings[i];
+        const void *field = (const char *)cfg + s->offset;
+        json_t *v = NULL;
+        switch (s->type) {
+        case LG_SETTING_U32: v = json_integer(*(const uint32_t *)field); break;
+        case LG_SETTING_U64: v = json_integer((json_int_t) * (const uint64_t *)field); break;
+        case LG_SETTING_BOOL: v = json_boolean(*(const bool *)field); break;
+        case LG_SETTING_STRING: v = json_string(*(char *const *)field); break;
+        case LG_SETTING_ADDR: v = lg_config__addr_json(field); break;
+        case LG_SETTING_RULES: v = lg_config__rules_json(cfg); break;
+        case LG_SETTING_ENUM: {
+            unsigned value;
+            memcpy(&value, field, sizeof(value));
+            v = json_string(s->names[value]);
+            break;
+        }
+        }
+        const char *leaf;
+        json_t *parent = lg_config__parent(root, s->key, &leaf);
+        if (v == NULL || parent == NULL || json_object_set_new(parent, leaf, v) != 0) {
+            if (parent == NULL)
+                json_decref(v);
+            json_decref(root);
+            root = NULL;
+        }
+    }
+    if (root == NULL)
+        return NULL;
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (text == NULL)
+        return NULL;
+    size_t len = strlen(text);
+    char *out = realloc(text, len + 2);
+    if (out == NULL) {
+        free(text);
+        return NULL;
+    }
+    memcpy(out + len, "\n", 2);
+    return out;
+}
+
+bool lg_glob_match(const char *pattern, const char *text)
+{
+    if (pattern == NULL || text == NULL)
+        return false;
+    /* Classic single-backtrack matcher: on a mismatch, let the last '*' swallow one more
+     * character and retry from there. Earlier stars never need revisiting, so this is
+     * O(len(pattern) * len(text)) with no recursion. */
+    const char *star = NULL, *resume = NULL;
+    while (*text != '\0') {
+        if (*pattern == '*') {
+            star = pattern++;
+            resume = text;
+        } else if (*pattern == '?' || (*pattern != '\0' && *pattern == *text)) {
+            pattern++;
+            text++;
+        } else if (star != NULL) {
+            pattern = star + 1;
+            text = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (*pattern == '*')
+        pattern++;
+    return *pattern == '\0';
+}
+
+static const struct lg_topic_rule *lg_config__rule_for(const struct lg_config *cfg,
+                                                       const char *topic)
+{
+    for (size_t i = 0; i < cfg->topic_rule_count; i++)
+        if (lg_glob_match(cfg->topic_rules[i].match, topic))
+            return &cfg->topic_rules[i];
+    return NULL;
+}
+
+enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic)
+{
+    const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
+    return r != NULL && r->has_on_slow ? r->on_slow : cfg->client_queue.on_slow;
+}
+
+struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic)
+{
+    const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
+    return r != NULL ? lg_config__rule_history(cfg, r) : cfg->history;
+}
+
+const char *lg_slow_policy_name(enum lg_slow_policy p)
+{
+    if ((unsigned)p < sizeof(lg_slow_policy_names) / sizeof(lg_slow_policy_names[0]) - 1)
+        return lg_slow_policy_names[p];
+    return "unknown";
+}
+
+void lg_config_release(struct lg_config *cfg)
+{
+    lg_config__free_rules(cfg->topic_rules, cfg->topic_rule_count);
+    free(cfg->static_dir);
+    memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,156 @@
+/*
+ * config.h - livegate's settings: defaults, the JSON file, and strict validation.
+ *
+ * Owns:    struct lg_config, a tree of plain C values (no json_t escapes this module).
+ * Frees:   lg_config_release() frees what lg_config_load*() allocated (topic rules, strings).
+ * Threads: built once on the main thread before any other thread starts; read-only afterwards,
+ *          so every thread may read it without a lock.
+ * Bounds:  every numeric setting has a documented [min, max] range; docs/configuration.md and
+ *          config/livegate.json list them with their defaults.
+ */
+#ifndef LG_CONFIG_H
+#define LG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What happens to a subscriber whose queue overflows or lags (see docs/semantics.md). */
+enum lg_slow_policy {
+    LG_SLOW_DROP_OLDEST = 0, /* skip ahead; the client gets a `gap` naming the lost range */
+    LG_SLOW_DISCONNECT,      /* tell the client why and close; its cursor stays valid */
+    LG_SLOW_CONFLATE,        /* keep only the newest queued event per key (unkeyed: drop-oldest) */
+};
+
+enum lg_log_level { LG_LOG_ERROR = 0, LG_LOG_WARN, LG_LOG_INFO, LG_LOG_DEBUG };
+
+struct lg_history_bounds {
+    uint32_t max_events; /* events retained per topic for resume */
+    uint64_t max_bytes;  /* payload+encoding bytes retained per topic */
+    uint64_t max_age_ms; /* events older than this are evicted (0 = no age bound) */
+};
+
+struct lg_queue_bounds {
+    uint32_t max_events;          /* events queued per client before the policy fires */
+    uint64_t max_bytes;           /* bytes queued per client before the policy fires */
+    uint64_t max_lag_ms;          /* oldest queued event older than this = slow (0 = off) */
+    enum lg_slow_policy on_slow;  /* default policy for topics no rule matches */
+};
+
+/* One entry of "topic_rules": the first rule whose glob matches a topic name wins. */
+struct lg_topic_rule {
+    char *match;                  /* glob: '*' matches any run of characters, '?' one */
+    bool has_on_slow;
+    enum lg_slow_policy on_slow;
+    bool has_history;
+    struct lg_history_bounds history; /* effective bounds: fields the rule did not set are
+                                       * copied from the global "history" after each load */
+    unsigned history_given;           /* LG_HISTORY_GIVEN_* bits: fields the rule set itself */
+};
+
+/* Bits of lg_topic_rule.history_given. Kept so inheritance can be resolved after the whole
+ * file is read: a rule may come before the "history" object it inherits from. */
+#define LG_HISTORY_GIVEN_MAX_EVENTS 0x1u
+#define LG_HISTORY_GIVEN_MAX_BYTES  0x2u
+#define LG_HISTORY_GIVEN_MAX_AGE_MS 0x4u
+
+struct lg_listen_addr {
+    char host[64];  /* numeric IPv4/IPv6 address or "localhost" */
+    uint16_t port;  /* 0 = let the kernel pick (the chosen port is logged at start) */
+};
+
+struct lg_config {
+    struct lg_listen_addr public_addr;  /* "listen.public"  default 0.0.0.0:8080 */
+    struct lg_listen_addr control_addr; /* "listen.control" default 127.0.0.1:8081 */
+    uint32_t workers;                   /* "workers": 0 = one per online CPU */
+    enum lg_log_level log_level;        /* "log_level" */
+    char *static_dir;                   /* "static_dir": "" = <binary dir>/../static */
+
+    struct lg_history_bounds history;   /* "history" defaults for every topic */
+    struct lg_queue_bounds client_queue;/* "client_queue" defaults for every subscriber */
+    struct lg_topic_rule *topic_rules;  /* "topic_rules", in file order */
+    size_t topic_rule_count;
+
+    struct {
+        uint32_t retry_ms;              /* `retry:` hint sent first and at shutdown */
+        uint32_t heartbeat_ms;          /* comment line after this much silence */
+    } sse;
+    struct {
+        uint32_t ping_interval_ms;      /* server ping after this much silence */
+        uint32_t pong_timeout_ms;       /* close a peer silent this long after a ping */
+        uint32_t max_message_bytes;     /* largest inbound control message (else 1009) */
+        uint32_t max_bad_messages;      /* malformed control messages tolerated before 1008 */
+    } websocket;
+    struct {
+        uint32_t default_timeout_ms;    /* hold time when the request gives no timeout */
+        uint32_t max_timeout_ms;        /* cap on the requested hold time */
+        uint32_t max_batch;             /* events per long-poll response */
+    } poll;
+    struct {
+        uint32_t max_event_bytes;       /* largest published event body (413 above) */
+        uint32_t max_batch_bytes;       /* largest batch publish request body (413 above) */
+        uint32_t max_topics;            /* topics the hub will create (503 above) */
+        uint32_t max_topics_per_client; /* topics in one subscription */
+        uint32_t max_connections;       /* public-port connections per process */
+        uint32_t max_request_head_bytes;/* request line + headers on the public port */
+        uint32_t request_timeout_ms;    /* a request head must arrive within this */
+        uint64_t max_retained_bytes;    /* bytes of all live events (history + queues) */
+        uint32_t worker_inbox_events;   /* events handed to one worker and not yet taken */
+        uint32_t control_max_connections; /* concurrent control-port connections */
+    } limits;
+    uint32_t socket_send_buffer_bytes;  /* SO_SNDBUF on accepted sockets (0 = kernel) */
+    uint32_t write_batch_bytes;         /* bytes coalesced into one write to a client */
+    uint32_t drain_timeout_ms;          /* longest graceful shutdown */
+};
+
+/* Result of loading or validating: 0 on success, or -1 with a message in err. */
+#define LG_CONFIG_ERR_MAX 512
+
+/* Fill cfg with the built-in defaults. Always succeeds (aborts if out of memory at start);
+ * pair with lg_config_release(). */
+void lg_config_init_defaults(struct lg_config *cfg);
+
+/*
+ * Apply the JSON file at path on top of the defaults already in cfg. Validation is strict:
+ * an unknown key, a wrong type or an out-of-range value fails with a message naming the key
+ * path (e.g. "client_queue.max_events"), the problem and the allowed range. The message does
+ * not repeat the file name; the caller prefixes it (lg_cli_build_config() does).
+ * Return value: 0, or -1 with err filled (cfg is then unspecified but still releasable).
+ */
+int lg_config_load_file(struct lg_config *cfg, const char *path, char err[LG_CONFIG_ERR_MAX]);
+
+/* Same as lg_config_load_file() over a JSON text held in memory (used by the tests). */
+int lg_config_load_string(struct lg_config *cfg, const char *json, char err[LG_CONFIG_ERR_MAX]);
+
+/*
+ * Set one integer setting by its key path (e.g. "workers"), checked against the same range as
+ * the file. Used for command-line overrides so flags and file share one table of bounds.
+ * label names the source in messages (e.g. "--workers"); NULL means the key path itself.
+ * Return value: 0, or -1 with err filled (cfg unchanged).
+ */
+int lg_config_set_uint(struct lg_config *cfg, const char *key, uint64_t value, const char *label,
+                       char err[LG_CONFIG_ERR_MAX]);
+
+/* Parse "HOST:PORT" ("[v6]:PORT" for IPv6). Return value: 0, or -1 with err filled. */
+int lg_config_parse_addr(const char *text, struct lg_listen_addr *out, char err[LG_CONFIG_ERR_MAX]);
+
+/* Render cfg as the indented JSON that --print-config shows, ending in a newline, so the
+ * defaults print byte for byte as config/livegate.json. Return value: malloc'd text the
+ * caller frees, or NULL when out of memory. */
+char *lg_config_to_json(const struct lg_config *cfg);
+
+/* The effective policy and history bounds for a topic name. The first rule whose glob
+ * matches decides; whatever that rule leaves unset comes from "client_queue.on_slow" and
+ * "history" (never from a later rule). No matching rule: the top-level values. */
+enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic);
+struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic);
+
+/* Glob match used by topic_rules: '*' any run (including '/'), '?' one character. */
+bool lg_glob_match(const char *pattern, const char *text);
+
+const char *lg_slow_policy_name(enum lg_slow_policy p);
+
+/* Free what cfg holds and zero it, so releasing twice is harmless. */
+void lg_config_release(struct lg_config *cfg);
+
+#endif

@@ -1,0 +1,117 @@
+#include "conn.h"
+
+#include <string.h>
+
+#include "clock.h"
+#include "hub.h"
+#include "log.h"
+#include "stats.h"
+
+void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w, enum lg_conn_kind kind)
+{
+    memset(c, 0, sizeof *c);
+    c->wsi = wsi;
+    c->worker = w;
+    c->kind = kind;
+    c->last_write_ms = lg_mono_ms();
+    lg_buf_init(&c->out);
+    lg_buf_init(&c->ws_msg);
+    lg_worker_conn_opened(w, c);
+}
+
+static void count_client(enum lg_conn_kind kind, int delta)
+{
+    if (kind == LG_CONN_SSE)
+        LG_STAT_ADD(clients_sse, delta);
+    else if (kind == LG_CONN_WS)
+        LG_STAT_ADD(clients_ws, delta);
+    else if (kind == LG_CONN_POLL)
+        LG_STAT_ADD(clients_poll, delta);
+}
+
+void lg_conn_release(struct lg_conn *c)
+{
+    if (c->released || c->kind == LG_CONN_NEW)
+        return;
+    c->released = true;
+    count_client(c->kind, -1);
+    lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
+    lg_buf_release(&c->out);
+    lg_buf_release(&c->ws_msg);
+    free(c->rx);
+    c->rx = NULL;
+    lg_worker_conn_closed(c->worker, c);
+}
+
+void lg_conn_want_write(struct lg_conn *c)
+{
+    if (!c->released)
+        lws_callback_on_writable(c->wsi);
+}
+
+const char *lg_http_reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 426: return "Upgrade Required";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+void lg_http_error_response(struct lg_buf *b, int status, const char *code, const char *message,
+                            const char *extra_headers, bool keep_alive)
+{
+    struct lg_buf body;
+    lg_buf_init(&body);
+    lg_buf_append_str(&body, "{\"error\":");
+    lg_encode_json_string(&body, code, strlen(code));
+    lg_buf_append_str(&body, ",\"message\":");
+    lg_encode_json_string(&body, message, strlen(message));
+    lg_buf_append_str(&body, "}\n");
+    lg_buf_appendf(b,
+                   "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                   "Cache-Control: no-store\r\nContent-Length: %zu\r\n%s%s\r\n",
+                   status, lg_http_reason(status), body.len, extra_headers ? extra_headers : "",
+                   keep_alive ? "" : "Connection: close\r\n");
+    lg_buf_append(b, body.data, body.len);
+    lg_buf_release(&body);
+}
+
+void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const char *message,
+                        const char *extra_headers)
+{
+    LG_STAT_ADD(requests_rejected, 1);
+    lg_buf_reset(&c->out);
+    c->out_sent = 0;
+    lg_http_error_response(&c->out, status, code, message, extra_headers, false);
+    c->closing = true;
+    c->keep_alive = false;
+    lg_conn_want_write(c);
+}
+
+int lg_conn_flush_out(struct lg_conn *c)
+{
+    size_t left = c->out.len - c->out_sent;
+    if (left == 0)
+        return 0;
+    if (c->out.oom)
+        return -1;
+    struct lg_buf *scratch = lg_worker_scratch(c->worker);
+    lg_buf_append(scratch, c->out.data + c->out_sent, left);
+    if (scratch->oom)
+        return -1;
+    if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, left, LWS_WRITE_RAW) < 0)
+        return -1;
+    c->last_write_ms = lg_mono_ms();
+    lg_buf_reset(&c->out);
+    c->out_sent = 0;
+    return 0;
+}

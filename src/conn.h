@@ -1,0 +1,109 @@
+/*
+ * conn.h - one public-port client connection, shared by the worker and its transports
+ * (internal to worker.c, transport_http.c and transport_ws.c).
+ *
+ * Owns:    its subscriber (subscriptions and queued events), a buffer of response bytes not yet
+ *          written, and, on keep-alive HTTP connections, the next request's head buffer.
+ * Frees:   lg_conn_release(), called exactly once from the lws close path
+ *          (LWS_CALLBACK_RAW_CLOSE / LWS_CALLBACK_CLOSED, or WSI_DESTROY if neither ran).
+ *          The struct itself is lws' per-session data: lws frees it after the close callbacks.
+ * Threads: its worker thread only.
+ * Bounds:  `out` holds at most one response (head + a long-poll batch, a static file, or
+ *          WebSocket control replies, limited by websocket.max_message_bytes per reply and
+ *          16 replies); the request buffer is limits.max_request_head_bytes.
+ */
+#ifndef LG_CONN_H
+#define LG_CONN_H
+
+#include <libwebsockets.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "encode.h"
+#include "http_request.h"
+#include "subscriber.h"
+
+struct lg_worker;
+
+enum lg_conn_kind {
+    LG_CONN_NEW = 0,  /* lws allocated it; nothing set up yet */
+    LG_CONN_HTTP,     /* raw HTTP/1.1: static files, errors, or between long-polls */
+    LG_CONN_SSE,      /* raw: an event stream */
+    LG_CONN_POLL,     /* raw: a long-poll held until events or its deadline */
+    LG_CONN_WS,       /* lws WebSocket */
+};
+
+/* A request head being read on a keep-alive connection. */
+struct lg_rx {
+    struct lg_http_request req;
+    uint32_t len;
+    char buf[];       /* limits.max_request_head_bytes */
+};
+
+struct lg_conn {
+    struct lws *wsi;
+    struct lg_worker *worker;
+    enum lg_conn_kind kind;
+    bool released;            /* lg_conn_release() ran */
+    bool closing;             /* send what is in `out`, then close */
+    bool keep_alive;          /* after `out` is sent, read the next request */
+    bool heartbeat_owed;      /* SSE: send a comment line */
+    struct lg_subscriber sub; /* SSE, WS, POLL */
+    struct lg_buf out;        /* bytes to send before any event (heads, replies) */
+    size_t out_sent;
+    struct lg_rx *rx;         /* keep-alive: the next request head, allocated on demand */
+    uint64_t last_write_ms;   /* monotonic */
+    uint32_t poll_max_batch;
+    uint32_t ws_bad_messages; /* malformed control messages in a row */
+    uint16_t ws_close_code;   /* when closing: the code to send (1001 at shutdown) */
+    struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
+    struct lg_conn *prev, *next; /* the worker's list of connections */
+};
+
+/* What the classifier parsed, handed to the connection that serves it. */
+struct lg_handoff {
+    const char *buf;                 /* the request bytes */
+    const struct lg_http_request *req;
+};
+
+/* ---- worker.c services for transports ------------------------------------------------ */
+const struct lg_config *lg_worker_config(const struct lg_worker *w);
+struct lg_hub *lg_worker_hub(const struct lg_worker *w);
+uint32_t lg_worker_index(const struct lg_worker *w);
+const char *lg_worker_static_dir(const struct lg_worker *w);
+bool lg_worker_is_draining(const struct lg_worker *w);
+/* The worker's scratch buffer for one coalesced write: LWS_PRE bytes of headroom are kept. */
+struct lg_buf *lg_worker_scratch(struct lg_worker *w);
+void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c);
+void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
+/* Keep the raw query of a WebSocket upgrade until lws reports the connection established. */
+char *lg_worker_take_ws_query(struct lg_worker *w, int fd);
+
+/* ---- shared connection helpers (conn.c) ----------------------------------------------- */
+void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w, enum lg_conn_kind kind);
+void lg_conn_release(struct lg_conn *c);
+/* Ask lws for a writable callback once (dedup while one is pending is lws' job). */
+void lg_conn_want_write(struct lg_conn *c);
+/* Queue a complete HTTP response (status line, JSON body) and close after it. */
+void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const char *message,
+                        const char *extra_headers);
+/* Format the same error response into b (used before a connection is adopted, too). */
+void lg_http_error_response(struct lg_buf *b, int status, const char *code, const char *message,
+                            const char *extra_headers, bool keep_alive);
+const char *lg_http_reason(int status);
+/* Write pending `out` bytes. Return value: 0 sent (or partially, lws keeps the rest), -1 fail. */
+int lg_conn_flush_out(struct lg_conn *c);
+
+/* ---- transports ------------------------------------------------------------------------ */
+extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / static */
+extern const struct lws_protocols lg_protocol_ws;   /* "livegate.v1" */
+/* Serve a parsed request on an adopted raw connection (first or keep-alive request). */
+void lg_http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req);
+/* An event batch was offered: write it if the client can take it. */
+void lg_conn_on_output(struct lg_conn *c);
+/* Periodic tick: heartbeats, poll deadlines, lag. now in monotonic ms. */
+void lg_conn_tick(struct lg_conn *c, uint64_t now_ms);
+/* Begin a clean end: SSE retry hint, WS 1001, answer held polls, close idle ones. */
+void lg_conn_drain(struct lg_conn *c);
+
+#endif

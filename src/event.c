@@ -1,0 +1,158 @@
+/*
+ * An event is encoded in two steps: its id, SSE frame and JSON object are first rendered into
+ * scratch buffers (their lengths depend on escaping and line splitting), then the exact size is
+ * known and every string is copied into one allocation behind the struct. The WebSocket frame
+ * header is written just before the JSON, so `json` is the frame's payload, not a second copy.
+ */
+#include "event.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "stats.h"
+
+static const char default_type[] = "message";
+
+static void append_id(struct lg_buf *b, const struct lg_event_fields *f)
+{
+    lg_buf_append(b, f->topic_name, f->topic_name_len);
+    lg_buf_appendf(b, "@%08" PRIx32 ":%" PRIu64, f->epoch, f->seq);
+}
+
+static void append_sse(struct lg_buf *b, const struct lg_buf *id, const char *type,
+                       size_t type_len, const struct lg_event_fields *f)
+{
+    lg_buf_append(b, "id: ", 4);
+    lg_buf_append(b, id->data, id->len);
+    lg_buf_append(b, "\nevent: ", 8);
+    lg_buf_append(b, type, type_len);
+    lg_buf_append(b, "\n", 1);
+    lg_encode_sse_data(b, f->data, f->data_len);
+    lg_buf_append(b, "\n", 1);
+}
+
+static void append_json(struct lg_buf *b, const struct lg_buf *id, const char *type,
+                        size_t type_len, const struct lg_event_fields *f)
+{
+    lg_buf_append_str(b, "{\"type\":\"event\",\"v\":1,\"topic\":");
+    lg_encode_json_string(b, f->topic_name, f->topic_name_len);
+    lg_buf_append_str(b, ",\"id\":");
+    lg_encode_json_string(b, id->data, id->len);
+    lg_buf_append_str(b, ",\"seq\":");
+    lg_buf_append_u64(b, f->seq);
+    lg_buf_append_str(b, ",\"event\":");
+    lg_encode_json_string(b, type, type_len);
+    lg_buf_appendf(b, ",\"time\":%" PRId64 ",\"data\":", f->published_unix_ms);
+    if (f->data_is_json)
+        lg_buf_append(b, f->data, f->data_len);
+    else
+        lg_encode_json_string(b, f->data, f->data_len);
+    if (f->key) {
+        lg_buf_append_str(b, ",\"key\":");
+        lg_encode_json_string(b, f->key, f->key_len);
+    }
+    lg_buf_append(b, "}", 1);
+}
+
+/* Copy n bytes to dst and NUL-terminate them. Return value: the byte after the NUL. */
+static char *put(char *dst, const char *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+    return dst + n + 1;
+}
+
+struct lg_event *lg_event_create(const struct lg_event_fields *f)
+{
+    const char *type = f->type ? f->type : default_type;
+    size_t type_len = f->type ? f->type_len : sizeof default_type - 1;
+    struct lg_event *ev = NULL;
+    struct lg_buf id, enc; /* enc holds the SSE frame, then the JSON object */
+    lg_buf_init(&id);
+    lg_buf_init(&enc);
+
+    append_id(&id, f);
+    if (id.oom)
+        goto out;
+    append_sse(&enc, &id, type, type_len, f);
+    size_t sse_len = enc.len;
+    size_t sse_body_offset = 4 + id.len + 1; /* "id: " <id> "\n" */
+    append_json(&enc, &id, type, type_len, f);
+    if (enc.oom)
+        goto out;
+    size_t json_len = enc.len - sse_len;
+    size_t ws_header_len = lg_ws_header_len(json_len);
+
+    size_t size = sizeof(struct lg_event) + f->topic_name_len + 1 + id.len + 1 + type_len + 1 +
+                  (f->key ? f->key_len + 1 : 0) + f->data_len + 1 + sse_len + 1 +
+                  ws_header_len + json_len + 1;
+    ev = malloc(size);
+    if (!ev)
+        goto out;
+
+    atomic_init(&ev->refcount, 1);
+    ev->topic = f->topic;
+    ev->epoch = f->epoch;
+    ev->seq = f->seq;
+    ev->id_len = id.len;
+    ev->data_len = f->data_len;
+    ev->data_is_json = f->data_is_json;
+    ev->published_unix_ms = f->published_unix_ms;
+    ev->published_mono_ns = f->published_mono_ns;
+    ev->sse_len = sse_len;
+    ev->sse_body_offset = sse_body_offset;
+    ev->ws_frame_len = ws_header_len + json_len;
+    ev->json_len = json_len;
+    ev->size = size;
+
+    char *p = ev->storage;
+    ev->topic_name = p;
+    p = put(p, f->topic_name, f->topic_name_len);
+    ev->id = p;
+    p = put(p, id.data, id.len);
+    ev->type = p;
+    p = put(p, type, type_len);
+    ev->key = NULL;
+    if (f->key) {
+        ev->key = p;
+        p = put(p, f->key, f->key_len);
+    }
+    ev->data = p;
+    p = put(p, f->data, f->data_len);
+    ev->sse = p;
+    p = put(p, enc.data, sse_len);
+    ev->ws_frame = p;
+    p += lg_ws_write_header((unsigned char *)p, json_len, 0x1);
+    ev->json = p;
+    put(p, enc.data + sse_len, json_len);
+
+    LG_STAT_ADD(event_bytes_live, (int64_t)size);
+    LG_STAT_ADD(events_live, 1);
+out:
+    lg_buf_release(&enc);
+    lg_buf_release(&id);
+    return ev;
+}
+
+void lg_event_unref(struct lg_event **evp)
+{
+    struct lg_event *ev = *evp;
+    if (!ev)
+        return;
+    *evp = NULL;
+    /* acq_rel: this thread's reads of the event happen before the free on whichever thread
+     * drops the last reference. */
+    uint32_t before = atomic_fetch_sub_explicit(&ev->refcount, 1, memory_order_acq_rel);
+#ifndef NDEBUG
+    if (before == 0)
+        __builtin_trap();
+#endif
+    if (before != 1)
+        return;
+    LG_STAT_SUB(event_bytes_live, (int64_t)ev->size);
+    LG_STAT_SUB(events_live, 1);
+    free(ev);
+}

@@ -1,0 +1,90 @@
+/*
+ * event.h - one published event: immutable, refcounted, encoded once for every transport.
+ *
+ * Owns:    the event's fields and its wire forms (SSE frame, WebSocket frame, JSON object),
+ *          all in one allocation made at publish time.
+ * Frees:   the last lg_event_unref() frees it. References are counted with an ATOMIC counter
+ *          because an event is shared by the hub's history, every worker's inbox and every
+ *          client queue, on different threads. Vocabulary (jansson's): a function returns a
+ *          "new" reference the caller must unref, or a "borrowed" one it must not.
+ * Threads: any thread may read an event it holds a reference to; nothing writes after create.
+ *          The refcount is the only mutable field.
+ * Bounds:  an event's size is bounded by limits.max_event_bytes (checked by the publisher);
+ *          the bytes of all live events are counted in lg_stats.event_bytes_live, which the hub
+ *          compares with limits.max_retained_bytes before it accepts a publish.
+ */
+#ifndef LG_EVENT_H
+#define LG_EVENT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct lg_topic;
+
+struct lg_event {
+    _Atomic uint32_t refcount;
+    struct lg_topic *topic;     /* borrowed: topics live until the hub is destroyed */
+    const char *topic_name;     /* NUL-terminated copy inside this event */
+    uint32_t epoch;             /* the topic's epoch when published */
+    uint64_t seq;               /* per-topic sequence number, 1-based, no holes at publish */
+    const char *id;             /* "<topic>@<epoch>:<seq>", NUL-terminated */
+    size_t id_len;
+    const char *type;           /* event type, "message" by default */
+    const char *key;            /* conflation key, or NULL */
+    const char *data;           /* the body as published (JSON re-encoded compactly) */
+    size_t data_len;
+    bool data_is_json;
+    int64_t published_unix_ms;  /* wall clock, for display only */
+    uint64_t published_mono_ns; /* monotonic, for lag and latency */
+
+    /* Wire forms, all pointing into storage[]. */
+    const char *sse;            /* "id: <id>\nevent: <type>\ndata: ...\n\n" */
+    size_t sse_len;
+    size_t sse_body_offset;     /* sse + this = the frame without its "id:" line */
+    const char *ws_frame;       /* complete unmasked WebSocket text frame of `json` */
+    size_t ws_frame_len;
+    const char *json;           /* {"type":"event","v":1,...}: WS payload and long-poll item */
+    size_t json_len;
+
+    size_t size;                /* bytes this event accounts for (allocation size) */
+    char storage[];
+};
+
+struct lg_event_fields {
+    struct lg_topic *topic;
+    const char *topic_name;
+    size_t topic_name_len;
+    uint32_t epoch;
+    uint64_t seq;
+    const char *type;     /* NULL = "message" */
+    size_t type_len;
+    const char *key;      /* NULL = no key */
+    size_t key_len;
+    const char *data;     /* must be valid UTF-8; JSON text when data_is_json */
+    size_t data_len;
+    bool data_is_json;
+    int64_t published_unix_ms;
+    uint64_t published_mono_ns;
+};
+
+/* Encode and allocate an event. Returns a new reference (count 1), or NULL on OOM. */
+struct lg_event *lg_event_create(const struct lg_event_fields *f);
+
+/* Take another reference. ev must already hold one (asserted). Returns ev. */
+static inline struct lg_event *lg_event_ref(struct lg_event *ev)
+{
+    uint32_t before = atomic_fetch_add_explicit(&ev->refcount, 1, memory_order_relaxed);
+    (void)before;
+#ifndef NDEBUG
+    if (before == 0)
+        __builtin_trap();
+#endif
+    return ev;
+}
+
+/* Drop the reference *evp and clear the caller's pointer; frees on the last one. */
+void lg_event_unref(struct lg_event **evp);
+
+#endif

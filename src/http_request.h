@@ -1,0 +1,79 @@
+/*
+ * http_request.h - the public port's request head parser, and query-string decoding.
+ *
+ * Parsing is done by libhttp-parser (Debian's http-parser 2.9), fed incrementally; this module
+ * only records what livegate needs. Pure functions over byte buffers the caller owns: nothing
+ * here allocates, does I/O or touches a global, so the security work can fuzz it directly.
+ *
+ * Owns:    nothing beyond the struct; string fields are offsets into the caller's buffer, which
+ *          must not move or change while the request is in use.
+ * Threads: any, one request per thread at a time.
+ * Bounds:  the caller caps the head (limits.max_request_head_bytes): 431 beyond it.
+ */
+#ifndef LG_HTTP_REQUEST_H
+#define LG_HTTP_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A slice of the caller's buffer. */
+struct lg_slice {
+    uint32_t off;
+    uint32_t len;
+};
+
+enum lg_header_id {
+    LG_HDR_LAST_EVENT_ID = 0,
+    LG_HDR_UPGRADE,
+    LG_HDR_ORIGIN,
+    LG_HDR_SEC_WEBSOCKET_KEY,
+    LG_HDR_AUTHORIZATION,
+    LG_HDR_COOKIE,
+    LG_HDR_COUNT_
+};
+
+enum lg_http_method { LG_HTTP_OTHER = 0, LG_HTTP_GET, LG_HTTP_HEAD, LG_HTTP_POST };
+
+/* libhttp-parser's http.h cannot be included next to libwebsockets.h (both define enum
+ * http_status), so its state is kept here as opaque, suitably aligned bytes. */
+#define LG_HTTP_PARSER_STATE_BYTES 32
+
+struct lg_http_request {
+    _Alignas(8) unsigned char parser[LG_HTTP_PARSER_STATE_BYTES]; /* private: http_parser */
+    uint32_t fed;                   /* private: bytes of the buffer already fed */
+    int current_header;             /* private: header whose value is being read, or -1 */
+    bool in_value;                  /* private */
+    bool complete;                  /* the head (and any body) has been parsed */
+    uint32_t head_len;              /* bytes of the buffer this request used */
+    enum lg_http_method method;
+    bool keep_alive;                /* the connection may carry another request */
+    bool upgrade;                   /* the client asked for a protocol upgrade */
+    struct lg_slice target;         /* raw request-target, e.g. "/sse?topic=a" */
+    struct lg_slice path;           /* target up to '?', not decoded */
+    struct lg_slice query;          /* after '?', not decoded; len 0 if none */
+    struct lg_slice headers[LG_HDR_COUNT_]; /* len 0 = absent */
+};
+
+void lg_http_request_init(struct lg_http_request *req);
+
+/*
+ * Feed buf[0..len): the whole buffer received so far on this connection for this request (the
+ * parser only looks at bytes it has not seen). Return value: 1 when the request is complete,
+ * 0 when more bytes are needed, -1 when the request is malformed (*problem says why).
+ */
+int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t len,
+                         const char **problem);
+
+/*
+ * Iterate the query string q[0..len): each call decodes the next "name=value" pair
+ * (percent-escapes and '+' as space) into name/value (NUL-terminated).
+ * Return value: 1 pair found, 0 end of query, -1 malformed escape or value longer than the cap.
+ */
+int lg_query_next(const char *q, size_t len, size_t *pos, char *name, size_t name_cap,
+                  char *value, size_t value_cap);
+
+/* Percent-decode src[0..len) into out (NUL-terminated). Return value: length, or -1. */
+int lg_percent_decode(const char *src, size_t len, char *out, size_t cap, bool plus_is_space);
+
+#endif

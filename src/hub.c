@@ -1,0 +1,416 @@
+/*
+ * hub.c - topic registry, publish path and subscription bookkeeping.
+ *
+ * DESIGN
+ * A publish takes the registry lock (read) to find its topic, then the topic's lock. Under the
+ * topic lock it reserves one slot in the inbox of every worker that has subscribers for the
+ * topic, assigns the next sequence number, encodes the event once, pushes one reference into
+ * each reserved inbox and appends the event to history. Doing all of that under one lock is
+ * what makes per-topic order identical in history and in every inbox. Reserving before the
+ * sequence number is assigned is what makes refusal clean: an event is either on its way to
+ * every interested worker or it never existed. Workers are woken after every lock is dropped.
+ */
+#include "hub.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "encode.h"
+#include "event.h"
+#include "inbox.h"
+#include "log.h"
+#include "stats.h"
+#include "topic.h"
+
+struct lg_worker_link {
+    struct lg_inbox *inbox;
+    lg_wake_proc *wake;
+    void *wake_arg;
+};
+
+struct lg_hub {
+    const struct lg_config *cfg;
+    uint32_t workers;
+    struct lg_worker_link *links;   /* [workers], set before publishing starts */
+    uint32_t epoch;                 /* every topic of this process shares it (memory store) */
+    pthread_rwlock_t registry_lock;
+    struct lg_topic **buckets;      /* {registry_lock} chained hash table */
+    size_t bucket_mask;
+    size_t topic_count;             /* {registry_lock} */
+};
+
+static uint32_t hash_name(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a: short keys, no adversarial concern behind the grammar */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static uint32_t random_epoch(void)
+{
+    uint32_t e = 0;
+    while (e == 0) {
+        if (getrandom(&e, sizeof e, 0) != (ssize_t)sizeof e)
+            e = (uint32_t)lg_mono_ns() ^ (uint32_t)getpid();
+    }
+    return e;
+}
+
+struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
+{
+    struct lg_hub *hub = calloc(1, sizeof *hub);
+    if (!hub)
+        return NULL;
+    hub->cfg = cfg;
+    hub->workers = workers;
+    hub->epoch = random_epoch();
+    size_t buckets = 64;
+    while (buckets < cfg->limits.max_topics / 2 && buckets < (1u << 20))
+        buckets <<= 1;
+    hub->bucket_mask = buckets - 1;
+    hub->buckets = calloc(buckets, sizeof *hub->buckets);
+    hub->links = calloc(workers ? workers : 1, sizeof *hub->links);
+    if (!hub->buckets || !hub->links || pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
+        goto err;
+    return hub;
+err:
+    free(hub->buckets);
+    free(hub->links);
+    free(hub);
+    return NULL;
+}
+
+void lg_hub_destroy(struct lg_hub *hub)
+{
+    if (!hub)
+        return;
+    for (size_t b = 0; b <= hub->bucket_mask; b++) {
+        struct lg_topic *t = hub->buckets[b];
+        while (t) {
+            struct lg_topic *next = t->next_in_bucket;
+            lg_topic_destroy(t);
+            LG_STAT_SUB(topics, 1);
+            t = next;
+        }
+    }
+    pthread_rwlock_destroy(&hub->registry_lock);
+    free(hub->buckets);
+    free(hub->links);
+    free(hub);
+}
+
+void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
+                          lg_wake_proc *wake, void *wake_arg)
+{
+    hub->links[w] = (struct lg_worker_link){.inbox = inbox, .wake = wake, .wake_arg = wake_arg};
+}
+
+/* ---- Registry ------------------------------------------------------------------------- */
+
+static struct lg_topic *find_locked(struct lg_hub *hub, const char *name, size_t len, uint32_t h)
+{
+    for (struct lg_topic *t = hub->buckets[h & hub->bucket_mask]; t; t = t->next_in_bucket)
+        if (t->name_len == len && memcmp(t->name, name, len) == 0)
+            return t;
+    return NULL;
+}
+
+struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, bool create,
+                              const char **problem)
+{
+    const char *bad = lg_topic_name_problem(name, len);
+    if (bad) {
+        *problem = bad;
+        return NULL;
+    }
+    uint32_t h = hash_name(name, len);
+    pthread_rwlock_rdlock(&hub->registry_lock);
+    struct lg_topic *t = find_locked(hub, name, len, h);
+    pthread_rwlock_unlock(&hub->registry_lock);
+    if (t || !create) {
+        if (!t)
+            *problem = "no such topic";
+        return t;
+    }
+
+    pthread_rwlock_wrlock(&hub->registry_lock);
+    t = find_locked(hub, name, len, h); /* another thread may have created it meanwhile */
+    if (!t) {
+        if (hub->topic_count >= hub->cfg->limits.max_topics) {
+            *problem = "the gateway holds limits.max_topics topics already";
+        } else {
+            char copy[LG_TOPIC_NAME_MAX + 1];
+            memcpy(copy, name, len);
+            copy[len] = '\0';
+            t = lg_topic_create(name, len, hub->epoch, lg_config_policy_for(hub->cfg, copy),
+                                lg_config_history_for(hub->cfg, copy), hub->workers);
+            if (t) {
+                t->next_in_bucket = hub->buckets[h & hub->bucket_mask];
+                hub->buckets[h & hub->bucket_mask] = t;
+                hub->topic_count++;
+                LG_STAT_ADD(topics, 1);
+            } else {
+                *problem = "out of memory";
+            }
+        }
+    }
+    pthread_rwlock_unlock(&hub->registry_lock);
+    return t;
+}
+
+/* ---- Publish -------------------------------------------------------------------------- */
+
+const char *lg_publish_status_message(enum lg_publish_status s)
+{
+    switch (s) {
+    case LG_PUBLISH_OK:
+        return "ok";
+    case LG_PUBLISH_BAD_TOPIC:
+        return "invalid topic name";
+    case LG_PUBLISH_RESERVED_TOPIC:
+        return "topics starting with '$' are reserved for the gateway";
+    case LG_PUBLISH_BAD_DATA:
+        return "event data must be UTF-8 text or JSON";
+    case LG_PUBLISH_TOO_MANY_TOPICS:
+        return "the gateway holds limits.max_topics topics; retry later or raise the limit";
+    case LG_PUBLISH_INBOX_FULL:
+        return "subscribers' workers are behind (limits.worker_inbox_events); retry shortly";
+    case LG_PUBLISH_MEMORY_FULL:
+        return "retained events reached limits.max_retained_bytes; retry shortly";
+    case LG_PUBLISH_OOM:
+        return "out of memory";
+    }
+    return "unknown";
+}
+
+/* Reserve an inbox slot on every worker listening to t. Caller holds t->lock.
+ * Return value: true with *reserved set, or false with nothing reserved. */
+static bool reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved)
+{
+    *reserved = 0;
+    for (uint32_t w = 0; w < hub->workers; w++) {
+        if (t->slots[w].subscribers == 0)
+            continue;
+        if (!lg_inbox_reserve(hub->links[w].inbox)) {
+            for (uint32_t u = 0; u < w; u++)
+                if (*reserved & (UINT64_C(1) << u))
+                    lg_inbox_unreserve(hub->links[u].inbox);
+            *reserved = 0;
+            return false;
+        }
+        *reserved |= UINT64_C(1) << w;
+    }
+    return true;
+}
+
+static void release_reservations(struct lg_hub *hub, uint64_t reserved)
+{
+    for (uint32_t w = 0; w < hub->workers; w++)
+        if (reserved & (UINT64_C(1) << w))
+            lg_inbox_unreserve(hub->links[w].inbox);
+}
+
+static enum lg_publish_status refuse(enum lg_publish_status s)
+{
+    static struct lg_ratelimit rl;
+    LG_STAT_ADD(publishes_refused, 1);
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "publish refused: %s", lg_publish_status_message(s));
+    return s;
+}
+
+static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_publish_req *req,
+                                          struct lg_publish_result *res, uint64_t *wake_mask)
+{
+    if (lg_topic_name_problem(req->topic, req->topic_len))
+        return LG_PUBLISH_BAD_TOPIC;
+    if (req->topic[0] == '$')
+        return LG_PUBLISH_RESERVED_TOPIC;
+    if (!req->data_is_json && !lg_utf8_valid(req->data, req->data_len))
+        return LG_PUBLISH_BAD_DATA;
+    if ((uint64_t)LG_STAT_GET(event_bytes_live) + req->data_len >
+        hub->cfg->limits.max_retained_bytes)
+        return refuse(LG_PUBLISH_MEMORY_FULL);
+
+    const char *problem = NULL;
+    struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
+    if (!t)
+        return refuse(LG_PUBLISH_TOO_MANY_TOPICS);
+
+    uint64_t now = lg_mono_ns();
+    pthread_mutex_lock(&t->lock);
+    uint64_t reserved;
+    if (!reserve_inboxes(hub, t, &reserved)) {
+        pthread_mutex_unlock(&t->lock);
+        return refuse(LG_PUBLISH_INBOX_FULL);
+    }
+    struct lg_event_fields f = {
+        .topic = t,
+        .topic_name = t->name,
+        .topic_name_len = t->name_len,
+        .epoch = t->epoch,
+        .seq = t->last_seq + 1,
+        .type = req->type,
+        .type_len = req->type_len,
+        .key = req->key,
+        .key_len = req->key_len,
+        .data = req->data,
+        .data_len = req->data_len,
+        .data_is_json = req->data_is_json,
+        .published_unix_ms = lg_unix_ms(),
+        .published_mono_ns = now,
+    };
+    struct lg_event *ev = lg_event_create(&f);
+    if (!ev) {
+        release_reservations(hub, reserved);
+        pthread_mutex_unlock(&t->lock);
+        return refuse(LG_PUBLISH_OOM);
+    }
+    t->last_seq = ev->seq;
+    for (uint32_t w = 0; w < hub->workers; w++)
+        if ((reserved & (UINT64_C(1) << w)) &&
+            lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+            *wake_mask |= UINT64_C(1) << w;
+    res->seq = ev->seq;
+    res->epoch = ev->epoch;
+    memcpy(res->id, ev->id, ev->id_len + 1);
+    if (lg_history_append(&t->history, ev, now) != 0)
+        lg_warn("topic %s: event %" PRIu64 " not retained in history (out of memory)", t->name,
+                res->seq);
+    pthread_mutex_unlock(&t->lock);
+    LG_STAT_ADD(events_published, 1);
+    return LG_PUBLISH_OK;
+}
+
+static void wake_workers(struct lg_hub *hub, uint64_t mask)
+{
+    for (uint32_t w = 0; mask && w < hub->workers; w++)
+        if (mask & (UINT64_C(1) << w))
+            hub->links[w].wake(hub->links[w].wake_arg);
+}
+
+enum lg_publish_status lg_hub_publish(struct lg_hub *hub, const struct lg_publish_req *req,
+                                      struct lg_publish_result *res)
+{
+    uint64_t wake_mask = 0;
+    enum lg_publish_status s = publish_one(hub, req, res, &wake_mask);
+    wake_workers(hub, wake_mask);
+    return s;
+}
+
+size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs, size_t n,
+                           struct lg_publish_result *res, enum lg_publish_status *status)
+{
+    uint64_t wake_mask = 0;
+    size_t done = 0;
+    *status = LG_PUBLISH_OK;
+    for (; done < n; done++) {
+        *status = publish_one(hub, &reqs[done], &res[done], &wake_mask);
+        if (*status != LG_PUBLISH_OK)
+            break;
+    }
+    wake_workers(hub, wake_mask);
+    return done;
+}
+
+/* ---- Subscribe ------------------------------------------------------------------------ */
+
+/* Copy history events with seq in [from, t->last_seq], at most max. Caller holds t->lock. */
+static int copy_history(struct lg_topic *t, uint64_t from, size_t max, struct lg_replay *out)
+{
+    uint64_t first = lg_history_first_seq(&t->history);
+    if (t->history.count == 0 || from > t->last_seq)
+        return 0;
+    uint32_t index = from > first ? (uint32_t)(from - first) : 0;
+    size_t available = t->history.count - index;
+    size_t n = available < max ? available : max;
+    out->more = available > n;
+    if (n == 0)
+        return 0;
+    out->events = malloc(n * sizeof *out->events);
+    if (!out->events)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        out->events[i] = lg_event_ref(lg_history_at(&t->history, index + (uint32_t)i));
+    out->count = n;
+    return 0;
+}
+
+int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
+                     const struct lg_cursor_entry *since, size_t max_events, bool listen,
+                     struct lg_replay *out, const char **problem)
+{
+    (void)hub;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&t->lock);
+    out->epoch = t->epoch;
+    out->position = t->last_seq;
+    if (since && since->epoch != t->epoch) {
+        out->reset = true;
+    } else if (since && since->seq > t->last_seq) {
+        pthread_mutex_unlock(&t->lock);
+        *problem = "the cursor is ahead of the topic's newest event";
+        return -1;
+    } else if (since) {
+        uint64_t first = t->history.count ? lg_history_first_seq(&t->history) : t->last_seq + 1;
+        if (since->seq + 1 < first) {
+            out->gap_from = since->seq + 1;
+            out->gap_to = first - 1;
+        }
+        if (copy_history(t, since->seq + 1, max_events, out) != 0) {
+            pthread_mutex_unlock(&t->lock);
+            *problem = "out of memory";
+            return -1;
+        }
+        if (out->count)
+            out->position = out->events[out->count - 1]->seq;
+        else
+            out->position = out->gap_to ? out->gap_to : since->seq;
+    }
+    if (listen)
+        t->slots[w].subscribers++;
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}
+
+void lg_replay_release(struct lg_replay *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        lg_event_unref(&r->events[i]);
+    free(r->events);
+    r->events = NULL;
+    r->count = 0;
+}
+
+void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
+{
+    (void)hub;
+    pthread_mutex_lock(&t->lock);
+    if (t->slots[w].subscribers > 0)
+        t->slots[w].subscribers--;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void lg_hub_expire(struct lg_hub *hub)
+{
+    uint64_t now = lg_mono_ns();
+    pthread_rwlock_rdlock(&hub->registry_lock);
+    for (size_t b = 0; b <= hub->bucket_mask; b++) {
+        for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket) {
+            pthread_mutex_lock(&t->lock);
+            uint32_t n = lg_history_expire(&t->history, now);
+            pthread_mutex_unlock(&t->lock);
+            (void)n;
+        }
+    }
+    pthread_rwlock_unlock(&hub->registry_lock);
+}

@@ -1,0 +1,115 @@
+/*
+ * hub.h - the topic registry: where publishers (control port) and workers (subscribers) meet.
+ *
+ * Owns:    every struct lg_topic (hash table, bounded by limits.max_topics) and the list of
+ *          worker inboxes it hands events to.
+ * Frees:   lg_hub_destroy() frees topics and their history; call it after every worker and the
+ *          control port were joined.
+ * Threads: lg_hub_publish*() from any thread; lg_hub_subscribe/unsubscribe/replay only from the
+ *          worker thread whose index is passed. Critical sections are short: registry lookups
+ *          under `registry_lock`, sequence + history + inbox pushes under the topic's lock.
+ *          No lock is held while a worker is woken, and nothing here does I/O.
+ * Bounds:  topics (limits.max_topics), live event bytes (limits.max_retained_bytes), each
+ *          inbox (limits.worker_inbox_events). Over any of them a publish is refused, never
+ *          accepted and then dropped.
+ */
+#ifndef LG_HUB_H
+#define LG_HUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "cursor.h"
+
+struct lg_hub;
+struct lg_inbox;
+struct lg_event;
+struct lg_topic;
+
+typedef void lg_wake_proc(void *arg);
+
+enum lg_publish_status {
+    LG_PUBLISH_OK = 0,
+    LG_PUBLISH_BAD_TOPIC,      /* name breaks the grammar (422) */
+    LG_PUBLISH_RESERVED_TOPIC, /* "$..." topics are the gateway's own (422) */
+    LG_PUBLISH_BAD_DATA,       /* not UTF-8 text (400) */
+    LG_PUBLISH_TOO_MANY_TOPICS,/* limits.max_topics reached (503) */
+    LG_PUBLISH_INBOX_FULL,     /* a worker's hand-off is full (503) */
+    LG_PUBLISH_MEMORY_FULL,    /* limits.max_retained_bytes reached (503) */
+    LG_PUBLISH_OOM,            /* allocation failed (503) */
+};
+
+struct lg_publish_req {
+    const char *topic;
+    size_t topic_len;
+    const char *type;  /* NULL = "message" */
+    size_t type_len;
+    const char *key;   /* NULL = none */
+    size_t key_len;
+    const char *data;
+    size_t data_len;
+    bool data_is_json;
+};
+
+struct lg_publish_result {
+    uint64_t seq;
+    uint32_t epoch;
+    char id[LG_CURSOR_ENTRY_MAX];
+};
+
+struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers);
+void lg_hub_destroy(struct lg_hub *hub);
+
+/* Register worker w's inbox and how to wake it (before any publish). */
+void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
+                          lg_wake_proc *wake, void *wake_arg);
+
+/* Publish one event. Return value: LG_PUBLISH_OK with res filled, or the refusal. */
+enum lg_publish_status lg_hub_publish(struct lg_hub *hub, const struct lg_publish_req *req,
+                                      struct lg_publish_result *res);
+
+/* Publish n events in order, waking each worker at most once. Stops at the first refusal.
+ * Return value: how many were accepted (a prefix of reqs); *status says why it stopped. */
+size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs, size_t n,
+                           struct lg_publish_result *res, enum lg_publish_status *status);
+
+const char *lg_publish_status_message(enum lg_publish_status s);
+
+/* Find a topic, creating it when create is set. Return value: borrowed topic, or NULL with
+ * *problem set (bad name, or too many topics). */
+struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, bool create,
+                              const char **problem);
+
+/* What a subscriber must be sent first for one topic, computed under the topic's lock. */
+struct lg_replay {
+    uint64_t position;       /* seq the subscriber is at after the replay (cursor value) */
+    uint32_t epoch;          /* the topic's epoch */
+    bool reset;              /* the cursor's epoch is not the topic's: client must reload */
+    uint64_t gap_from;       /* first seq no longer retained (0 = no gap) */
+    uint64_t gap_to;         /* last seq no longer retained */
+    bool more;               /* replay was cut at max_events; more is in history */
+    struct lg_event **events;/* new references, oldest first; caller frees the array */
+    size_t count;
+};
+
+/*
+ * Compute the replay for a subscriber of topic t on worker w from `since` (NULL = start now),
+ * copying at most max_events history events. When `listen` is set the subscriber is also
+ * registered on worker w in the same critical section, so no event can fall between the replay
+ * and live delivery (the worker drops live events whose seq <= replay position).
+ * Return value: 0, or -1 with *problem set (cursor ahead of the topic; OOM).
+ */
+int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
+                     const struct lg_cursor_entry *since, size_t max_events, bool listen,
+                     struct lg_replay *out, const char **problem);
+void lg_replay_release(struct lg_replay *r);
+
+/* Undo one listening subscription of worker w on topic t. */
+void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);
+
+/* Evict history past its age bound in every topic. Called periodically by the main thread. */
+void lg_hub_expire(struct lg_hub *hub);
+
+#endif

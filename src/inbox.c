@@ -1,0 +1,93 @@
+#include "inbox.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "event.h"
+
+int lg_inbox_init(struct lg_inbox *in, size_t capacity)
+{
+    if (capacity == 0)
+        return -EINVAL;
+    int rc = -ENOMEM;
+    struct lg_event **items = calloc(capacity, sizeof *items);
+    struct lg_event **spare = calloc(capacity, sizeof *spare);
+    if (!items || !spare)
+        goto err;
+    int e = pthread_mutex_init(&in->lock, NULL);
+    if (e) {
+        rc = -e;
+        goto err;
+    }
+    in->items = items;
+    in->count = 0;
+    in->spare = spare;
+    in->capacity = capacity;
+    atomic_init(&in->occupancy, 0);
+    return 0;
+
+err:
+    free(spare);
+    free(items);
+    return rc;
+}
+
+void lg_inbox_release(struct lg_inbox *in)
+{
+    for (size_t i = 0; i < in->count; i++)
+        lg_event_unref(&in->items[i]);
+    free(in->items);
+    free(in->spare);
+    pthread_mutex_destroy(&in->lock);
+    in->items = in->spare = NULL;
+    in->count = in->capacity = 0;
+}
+
+/* The occupancy counter orders no other memory (the queued events are published under the
+ * lock), so every operation on it is relaxed. */
+
+bool lg_inbox_reserve(struct lg_inbox *in)
+{
+    size_t before = atomic_fetch_add_explicit(&in->occupancy, 1, memory_order_relaxed);
+    if (before < in->capacity)
+        return true;
+    /* Full: undo. Meanwhile a racing reserve may also see a full inbox and refuse; that errs
+     * on the side of a 503 and never lets occupancy exceed capacity for good. */
+    atomic_fetch_sub_explicit(&in->occupancy, 1, memory_order_relaxed);
+    return false;
+}
+
+void lg_inbox_unreserve(struct lg_inbox *in)
+{
+    atomic_fetch_sub_explicit(&in->occupancy, 1, memory_order_relaxed);
+}
+
+bool lg_inbox_push_reserved(struct lg_inbox *in, struct lg_event *ev)
+{
+    pthread_mutex_lock(&in->lock);
+    /* The reservation guarantees the slot: queued events never outnumber reservations. */
+    if (in->count >= in->capacity)
+        __builtin_trap();
+    bool was_empty = in->count == 0;
+    in->items[in->count++] = ev;
+    pthread_mutex_unlock(&in->lock);
+    return was_empty;
+}
+
+size_t lg_inbox_take(struct lg_inbox *in, struct lg_event ***batch)
+{
+    pthread_mutex_lock(&in->lock);
+    struct lg_event **taken = in->items;
+    in->items = in->spare;
+    in->spare = taken;
+    size_t n = in->count;
+    in->count = 0;
+    pthread_mutex_unlock(&in->lock);
+    *batch = taken;
+    return n;
+}
+
+void lg_inbox_done(struct lg_inbox *in, size_t n)
+{
+    atomic_fetch_sub_explicit(&in->occupancy, n, memory_order_relaxed);
+}

@@ -1,0 +1,50 @@
+/*
+ * stats.h - process-wide counters and gauges.
+ *
+ * Owns:    one static struct lg_stats (the only mutable global in livegate besides the log level).
+ * Threads: any thread adds with relaxed atomics; any thread (the control port) reads a snapshot.
+ *          Counters are monotonic; gauges go up and down. Nothing here orders other memory.
+ * Bounds:  fixed size.
+ */
+#ifndef LG_STATS_H
+#define LG_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct lg_stats {
+    /* publishing */
+    _Atomic uint64_t events_published;       /* accepted publishes (2xx) */
+    _Atomic uint64_t publishes_refused;      /* 503: hand-off full, retained bytes or topics */
+    /* delivery */
+    _Atomic uint64_t events_delivered;       /* event frames written to clients */
+    _Atomic uint64_t events_dropped_overflow;/* drop-oldest: queue full */
+    _Atomic uint64_t events_dropped_lag;     /* drop-oldest: oldest queued event too old */
+    _Atomic uint64_t events_conflated;       /* conflate: replaced by a newer same-key event */
+    _Atomic uint64_t gaps_sent;              /* gap notices written to clients */
+    _Atomic uint64_t clients_disconnected_slow; /* disconnect policy fired */
+    _Atomic uint64_t history_evicted;        /* events evicted from topic history */
+    /* connections */
+    _Atomic int64_t clients_sse;             /* gauge */
+    _Atomic int64_t clients_ws;              /* gauge */
+    _Atomic int64_t clients_poll;            /* gauge: held long-polls */
+    _Atomic int64_t connections_open;        /* gauge: every public-port socket */
+    _Atomic uint64_t connections_refused;    /* max_connections reached */
+    _Atomic uint64_t requests_rejected;      /* public-port 4xx answers */
+    _Atomic int64_t max_queue_depth;         /* gauge: deepest client queue seen since start */
+    /* memory */
+    _Atomic int64_t event_bytes_live;        /* bytes of every event still referenced */
+    _Atomic int64_t events_live;             /* events still referenced */
+    _Atomic int64_t topics;                  /* gauge */
+};
+
+extern struct lg_stats lg_stats;
+
+#define LG_STAT_ADD(field, n) atomic_fetch_add_explicit(&lg_stats.field, (n), memory_order_relaxed)
+#define LG_STAT_SUB(field, n) atomic_fetch_sub_explicit(&lg_stats.field, (n), memory_order_relaxed)
+#define LG_STAT_GET(field) atomic_load_explicit(&lg_stats.field, memory_order_relaxed)
+
+/* Raise the max_queue_depth gauge to depth if it is higher (lock-free). */
+void lg_stats_note_queue_depth(int64_t depth);
+
+#endif

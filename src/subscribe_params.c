@@ -1,0 +1,101 @@
+#include "subscribe_params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_request.h"
+
+#define VALUE_MAX 8192
+
+const char *lg_subscribe_params_add_topic(struct lg_subscribe_params *p, const char *topic,
+                                          size_t len, uint32_t max_topics, char *problem,
+                                          size_t problem_cap)
+{
+    const char *bad = lg_topic_name_problem(topic, len);
+    if (bad) {
+        snprintf(problem, problem_cap, "topic \"%.*s\": %s", (int)(len > 64 ? 64 : len), topic,
+                 bad);
+        return "invalid_topic";
+    }
+    for (size_t i = 0; i < p->topic_count; i++)
+        if (strlen(p->topics[i]) == len && memcmp(p->topics[i], topic, len) == 0)
+            return NULL;
+    if (p->topic_count >= max_topics || p->topic_count >= LG_CURSOR_MAX_ENTRIES) {
+        snprintf(problem, problem_cap,
+                 "at most %u topics per subscription (limits.max_topics_per_client)", max_topics);
+        return "bad_request";
+    }
+    memcpy(p->topics[p->topic_count], topic, len);
+    p->topics[p->topic_count][len] = '\0';
+    p->topic_count++;
+    return NULL;
+}
+
+static const char *parse_timeout(struct lg_subscribe_params *p, const char *value, char *problem,
+                                 size_t problem_cap)
+{
+    char *end;
+    unsigned long secs = strtoul(value, &end, 10);
+    if (!*value || *end || value[0] == '-' || secs > 86400) {
+        snprintf(problem, problem_cap,
+                 "timeout must be a whole number of seconds from 0 to 86400, got \"%.32s\"", value);
+        return "bad_request";
+    }
+    p->timeout_ms = secs * 1000u;
+    p->has_timeout = true;
+    return NULL;
+}
+
+static const char *parse_cursor(struct lg_subscribe_params *p, const char *text, size_t len,
+                                char *problem, size_t problem_cap)
+{
+    if (len == 0)
+        return NULL; /* an empty Last-Event-ID means "no cursor" */
+    char why[192];
+    if (lg_cursor_parse(text, len, &p->cursor, why, sizeof why) != 0) {
+        snprintf(problem, problem_cap, "malformed cursor: %s", why);
+        return "invalid_cursor";
+    }
+    p->has_cursor = true;
+    return NULL;
+}
+
+const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char *q, size_t len,
+                                      const char *cursor_param, const char *header,
+                                      size_t header_len, uint32_t max_topics, char *problem,
+                                      size_t problem_cap)
+{
+    p->topic_count = 0;
+    p->cursor.count = 0;
+    p->has_cursor = p->has_timeout = false;
+    p->timeout_ms = 0;
+    char name[32];
+    char *value = malloc(VALUE_MAX);
+    if (!value) {
+        snprintf(problem, problem_cap, "out of memory");
+        return "bad_request";
+    }
+    const char *code = NULL;
+    size_t pos = 0;
+    int rc;
+    while (!code && (rc = lg_query_next(q, len, &pos, name, sizeof name, value, VALUE_MAX)) != 0) {
+        if (rc < 0) {
+            snprintf(problem, problem_cap,
+                     "malformed query string: bad %%-escape or a parameter over %d bytes",
+                     VALUE_MAX);
+            code = "bad_request";
+        } else if (strcmp(name, "topic") == 0) {
+            code = lg_subscribe_params_add_topic(p, value, strlen(value), max_topics, problem,
+                                                 problem_cap);
+        } else if (strcmp(name, cursor_param) == 0 && !header) {
+            code = parse_cursor(p, value, strlen(value), problem, problem_cap);
+        } else if (strcmp(name, "timeout") == 0) {
+            code = parse_timeout(p, value, problem, problem_cap);
+        }
+    }
+    free(value);
+    if (!code && header)
+        code = parse_cursor(p, header, header_len, problem, problem_cap);
+    return code;
+}

@@ -1,0 +1,43 @@
+/*
+ * subscribe_params.h - the parameters every subscribe request carries (topics, cursor,
+ * timeout), parsed the same way for /sse, /poll and /ws query strings.
+ *
+ * Pure function over the caller's bytes; the result lives in the caller's struct.
+ */
+#ifndef LG_SUBSCRIBE_PARAMS_H
+#define LG_SUBSCRIBE_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cursor.h"
+#include "topic.h"
+
+struct lg_subscribe_params {
+    char topics[LG_CURSOR_MAX_ENTRIES][LG_TOPIC_NAME_MAX + 1]; /* distinct, in request order */
+    size_t topic_count;
+    struct lg_cursor cursor;
+    bool has_cursor;
+    uint64_t timeout_ms;
+    bool has_timeout;
+};
+
+/*
+ * Parse query q[0..len). `cursor_param` names the query parameter holding the cursor
+ * ("last_event_id" or "since"); a non-NULL header (Last-Event-ID) takes precedence over it.
+ * Unknown parameters are ignored (cache busters). At most max_topics topics; whether none is
+ * acceptable is the caller's decision. Return value: NULL on success, or the error code ("bad_request",
+ * "invalid_topic", "invalid_cursor") with a message in problem.
+ */
+const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char *q, size_t len,
+                                      const char *cursor_param, const char *header,
+                                      size_t header_len, uint32_t max_topics, char *problem,
+                                      size_t problem_cap);
+
+/* Add one topic (deduplicated). Return value: NULL or an error code as above. */
+const char *lg_subscribe_params_add_topic(struct lg_subscribe_params *p, const char *topic,
+                                          size_t len, uint32_t max_topics, char *problem,
+                                          size_t problem_cap);
+
+#endif

@@ -1,0 +1,475 @@
+#include "subscriber.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "encode.h"
+#include "event.h"
+#include "hub.h"
+#include "log.h"
+#include "stats.h"
+#include "topic.h"
+
+void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, uint32_t worker,
+                        const struct lg_queue_bounds *bounds)
+{
+    memset(s, 0, sizeof *s);
+    s->transport = transport;
+    s->worker = worker;
+    s->bounds = bounds;
+    lg_client_ring_init(&s->ring);
+}
+
+struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
+                                           const struct lg_topic *t)
+{
+    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
+        if (sn->topic == t)
+            return sn;
+    return NULL;
+}
+
+/* ---- The worker's per-topic lists ------------------------------------------------------ */
+
+static void link_listener(struct lg_subscription *sn, uint32_t worker)
+{
+    struct lg_topic_slot *slot = &sn->topic->slots[worker];
+    sn->prev = NULL;
+    sn->next = slot->head;
+    if (slot->head)
+        slot->head->prev = sn;
+    slot->head = sn;
+    sn->listening = true;
+}
+
+static void unlink_listener(struct lg_subscription *sn, struct lg_hub *hub, uint32_t worker)
+{
+    if (!sn->listening)
+        return;
+    struct lg_topic_slot *slot = &sn->topic->slots[worker];
+    if (sn->prev)
+        sn->prev->next = sn->next;
+    else
+        slot->head = sn->next;
+    if (sn->next)
+        sn->next->prev = sn->prev;
+    sn->prev = sn->next = NULL;
+    sn->listening = false;
+    lg_hub_unsubscribe(hub, sn->topic, worker);
+}
+
+/* ---- Slow-consumer policy --------------------------------------------------------------- */
+
+static void owe_gap(struct lg_subscriber *s, struct lg_subscription *sn, uint64_t seq)
+{
+    if (sn->gap_from == 0 && !sn->reset_owed)
+        s->notices_owed++;
+    if (sn->gap_from == 0)
+        sn->gap_from = seq;
+    if (seq > sn->gap_to)
+        sn->gap_to = seq;
+}
+
+static void decide_disconnect(struct lg_subscriber *s, const char *why)
+{
+    static struct lg_ratelimit rl;
+    if (s->slow_disconnect)
+        return;
+    s->slow_disconnect = true;
+    snprintf(s->disconnect_reason, sizeof s->disconnect_reason, "slow consumer: %s", why);
+    LG_STAT_ADD(clients_disconnected_slow, 1);
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "disconnecting a slow %s client: %s",
+                       s->transport == LG_TRANSPORT_WS ? "WebSocket" : "SSE", why);
+    /* Nothing queued will be sent: free it now; the client resumes from its last id. */
+    lg_client_ring_release(&s->ring);
+}
+
+/* The oldest queued event violates a bound: apply its topic's policy to it.
+ * Return value: true if the queue changed (so the caller may re-check), false if not. */
+static bool relieve(struct lg_subscriber *s, bool lagging)
+{
+    struct lg_event *oldest = lg_client_ring_oldest(&s->ring);
+    if (!oldest)
+        return false;
+    struct lg_subscription *sn = lg_subscriber_find(s, oldest->topic);
+    if (sn && oldest->topic->policy == LG_SLOW_DISCONNECT) {
+        decide_disconnect(s, lagging ? "oldest queued event is older than client_queue.max_lag_ms"
+                                     : "queue full (client_queue.max_events/max_bytes)");
+        return true;
+    }
+    struct lg_event *ev = lg_client_ring_pop(&s->ring);
+    if (sn)
+        owe_gap(s, sn, ev->seq);
+    if (lagging)
+        LG_STAT_ADD(events_dropped_lag, 1);
+    else
+        LG_STAT_ADD(events_dropped_overflow, 1);
+    if (!s->dropping) {
+        static struct lg_ratelimit rl;
+        s->dropping = true;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                           "client too slow on topic %s: dropping its oldest events (%s)",
+                           ev->topic_name, lagging ? "lag" : "queue full");
+    }
+    lg_event_unref(&ev);
+    return true;
+}
+
+static bool over_bounds(const struct lg_subscriber *s, size_t incoming_bytes)
+{
+    const struct lg_queue_bounds *b = s->bounds;
+    if (s->ring.live == 0)
+        return false; /* one event alone is always accepted, whatever its size */
+    return s->ring.live >= b->max_events || s->ring.bytes + incoming_bytes > b->max_bytes;
+}
+
+static bool too_old(struct lg_subscriber *s, uint64_t now_ns)
+{
+    if (s->bounds->max_lag_ms == 0)
+        return false;
+    struct lg_event *oldest = lg_client_ring_oldest(&s->ring);
+    if (!oldest)
+        return false;
+    /* A replayed event starts ageing when the client subscribed, not when it was published. */
+    uint64_t since = oldest->published_mono_ns > s->lag_origin_ns ? oldest->published_mono_ns
+                                                                   : s->lag_origin_ns;
+    return now_ns > since && now_ns - since > s->bounds->max_lag_ms * 1000000u;
+}
+
+void lg_subscriber_check_lag(struct lg_subscriber *s, uint64_t now_ns)
+{
+    while (!s->slow_disconnect && too_old(s, now_ns) && relieve(s, true)) {
+    }
+}
+
+static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, struct lg_event *ev,
+                        uint64_t now_ns)
+{
+    if (s->slow_disconnect)
+        return;
+    if (ev->topic->policy == LG_SLOW_CONFLATE && ev->key &&
+        lg_client_ring_remove_key(&s->ring, ev->topic, ev->key))
+        LG_STAT_ADD(events_conflated, 1);
+    while (!s->slow_disconnect && over_bounds(s, ev->size) && relieve(s, false)) {
+    }
+    lg_subscriber_check_lag(s, now_ns);
+    if (s->slow_disconnect)
+        return;
+    if (lg_client_ring_push(&s->ring, lg_event_ref(ev), s->bounds->max_events) != 0) {
+        owe_gap(s, sn, ev->seq); /* out of memory: never silent, the client gets a gap */
+        return;
+    }
+    lg_stats_note_queue_depth(s->ring.live);
+}
+
+void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
+                         struct lg_event *ev, uint64_t now_ns)
+{
+    if (ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
+        return; /* already part of the replay */
+    sn->queued_seq = ev->seq;
+    queue_event(s, sn, ev, now_ns);
+}
+
+/* ---- Subscribing ------------------------------------------------------------------------ */
+
+int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
+                      const struct lg_cursor_entry *since, bool listen, size_t max_replay,
+                      bool *more, const char **problem)
+{
+    struct lg_subscription *sn = lg_subscriber_find(s, t);
+    if (sn && sn->listening)
+        return 1;
+    bool fresh = sn == NULL;
+    if (fresh) {
+        sn = calloc(1, sizeof *sn);
+        if (!sn) {
+            *problem = "out of memory";
+            return -1;
+        }
+    }
+    struct lg_replay replay;
+    if (lg_hub_subscribe(hub, t, s->worker, since, max_replay, listen, &replay, problem) != 0) {
+        if (fresh)
+            free(sn);
+        return -1;
+    }
+    if (fresh) {
+        sn->topic = t;
+        sn->owner = s;
+        struct lg_subscription **tail = &s->subs;
+        while (*tail)
+            tail = &(*tail)->next_of_owner;
+        *tail = sn;
+        s->sub_count++;
+    }
+    sn->epoch = replay.epoch;
+    uint64_t start = since && !replay.reset ? since->seq : replay.position;
+    if (fresh || sn->sent_seq < start)
+        sn->sent_seq = start;
+    sn->queued_seq = sn->sent_seq;
+    if (replay.reset && !sn->reset_owed) {
+        sn->reset_owed = true;
+        if (sn->gap_from == 0)
+            s->notices_owed++;
+    }
+    if (replay.gap_from) {
+        owe_gap(s, sn, replay.gap_from);
+        owe_gap(s, sn, replay.gap_to);
+    }
+    uint64_t now = lg_mono_ns();
+    s->lag_origin_ns = now;
+    for (size_t i = 0; i < replay.count; i++) {
+        sn->queued_seq = replay.events[i]->seq;
+        queue_event(s, sn, replay.events[i], now);
+    }
+    if (replay.gap_to > sn->queued_seq)
+        sn->queued_seq = replay.gap_to;
+    if (replay.position > sn->queued_seq)
+        sn->queued_seq = replay.position;
+    if (more)
+        *more = replay.more;
+    lg_replay_release(&replay);
+    if (listen)
+        link_listener(sn, s->worker);
+    return 0;
+}
+
+static void free_subscription(struct lg_subscriber *s, struct lg_subscription *sn)
+{
+    if (sn->gap_from || sn->reset_owed)
+        s->notices_owed--;
+    free(sn);
+}
+
+void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t)
+{
+    for (struct lg_subscription **pp = &s->subs; *pp; pp = &(*pp)->next_of_owner) {
+        struct lg_subscription *sn = *pp;
+        if (sn->topic != t)
+            continue;
+        unlink_listener(sn, hub, s->worker);
+        lg_client_ring_remove_topic(&s->ring, t);
+        *pp = sn->next_of_owner;
+        s->sub_count--;
+        free_subscription(s, sn);
+        return;
+    }
+}
+
+void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub)
+{
+    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
+        unlink_listener(sn, hub, s->worker);
+}
+
+void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
+{
+    struct lg_subscription *sn = s->subs;
+    while (sn) {
+        struct lg_subscription *next = sn->next_of_owner;
+        unlink_listener(sn, hub, s->worker);
+        free_subscription(s, sn);
+        sn = next;
+    }
+    s->subs = NULL;
+    s->sub_count = 0;
+    lg_client_ring_release(&s->ring);
+}
+
+bool lg_subscriber_has_output(const struct lg_subscriber *s)
+{
+    return s->ring.live > 0 || s->notices_owed > 0 || s->slow_disconnect;
+}
+
+/* ---- Rendering -------------------------------------------------------------------------- */
+
+void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+{
+    char entry[LG_CURSOR_ENTRY_MAX];
+    for (const struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner) {
+        if (sn != s->subs)
+            lg_buf_append(out, ",", 1);
+        lg_buf_append(out, entry,
+                      lg_cursor_format_entry(entry, sn->topic->name, sn->epoch, sn->sent_seq));
+    }
+}
+
+/* What one notice says; captured before settle_notice() clears it. */
+struct notice {
+    bool reset;
+    uint64_t from, to;
+};
+
+/* The notice's JSON fields after {"type":"...","v":1, (shared by every transport). Call after
+ * settle_notice(), so the id is the position after the notice. */
+static void notice_fields(struct lg_buf *out, const struct lg_subscription *sn, struct notice n)
+{
+    char entry[LG_CURSOR_ENTRY_MAX];
+    lg_buf_append_str(out, "\"topic\":");
+    lg_encode_json_string(out, sn->topic->name, sn->topic->name_len);
+    if (n.reset)
+        lg_buf_appendf(out, ",\"epoch\":\"%08x\"", sn->epoch);
+    else
+        lg_buf_appendf(out, ",\"from\":%" PRIu64 ",\"to\":%" PRIu64, n.from, n.to);
+    lg_buf_append_str(out, ",\"id\":\"");
+    lg_buf_append(out, entry, lg_cursor_format_entry(entry, sn->topic->name, sn->epoch,
+                                                      sn->sent_seq));
+    lg_buf_append_str(out, "\"}");
+}
+
+/* Advance sn past what the notice covers and mark it paid. */
+static struct notice settle_notice(struct lg_subscriber *s, struct lg_subscription *sn, bool reset)
+{
+    struct notice n = {.reset = reset, .from = sn->gap_from, .to = sn->gap_to};
+    if (reset) {
+        sn->reset_owed = false;
+    } else {
+        if (sn->gap_to > sn->sent_seq)
+            sn->sent_seq = sn->gap_to;
+        sn->gap_from = sn->gap_to = 0;
+        LG_STAT_ADD(gaps_sent, 1);
+    }
+    if (!sn->reset_owed && sn->gap_from == 0)
+        s->notices_owed--;
+    return n;
+}
+
+static void render_notice_sse(struct lg_subscriber *s, struct lg_subscription *sn, bool reset,
+                              struct lg_buf *out)
+{
+    struct notice n = settle_notice(s, sn, reset);
+    lg_buf_append_str(out, "id: ");
+    lg_subscriber_cursor(s, out);
+    lg_buf_append_str(out, reset ? "\nevent: reset\ndata: {" : "\nevent: gap\ndata: {");
+    notice_fields(out, sn, n);
+    lg_buf_append_str(out, "\n\n");
+}
+
+static void render_notice_ws(struct lg_subscriber *s, struct lg_subscription *sn, bool reset,
+                             struct lg_buf *out)
+{
+    struct notice n = settle_notice(s, sn, reset);
+    struct lg_buf json;
+    lg_buf_init(&json);
+    lg_buf_append_str(&json, reset ? "{\"type\":\"reset\",\"v\":1," : "{\"type\":\"gap\",\"v\":1,");
+    notice_fields(&json, sn, n);
+    unsigned char header[10];
+    lg_buf_append(out, header, lg_ws_write_header(header, json.len, 0x1));
+    lg_buf_append(out, json.data, json.len);
+    lg_buf_release(&json);
+}
+
+static void render_notices(struct lg_subscriber *s, struct lg_buf *out)
+{
+    for (struct lg_subscription *sn = s->subs; sn && s->notices_owed; sn = sn->next_of_owner) {
+        for (int reset = 1; reset >= 0; reset--) {
+            bool owed = reset ? sn->reset_owed : sn->gap_from != 0;
+            if (!owed)
+                continue;
+            if (s->transport == LG_TRANSPORT_WS)
+                render_notice_ws(s, sn, reset, out);
+            else
+                render_notice_sse(s, sn, reset, out);
+        }
+    }
+}
+
+static void render_event(struct lg_subscriber *s, struct lg_event *ev, struct lg_buf *out)
+{
+    if (s->transport == LG_TRANSPORT_WS) {
+        lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+    } else if (s->sub_count == 1) {
+        lg_buf_append(out, ev->sse, ev->sse_len); /* its own id is the whole cursor */
+    } else {
+        lg_buf_append_str(out, "id: ");
+        lg_subscriber_cursor(s, out);
+        lg_buf_append(out, "\n", 1);
+        lg_buf_append(out, ev->sse + ev->sse_body_offset, ev->sse_len - ev->sse_body_offset);
+    }
+}
+
+/* Pop the next event that is still owed to a subscription (unsubscribed ones are skipped). */
+static struct lg_event *next_owed(struct lg_subscriber *s, struct lg_subscription **snp)
+{
+    struct lg_event *ev;
+    while ((ev = lg_client_ring_pop(&s->ring))) {
+        struct lg_subscription *sn = lg_subscriber_find(s, ev->topic);
+        if (sn && ev->seq > sn->sent_seq) {
+            *snp = sn;
+            return ev;
+        }
+        lg_event_unref(&ev);
+    }
+    return NULL;
+}
+
+size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
+                                   uint32_t sse_retry_ms)
+{
+    if (s->slow_disconnect) {
+        if (s->transport == LG_TRANSPORT_SSE) {
+            lg_buf_append_str(out, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":");
+            lg_encode_json_string(out, s->disconnect_reason, strlen(s->disconnect_reason));
+            lg_buf_appendf(out, "}\nretry: %u\n\n", sse_retry_ms);
+        }
+        return 0;
+    }
+    render_notices(s, out);
+    size_t events = 0;
+    while (out->len < max_bytes) {
+        struct lg_subscription *sn;
+        struct lg_event *ev = lg_client_ring_oldest(&s->ring);
+        if (!ev)
+            break;
+        size_t frame = s->transport == LG_TRANSPORT_WS ? ev->ws_frame_len : ev->sse_len;
+        if (events > 0 && out->len + frame > max_bytes)
+            break;
+        ev = next_owed(s, &sn);
+        if (!ev)
+            break;
+        sn->sent_seq = ev->seq;
+        render_event(s, ev, out);
+        lg_event_unref(&ev);
+        events++;
+    }
+    if (s->ring.live == 0)
+        s->dropping = false;
+    LG_STAT_ADD(events_delivered, events);
+    return events;
+}
+
+size_t lg_subscriber_render_poll(struct lg_subscriber *s, struct lg_buf *out, size_t max_events)
+{
+    size_t items = 0, events = 0;
+    lg_buf_append_str(out, "{\"events\":[");
+    for (struct lg_subscription *sn = s->subs; sn && s->notices_owed; sn = sn->next_of_owner) {
+        for (int reset = 1; reset >= 0; reset--) {
+            bool owed = reset ? sn->reset_owed : sn->gap_from != 0;
+            if (!owed)
+                continue;
+            struct notice n = settle_notice(s, sn, reset);
+            lg_buf_append_str(out, items++ ? "," : "");
+            lg_buf_append_str(out, reset ? "{\"type\":\"reset\",\"v\":1,"
+                                         : "{\"type\":\"gap\",\"v\":1,");
+            notice_fields(out, sn, n);
+        }
+    }
+    struct lg_subscription *sn;
+    struct lg_event *ev;
+    while (events < max_events && (ev = next_owed(s, &sn))) {
+        sn->sent_seq = ev->seq;
+        lg_buf_append_str(out, items++ ? "," : "");
+        lg_buf_append(out, ev->json, ev->json_len);
+        lg_event_unref(&ev);
+        events++;
+    }
+    lg_buf_append_str(out, "],\"cursor\":\"");
+    lg_subscriber_cursor(s, out);
+    lg_buf_append_str(out, "\"}");
+    LG_STAT_ADD(events_delivered, events);
+    return events;
+}

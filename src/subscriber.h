@@ -1,0 +1,116 @@
+/*
+ * subscriber.h - the transport-independent half of a client: what it listens to, what it has
+ * been sent, what is queued for it, and the slow-consumer policy that keeps its queue bounded.
+ *
+ * Owns:    its subscriptions (malloc'd, one per topic) and its client ring (event references).
+ * Frees:   lg_subscriber_release() unlinks and frees every subscription, unregisters them in the
+ *          hub and drops the queued references. The connection that embeds the subscriber calls
+ *          it exactly once, from its close path.
+ * Threads: created, used and released only on its worker thread (index `worker`). The
+ *          `next`/`prev` links of a subscription belong to that worker's list in
+ *          topic->slots[worker] and are touched by no other thread.
+ * Bounds:  the ring never holds more than client_queue.max_events events or max_bytes bytes;
+ *          a queued event older than max_lag_ms is "slow" too. Past a bound, the policy of the
+ *          oldest queued event's topic decides: drop it and owe the client a gap notice
+ *          (drop-oldest, conflate), or stop queueing and disconnect the client (disconnect).
+ *          Conflate also replaces a queued event that has the same key as a new one.
+ *          Every drop, conflation and disconnect is counted in lg_stats and logged (rate-limited).
+ */
+#ifndef LG_SUBSCRIBER_H
+#define LG_SUBSCRIBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client_ring.h"
+#include "config.h"
+#include "cursor.h"
+
+struct lg_hub;
+struct lg_topic;
+struct lg_event;
+struct lg_buf;
+
+enum lg_transport { LG_TRANSPORT_SSE = 0, LG_TRANSPORT_WS, LG_TRANSPORT_POLL };
+
+struct lg_subscription {
+    struct lg_topic *topic;
+    struct lg_subscriber *owner;
+    struct lg_subscription *prev, *next;  /* {worker} in topic->slots[worker].head */
+    struct lg_subscription *next_of_owner;/* the owner's list, in subscribe order */
+    uint32_t epoch;           /* topic epoch the positions below refer to */
+    uint64_t queued_seq;      /* newest seq queued, dropped or replayed: live events <= it are
+                                 duplicates of the replay and are ignored */
+    uint64_t sent_seq;        /* newest seq the client has been sent (its cursor) */
+    uint64_t gap_from;        /* owed gap notice, 0 = none */
+    uint64_t gap_to;
+    bool reset_owed;          /* owed a reset notice */
+    bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
+};
+
+struct lg_subscriber {
+    enum lg_transport transport;
+    uint32_t worker;
+    const struct lg_queue_bounds *bounds;
+    struct lg_subscription *subs;   /* owner's list */
+    uint32_t sub_count;
+    struct lg_client_ring ring;
+    uint32_t notices_owed;          /* subscriptions with a gap or reset to send */
+    bool slow_disconnect;           /* the disconnect policy fired: send the reason, close */
+    bool dropping;                  /* inside a drop episode (log once per episode) */
+    bool write_wanted;              /* on the worker's list of clients to make writable */
+    uint64_t lag_origin_ns;         /* last subscribe: replayed events age from here */
+    char disconnect_reason[128];
+};
+
+void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, uint32_t worker,
+                        const struct lg_queue_bounds *bounds);
+
+/*
+ * Subscribe to topic t from `since` (NULL = now). The replay (events after the cursor still in
+ * history, or a gap, or a reset) is queued under the usual policy. When `listen` is false the
+ * hub is not told: only the replay is computed (plain polling). max_replay bounds the replay.
+ * Return value: 0, -1 with *problem set (cursor ahead of topic, OOM), or 1 if s already listens.
+ */
+int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
+                      const struct lg_cursor_entry *since, bool listen, size_t max_replay,
+                      bool *more, const char **problem);
+
+/* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
+void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);
+
+/* Stop listening to every topic but keep positions (long-poll answered). */
+void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub);
+
+void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub);
+
+/* A live event for subscription sn (borrowed; the subscriber takes its own reference). */
+void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
+                         struct lg_event *ev, uint64_t now_ns);
+
+/* Apply max_lag_ms to what is queued (called from the worker's periodic tick). */
+void lg_subscriber_check_lag(struct lg_subscriber *s, uint64_t now_ns);
+
+/* Anything to send: events, notices, or the slow-consumer reason. */
+bool lg_subscriber_has_output(const struct lg_subscriber *s);
+
+struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
+                                           const struct lg_topic *t);
+
+/* Append the stream's cursor (one entry per subscription, subscribe order). */
+void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out);
+
+/*
+ * Render what is owed, oldest first, in the transport's format, into out, stopping once out
+ * holds max_bytes (at least one item is always rendered). SSE: notices and events as SSE
+ * frames; WS: complete text frames. Rendered events leave the ring and count as delivered.
+ * Return value: number of events rendered.
+ */
+size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
+                                   uint32_t sse_retry_ms);
+
+/* Long-poll: render {"events":[...],"cursor":"..."} with at most max_events events. */
+size_t lg_subscriber_render_poll(struct lg_subscriber *s, struct lg_buf *out, size_t max_events);
+
+#endif

@@ -1,0 +1,348 @@
+/*
+ * transport_ws.c - the WebSocket subscriber protocol "livegate.v1" on lws' ws role.
+ *
+ * lws does the handshake, framing of inbound messages, ping/pong keepalive and close frames.
+ * Outbound events are written as frames pre-encoded once per event (event->ws_frame) and
+ * coalesced into one LWS_WRITE_RAW write, which lws sends unframed on a ws connection.
+ * This protocol is protocols[0], so it also receives LWS_CALLBACK_WSI_DESTROY for every
+ * connection of the worker: the one close notification lws never skips.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "hub.h"
+#include "log.h"
+#include "stats.h"
+#include "subscribe_params.h"
+#include "topic.h"
+
+#define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
+
+/* ---- Replies ------------------------------------------------------------------------------ */
+
+/* Queue one JSON reply (steals obj). A client that floods requests without reading the
+ * answers is closed rather than buffered without bound. */
+static int reply(struct lg_conn *c, json_t *obj)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    json_object_set_new(obj, "v", json_integer(1));
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (!text)
+        return -1;
+    size_t len = strlen(text);
+    unsigned char header[10];
+    lg_buf_append(&c->out, header, lg_ws_write_header(header, len, 0x1));
+    lg_buf_append(&c->out, text, len);
+    free(text);
+    if (c->out.len > (size_t)cfg->websocket.max_message_bytes * WS_REPLY_BACKLOG_FACTOR) {
+        lws_close_reason(c->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                         (unsigned char *)"client does not read replies", 28);
+        return -1;
+    }
+    lg_conn_want_write(c);
+    return 0;
+}
+
+static json_t *message(const char *type)
+{
+    return json_pack("{s:s}", "type", type);
+}
+
+static int reply_error(struct lg_conn *c, const char *code, const char *text)
+{
+    json_t *obj = message("error");
+    json_object_set_new(obj, "code", json_string(code));
+    json_object_set_new(obj, "message", json_string(text));
+    return reply(c, obj);
+}
+
+static json_t *topic_array(const struct lg_subscribe_params *p)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < p->topic_count; i++)
+        json_array_append_new(a, json_string(p->topics[i]));
+    return a;
+}
+
+static json_t *cursor_string(const struct lg_conn *c)
+{
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_subscriber_cursor(&c->sub, &b);
+    json_t *s = json_stringn(b.data ? b.data : "", b.len);
+    lg_buf_release(&b);
+    return s;
+}
+
+/* ---- Operations --------------------------------------------------------------------------- */
+
+/* Subscribe to p's topics from p's cursor, answering `subscribed` or `error`. */
+static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    struct lg_hub *hub = lg_worker_hub(c->worker);
+    size_t fresh = 0;
+    for (size_t i = 0; i < p->topic_count; i++)
+        if (!lg_subscriber_find(&c->sub, lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]),
+                                                      false, &(const char *){NULL})))
+            fresh++;
+    if (c->sub.sub_count + fresh > cfg->limits.max_topics_per_client) {
+        char text[128];
+        snprintf(text, sizeof text, "at most %u topics per connection (limits.max_topics_per_client)",
+                 cfg->limits.max_topics_per_client);
+        return reply_error(c, "too_many_topics", text);
+    }
+    for (size_t i = 0; i < p->topic_count; i++) {
+        const char *problem = NULL;
+        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), true, &problem);
+        if (!t)
+            return reply_error(c, "unavailable", problem);
+        const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
+                                                            : NULL;
+        if (lg_subscriber_add(&c->sub, hub, t, since, true, SIZE_MAX, NULL, &problem) < 0) {
+            char text[256];
+            snprintf(text, sizeof text, "topic %s: %s", t->name, problem);
+            return reply_error(c, "invalid_cursor", text);
+        }
+    }
+    json_t *obj = message("subscribed");
+    json_object_set_new(obj, "topics", topic_array(p));
+    json_object_set_new(obj, "cursor", cursor_string(c));
+    if (lg_subscriber_has_output(&c->sub))
+        lg_conn_want_write(c);
+    return reply(c, obj);
+}
+
+static int op_subscribe(struct lg_conn *c, json_t *msg, struct lg_subscribe_params *p)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    json_t *topics = json_object_get(msg, "topics");
+    json_t *since = json_object_get(msg, "since");
+    char problem[256];
+    if (!json_is_array(topics) || json_array_size(topics) == 0)
+        return reply_error(c, "bad_message", "subscribe needs \"topics\": a non-empty array");
+    p->topic_count = 0;
+    p->has_cursor = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(topics, i, t) {
+        if (!json_is_string(t))
+            return reply_error(c, "bad_message", "every entry of \"topics\" must be a string");
+        const char *code = lg_subscribe_params_add_topic(p, json_string_value(t),
+                                                         json_string_length(t),
+                                                         cfg->limits.max_topics_per_client,
+                                                         problem, sizeof problem);
+        if (code)
+            return reply_error(c, code, problem);
+    }
+    if (since && !json_is_null(since)) {
+        char why[192];
+        if (!json_is_string(since))
+            return reply_error(c, "bad_message", "\"since\" must be a cursor string");
+        if (lg_cursor_parse(json_string_value(since), json_string_length(since), &p->cursor, why,
+                            sizeof why) != 0) {
+            snprintf(problem, sizeof problem, "malformed cursor: %s", why);
+            return reply_error(c, "invalid_cursor", problem);
+        }
+        p->has_cursor = true;
+    }
+    return subscribe(c, p);
+}
+
+static int op_unsubscribe(struct lg_conn *c, json_t *msg)
+{
+    struct lg_hub *hub = lg_worker_hub(c->worker);
+    json_t *topics = json_object_get(msg, "topics");
+    if (!json_is_array(topics))
+        return reply_error(c, "bad_message", "unsubscribe needs \"topics\": an array");
+    size_t i;
+    json_t *t;
+    json_array_foreach(topics, i, t) {
+        if (!json_is_string(t))
+            return reply_error(c, "bad_message", "every entry of \"topics\" must be a string");
+    }
+    json_array_foreach(topics, i, t) {
+        const char *problem;
+        struct lg_topic *topic = lg_hub_topic(hub, json_string_value(t), json_string_length(t),
+                                              false, &problem);
+        if (topic)
+            lg_subscriber_remove(&c->sub, hub, topic);
+    }
+    json_t *obj = message("unsubscribed");
+    json_object_set(obj, "topics", topics);
+    return reply(c, obj);
+}
+
+/* A malformed message: answer it; close with 1008 after too many in a row. */
+static int bad_message(struct lg_conn *c, const char *code, const char *text)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    if (++c->ws_bad_messages >= cfg->websocket.max_bad_messages) {
+        static const char reason[] = "too many malformed messages";
+        lws_close_reason(c->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)reason,
+                         sizeof reason - 1);
+        return -1;
+    }
+    return reply_error(c, code, text);
+}
+
+static int handle_message(struct lg_conn *c, const char *text, size_t len)
+{
+    json_error_t jerr;
+    json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!msg || !json_is_object(msg)) {
+        char problem[256];
+        if (msg)
+            snprintf(problem, sizeof problem, "a control message must be a JSON object");
+        else
+            snprintf(problem, sizeof problem, "invalid JSON at column %d: %s", jerr.column,
+                     jerr.text);
+        json_decref(msg);
+        return bad_message(c, "bad_message", problem);
+    }
+    const char *op = json_string_value(json_object_get(msg, "op"));
+    int rc;
+    if (!op) {
+        rc = bad_message(c, "bad_message", "a control message needs \"op\": a string");
+    } else if (strcmp(op, "subscribe") == 0) {
+        struct lg_subscribe_params *p = malloc(sizeof *p);
+        rc = p ? op_subscribe(c, msg, p) : -1;
+        free(p);
+        c->ws_bad_messages = 0;
+    } else if (strcmp(op, "unsubscribe") == 0) {
+        rc = op_unsubscribe(c, msg);
+        c->ws_bad_messages = 0;
+    } else if (strcmp(op, "ping") == 0) {
+        rc = reply(c, message("pong"));
+        c->ws_bad_messages = 0;
+    } else {
+        rc = bad_message(c, "unknown_op",
+                         "op must be \"subscribe\", \"unsubscribe\" or \"ping\"");
+    }
+    json_decref(msg);
+    return rc;
+}
+
+/* ---- lws callbacks ------------------------------------------------------------------------ */
+
+static int on_established(struct lg_conn *c, struct lws *wsi)
+{
+    struct lg_worker *w = lws_context_user(lws_get_context(wsi));
+    const struct lg_config *cfg = lg_worker_config(w);
+    lg_conn_init(c, wsi, w, LG_CONN_WS);
+    lg_subscriber_init(&c->sub, LG_TRANSPORT_WS, lg_worker_index(w), &cfg->client_queue);
+    LG_STAT_ADD(clients_ws, 1);
+    if (lg_worker_is_draining(w)) {
+        c->closing = true;
+        c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
+        lg_conn_want_write(c);
+        return 0;
+    }
+    char *query = lg_worker_take_ws_query(w, lws_get_socket_fd(wsi));
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    int rc = 0;
+    if (query && p) {
+        char problem[256];
+        const char *code = lg_subscribe_params_parse(p, query, strlen(query), "since", NULL, 0,
+                                                     cfg->limits.max_topics_per_client, problem,
+                                                     sizeof problem);
+        if (code)
+            rc = reply_error(c, code, problem);
+        else if (p->topic_count)
+            rc = subscribe(c, p);
+    }
+    free(p);
+    free(query);
+    return rc;
+}
+
+static int on_receive(struct lg_conn *c, const char *in, size_t len)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    if (c->ws_msg.len + len > cfg->websocket.max_message_bytes) {
+        char reason[96];
+        int n = snprintf(reason, sizeof reason,
+                         "control message larger than %u bytes (websocket.max_message_bytes)",
+                         cfg->websocket.max_message_bytes);
+        lws_close_reason(c->wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)reason,
+                         (size_t)n);
+        return -1;
+    }
+    lg_buf_append(&c->ws_msg, in, len);
+    if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi))
+        return 0;
+    bool binary = lws_frame_is_binary(c->wsi);
+    int rc = binary ? bad_message(c, "bad_message", "control messages are JSON text frames")
+                    : handle_message(c, c->ws_msg.data, c->ws_msg.len);
+    lg_buf_reset(&c->ws_msg);
+    return rc;
+}
+
+static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
+{
+    lws_close_reason(c->wsi, (enum lws_close_status)code, (unsigned char *)reason, strlen(reason));
+    return -1;
+}
+
+static int on_writable(struct lg_conn *c)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    c->sub.write_wanted = false;
+    if (c->closing)
+        return close_with(c, c->ws_close_code, "server shutting down");
+    if (c->sub.slow_disconnect)
+        return close_with(c, 4000, c->sub.disconnect_reason);
+    struct lg_buf *scratch = lg_worker_scratch(c->worker);
+    lg_buf_append(scratch, c->out.data, c->out.len);
+    lg_buf_reset(&c->out);
+    lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
+    if (scratch->oom)
+        return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
+    if (scratch->len > LWS_PRE &&
+        lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
+                  LWS_WRITE_RAW) < 0)
+        return -1;
+    c->last_write_ms = lg_mono_ms();
+    if (lg_subscriber_has_output(&c->sub)) {
+        c->sub.write_wanted = true;
+        lg_conn_want_write(c);
+    }
+    return 0;
+}
+
+static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+                       size_t len)
+{
+    struct lg_conn *c = user;
+    switch (reason) {
+    case LWS_CALLBACK_ESTABLISHED:
+        return on_established(c, wsi);
+    case LWS_CALLBACK_RECEIVE:
+        return on_receive(c, in, len);
+    case LWS_CALLBACK_SERVER_WRITEABLE:
+        return on_writable(c);
+    case LWS_CALLBACK_CLOSED:
+        lg_conn_release(c);
+        return 0;
+    case LWS_CALLBACK_WSI_DESTROY:
+        if (c)
+            lg_conn_release(c); /* idempotent; covers connections whose close callback lws skipped */
+        return 0;
+    case LWS_CALLBACK_HTTP:
+        return -1; /* only upgrades reach lws; anything else was answered by the classifier */
+    default:
+        return 0;
+    }
+}
+
+const struct lws_protocols lg_protocol_ws = {
+    .name = "livegate.v1",
+    .callback = ws_callback,
+    .per_session_data_size = sizeof(struct lg_conn),
+    .rx_buffer_size = 512,
+};

@@ -1,0 +1,643 @@
+#include "worker.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "event.h"
+#include "hub.h"
+#include "inbox.h"
+#include "log.h"
+#include "stats.h"
+#include "topic.h"
+
+#define ACCEPTS_PER_WAKE 64
+#define TICK_US (250 * LWS_US_PER_MS)
+
+/* A socket accepted but not yet classified: its request head is being read. */
+struct lg_pending {
+    int fd;
+    uint64_t deadline_ms;               /* monotonic: 408 after this */
+    struct lg_pending *prev, *next;     /* accept order = deadline order */
+    struct lg_http_request req;
+    uint32_t len;
+    char buf[];                         /* limits.max_request_head_bytes */
+};
+
+struct lg_worker {
+    struct lg_worker_shared shared;
+    uint32_t index;
+    int listen_fd;                      /* lws closes it once adopted (listen_wsi) */
+    int classify_epfd;                  /* epoll set of pending sockets; lws closes it too */
+    bool fds_adopted;                   /* lws owns listen_fd and classify_epfd now */
+    struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
+    lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
+    struct lws_context *ctx;
+    struct lws_vhost *vhost;
+    struct lws *listen_wsi;
+    struct lws *classify_wsi;
+    pthread_t thread;
+    bool thread_started;
+    struct lg_inbox inbox;
+    _Atomic bool drain_requested;       /* set by the app thread */
+    _Atomic bool stop_requested;        /* set by the app thread */
+    _Atomic bool drained;               /* set by this worker: no client left */
+    bool draining;                      /* this worker has begun draining */
+    struct lg_pending *pending_head, *pending_tail;
+    struct lg_conn *conns;              /* every adopted connection */
+    uint32_t conn_count;
+    struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
+    char **ws_queries;                  /* [fd]: raw query of a WebSocket upgrade in flight */
+    size_t ws_queries_cap;
+    lws_sorted_usec_list_t tick;
+};
+
+/* Tags for the two RAW_FILE wsis this worker adopts (lws opaque user data). */
+static char tag_listener, tag_classifier;
+
+/* ---- Accessors for the transports ------------------------------------------------------- */
+
+const struct lg_config *lg_worker_config(const struct lg_worker *w) { return w->shared.cfg; }
+struct lg_hub *lg_worker_hub(const struct lg_worker *w) { return w->shared.hub; }
+uint32_t lg_worker_index(const struct lg_worker *w) { return w->index; }
+const char *lg_worker_static_dir(const struct lg_worker *w) { return w->shared.static_dir; }
+bool lg_worker_is_draining(const struct lg_worker *w) { return w->draining; }
+
+struct lg_buf *lg_worker_scratch(struct lg_worker *w)
+{
+    lg_buf_reset(&w->scratch);
+    static const char headroom[LWS_PRE];
+    lg_buf_append(&w->scratch, headroom, LWS_PRE);
+    return &w->scratch;
+}
+
+void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c)
+{
+    c->prev = NULL;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    w->conn_count++;
+}
+
+void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    w->conn_count--;
+    LG_STAT_SUB(connections_open, 1);
+}
+
+char *lg_worker_take_ws_query(struct lg_worker *w, int fd)
+{
+    if (fd < 0 || (size_t)fd >= w->ws_queries_cap)
+        return NULL;
+    char *q = w->ws_queries[fd];
+    w->ws_queries[fd] = NULL;
+    return q;
+}
+
+/* ---- Listening socket ------------------------------------------------------------------- */
+
+static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
+                         size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", port);
+    int rc = getaddrinfo(addr->host, port_text, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "public address %s: %s", addr->host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+        snprintf(err, errlen, "cannot listen on public address %s:%u: %s", addr->host, port,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* ---- Unclassified sockets --------------------------------------------------------------- */
+
+static void pending_unlink(struct lg_worker *w, struct lg_pending *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        w->pending_head = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        w->pending_tail = p->prev;
+}
+
+/* Forget p; close its socket unless it was handed on. */
+static void pending_finish(struct lg_worker *w, struct lg_pending *p, bool close_fd)
+{
+    epoll_ctl(w->classify_epfd, EPOLL_CTL_DEL, p->fd, NULL);
+    pending_unlink(w, p);
+    if (close_fd) {
+        close(p->fd);
+        LG_STAT_SUB(connections_open, 1);
+    }
+    free(p);
+}
+
+/* Answer an unclassified socket with an error and close it. The answer is small and the socket
+ * fresh, so one non-blocking send() takes it; if not, the client was not reading anyway. */
+static void pending_refuse(struct lg_worker *w, struct lg_pending *p, int status, const char *code,
+                           const char *message, const char *extra_headers)
+{
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_http_error_response(&b, status, code, message, extra_headers, false);
+    if (!b.oom && send(p->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        lg_debug("error response not sent: %s", strerror(errno));
+    lg_buf_release(&b);
+    LG_STAT_ADD(requests_rejected, 1);
+    pending_finish(w, p, true);
+}
+
+static void accept_one(struct lg_worker *w, int fd)
+{
+    const struct lg_config *cfg = w->shared.cfg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (cfg->socket_send_buffer_bytes) {
+        int sndbuf = (int)cfg->socket_send_buffer_bytes;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    }
+    struct lg_pending *p = malloc(sizeof *p + cfg->limits.max_request_head_bytes);
+    if (!p) {
+        close(fd);
+        return;
+    }
+    LG_STAT_ADD(connections_open, 1);
+    p->fd = fd;
+    p->len = 0;
+    p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
+    lg_http_request_init(&p->req);
+    p->next = NULL;
+    p->prev = w->pending_tail;
+    if (w->pending_tail)
+        w->pending_tail->next = p;
+    else
+        w->pending_head = p;
+    w->pending_tail = p;
+
+    if (LG_STAT_GET(connections_open) > (int64_t)cfg->limits.max_connections) {
+        LG_STAT_ADD(connections_refused, 1);
+        pending_refuse(w, p, 503, "unavailable",
+                       "the gateway is at limits.max_connections; retry later", "Retry-After: 1\r\n");
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+    if (epoll_ctl(w->classify_epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        pending_finish(w, p, true);
+}
+
+static void accept_ready(struct lg_worker *w)
+{
+    for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
+        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                static struct lg_ratelimit rl;
+                lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "accept failed: %s", strerror(errno));
+            }
+            return;
+        }
+        accept_one(w, fd);
+    }
+}
+
+static bool is_path(const char *buf, const struct lg_slice *path, const char *want)
+{
+    return path->len == strlen(want) && memcmp(buf + path->off, want, path->len) == 0;
+}
+
+/* Hand a WebSocket upgrade to lws together with the bytes already read. */
+static void classify_websocket(struct lg_worker *w, struct lg_pending *p)
+{
+    int fd = p->fd;
+    if ((size_t)fd >= w->ws_queries_cap) {
+        pending_refuse(w, p, 503, "unavailable", "too many open files", NULL);
+        return;
+    }
+    free(w->ws_queries[fd]);
+    w->ws_queries[fd] = strndup(p->buf + p->req.query.off, p->req.query.len);
+    char *copy = malloc(p->len);
+    if (!copy || !w->ws_queries[fd]) {
+        free(copy);
+        pending_refuse(w, p, 503, "unavailable", "out of memory", NULL);
+        return;
+    }
+    size_t len = p->len;
+    memcpy(copy, p->buf, len);
+    pending_finish(w, p, false);
+    /* On failure lws closes the socket itself; the close path frees the query and counts. */
+    if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, len)) {
+        free(lg_worker_take_ws_query(w, fd));
+        LG_STAT_SUB(connections_open, 1);
+    }
+    free(copy);
+}
+
+static void classify_http(struct lg_worker *w, struct lg_pending *p)
+{
+    struct lg_handoff handoff = {.buf = p->buf, .req = &p->req};
+    lws_adopt_desc_t desc = {
+        .vh = w->vhost,
+        .type = LWS_ADOPT_SOCKET,
+        .fd.sockfd = p->fd,
+        .vh_prot_name = lg_protocol_http.name,
+        .opaque = &handoff,
+    };
+    /* RAW_ADOPT runs inside this call and serves the request from the handoff. */
+    struct lws *wsi = lws_adopt_descriptor_vhost_via_info(&desc);
+    pending_finish(w, p, false);
+    if (!wsi)
+        LG_STAT_SUB(connections_open, 1); /* lws closed the socket */
+}
+
+static void classify_complete(struct lg_worker *w, struct lg_pending *p)
+{
+    const struct lg_http_request *req = &p->req;
+    if (req->upgrade) {
+        if (!is_path(p->buf, &req->path, "/ws"))
+            pending_refuse(w, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
+        else if (req->method != LG_HTTP_GET)
+            pending_refuse(w, p, 405, "method_not_allowed", "use GET for /ws", "Allow: GET\r\n");
+        else if (p->len > 2048)
+            pending_refuse(w, p, 431, "headers_too_large",
+                           "a WebSocket upgrade request must fit in 2048 bytes", NULL);
+        else
+            classify_websocket(w, p);
+        return;
+    }
+    classify_http(w, p);
+}
+
+static void read_pending(struct lg_worker *w, struct lg_pending *p)
+{
+    uint32_t cap = w->shared.cfg->limits.max_request_head_bytes;
+    ssize_t n = recv(p->fd, p->buf + p->len, cap - p->len, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        pending_finish(w, p, true);
+        return;
+    }
+    if (n < 0)
+        return;
+    p->len += (uint32_t)n;
+    const char *problem = NULL;
+    int rc = lg_http_request_feed(&p->req, p->buf, p->len, &problem);
+    if (rc == 1) {
+        classify_complete(w, p);
+    } else if (rc < 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "malformed HTTP request: %s", problem);
+        pending_refuse(w, p, 400, "bad_request", msg, NULL);
+    } else if (p->len == cap) {
+        pending_refuse(w, p, 431, "headers_too_large",
+                       "request head exceeds limits.max_request_head_bytes", NULL);
+    }
+}
+
+static void classify_ready(struct lg_worker *w)
+{
+    struct epoll_event evs[64];
+    int n = epoll_wait(w->classify_epfd, evs, 64, 0);
+    for (int i = 0; i < n; i++)
+        read_pending(w, evs[i].data.ptr);
+}
+
+static void expire_pending(struct lg_worker *w, uint64_t now_ms)
+{
+    while (w->pending_head && w->pending_head->deadline_ms <= now_ms)
+        pending_refuse(w, w->pending_head, 408, "request_timeout",
+                       "the request head did not arrive within limits.request_timeout_ms", NULL);
+}
+
+/* ---- Inbox: events from the hub --------------------------------------------------------- */
+
+static void wake(void *arg)
+{
+    struct lg_worker *w = arg;
+    lws_cancel_service(w->ctx);
+}
+
+static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
+{
+    struct lg_subscription *sn = ev->topic->slots[w->index].head;
+    for (; sn; sn = sn->next) {
+        struct lg_subscriber *s = sn->owner;
+        lg_subscriber_offer(s, sn, ev, now_ns);
+        if (!s->write_wanted && lg_subscriber_has_output(s)) {
+            s->write_wanted = true;
+            lg_conn_on_output((struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub)));
+        }
+    }
+}
+
+static void drain_inbox(struct lg_worker *w)
+{
+    struct lg_event **batch;
+    size_t n = lg_inbox_take(&w->inbox, &batch);
+    if (n == 0)
+        return;
+    uint64_t now = lg_mono_ns();
+    for (size_t i = 0; i < n; i++) {
+        dispatch_event(w, batch[i], now);
+        lg_event_unref(&batch[i]);
+    }
+    lg_inbox_done(&w->inbox, n);
+}
+
+/* ---- Drain and tick ---------------------------------------------------------------------- */
+
+static void close_file_wsi(struct lws **wsi)
+{
+    if (*wsi) {
+        lws_set_timeout(*wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+        *wsi = NULL;
+    }
+}
+
+static void begin_drain(struct lg_worker *w)
+{
+    w->draining = true;
+    close_file_wsi(&w->listen_wsi);
+    while (w->pending_head)
+        pending_refuse(w, w->pending_head, 503, "unavailable",
+                       "the gateway is shutting down; retry on another node", "Retry-After: 1\r\n");
+    for (struct lg_conn *c = w->conns, *next; c; c = next) {
+        next = c->next; /* drain may close c */
+        lg_conn_drain(c);
+    }
+}
+
+static void on_tick(lws_sorted_usec_list_t *sul)
+{
+    struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
+    uint64_t now = lg_mono_ms();
+    expire_pending(w, now);
+    for (struct lg_conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        lg_conn_tick(c, now);
+    }
+    lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
+}
+
+static void on_cancel(struct lg_worker *w)
+{
+    drain_inbox(w);
+    if (atomic_load(&w->drain_requested) && !w->draining)
+        begin_drain(w);
+}
+
+/* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */
+
+static int internal_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+                             void *in, size_t len)
+{
+    struct lg_worker *w = lws_context_user(lws_get_context(wsi));
+    switch (reason) {
+    case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+        on_cancel(w);
+        break;
+    case LWS_CALLBACK_RAW_RX_FILE:
+        if (lws_get_opaque_user_data(wsi) == &tag_listener)
+            accept_ready(w);
+        else if (lws_get_opaque_user_data(wsi) == &tag_classifier)
+            classify_ready(w);
+        break;
+    case LWS_CALLBACK_RAW_CLOSE_FILE:
+        if (lws_get_opaque_user_data(wsi) == &tag_listener) {
+            w->listen_wsi = NULL;
+            w->listen_fd = -1;
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static const struct lws_protocols internal_protocol = {
+    .name = "lg-internal",
+    .callback = internal_callback,
+};
+
+/* ---- Lifecycle ---------------------------------------------------------------------------- */
+
+static struct lws *adopt_file(struct lg_worker *w, int fd, void *tag)
+{
+    lws_adopt_desc_t desc = {
+        .vh = w->vhost,
+        .type = LWS_ADOPT_RAW_FILE_DESC,
+        .fd.filefd = fd,
+        .vh_prot_name = internal_protocol.name,
+        .opaque = tag,
+    };
+    return lws_adopt_descriptor_vhost_via_info(&desc);
+}
+
+static void lws_log_emit(int level, const char *line)
+{
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n')
+        n--;
+    lg_log(level == LLL_ERR ? LG_LOG_ERROR : LG_LOG_WARN, "lws: %.*s", (int)n, line);
+}
+
+static int create_context(struct lg_worker *w, char *err, size_t errlen)
+{
+    const struct lg_config *cfg = w->shared.cfg;
+    w->ws_keepalive.secs_since_valid_ping = (uint16_t)(cfg->websocket.ping_interval_ms / 1000);
+    w->ws_keepalive.secs_since_valid_hangup =
+        (uint16_t)((cfg->websocket.ping_interval_ms + cfg->websocket.pong_timeout_ms) / 1000);
+
+    /* lws sends at most tx_packet_size per write and buffers the rest on the heap, so it
+     * must cover one coalesced write. */
+    w->protocols[0] = lg_protocol_ws;
+    w->protocols[0].tx_packet_size = cfg->write_batch_bytes;
+    w->protocols[1] = lg_protocol_http;
+    w->protocols[1].tx_packet_size = cfg->write_batch_bytes;
+    w->protocols[2] = internal_protocol;
+
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    struct lws_context_creation_info info;
+    memset(&info, 0, sizeof info);
+    info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
+    info.protocols = w->protocols;
+    info.user = w;
+    info.retry_and_idle_policy = &w->ws_keepalive;
+    info.timeout_secs = cfg->limits.request_timeout_ms / 1000 ? cfg->limits.request_timeout_ms / 1000 : 1;
+    info.fd_limit_per_thread = (unsigned)rl.rlim_cur;
+    w->ctx = lws_create_context(&info);
+    if (!w->ctx) {
+        snprintf(err, errlen, "worker %u: cannot create the libwebsockets context", w->index);
+        return -1;
+    }
+    w->vhost = lws_get_vhost_by_name(w->ctx, "default");
+    w->ws_queries_cap = rl.rlim_cur;
+    w->ws_queries = calloc(w->ws_queries_cap, sizeof *w->ws_queries);
+    if (!w->vhost || !w->ws_queries) {
+        snprintf(err, errlen, "worker %u: cannot set up its event loop", w->index);
+        return -1;
+    }
+    return 0;
+}
+
+struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32_t index,
+                                   uint16_t *port, char *err, size_t errlen)
+{
+    static bool lws_logging_set;
+    if (!lws_logging_set) {
+        lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+        lws_logging_set = true;
+    }
+    struct lg_worker *w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->shared = *shared;
+    w->index = index;
+    w->listen_fd = w->classify_epfd = -1;
+    lg_buf_init(&w->scratch);
+    if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
+        snprintf(err, errlen, "out of memory");
+        free(w);
+        return NULL;
+    }
+    w->listen_fd = open_listener(&shared->cfg->public_addr, *port, err, errlen);
+    if (w->listen_fd < 0)
+        goto fail;
+    *port = bound_port(w->listen_fd);
+    w->classify_epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->classify_epfd < 0 || create_context(w, err, errlen) != 0)
+        goto fail;
+    w->listen_wsi = adopt_file(w, w->listen_fd, &tag_listener);
+    w->classify_wsi = w->listen_wsi ? adopt_file(w, w->classify_epfd, &tag_classifier) : NULL;
+    w->fds_adopted = w->listen_wsi != NULL; /* lws closes adopted fds, even on failure */
+    if (!w->listen_wsi || !w->classify_wsi) {
+        snprintf(err, errlen, "worker %u: cannot watch its sockets", index);
+        goto fail;
+    }
+    lg_hub_attach_worker(shared->hub, index, &w->inbox, wake, w);
+    lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
+    return w;
+fail:
+    lg_worker_destroy(w);
+    return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+    struct lg_worker *w = arg;
+    char name[16];
+    snprintf(name, sizeof name, "lg-worker-%u", w->index);
+    pthread_setname_np(pthread_self(), name);
+    while (!atomic_load(&w->stop_requested)) {
+        if (lws_service(w->ctx, 0) < 0)
+            break;
+        if (w->draining && w->conn_count == 0 && !w->pending_head)
+            atomic_store(&w->drained, true);
+    }
+    return NULL;
+}
+
+int lg_worker_start(struct lg_worker *w)
+{
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+        return -1;
+    w->thread_started = true;
+    return 0;
+}
+
+void lg_worker_drain(struct lg_worker *w)
+{
+    atomic_store(&w->drain_requested, true);
+    lws_cancel_service(w->ctx);
+}
+
+bool lg_worker_drained(const struct lg_worker *w) { return atomic_load(&w->drained); }
+
+void lg_worker_stop(struct lg_worker *w)
+{
+    atomic_store(&w->stop_requested, true);
+    lws_cancel_service(w->ctx);
+}
+
+void lg_worker_join(struct lg_worker *w)
+{
+    if (w->thread_started)
+        pthread_join(w->thread, NULL);
+    w->thread_started = false;
+}
+
+void lg_worker_destroy(struct lg_worker *w)
+{
+    if (!w)
+        return;
+    /* Runs after join: the close callbacks lws makes below find no other thread around. */
+    while (w->pending_head)
+        pending_finish(w, w->pending_head, true);
+    if (w->ctx) {
+        lws_sul_cancel(&w->tick);
+        lws_context_destroy(w->ctx);
+    }
+    if (!w->fds_adopted && w->listen_fd >= 0)
+        close(w->listen_fd);
+    if (!w->fds_adopted && w->classify_epfd >= 0)
+        close(w->classify_epfd);
+    for (size_t i = 0; i < w->ws_queries_cap; i++)
+        free(w->ws_queries[i]);
+    free(w->ws_queries);
+    lg_inbox_release(&w->inbox);
+    lg_buf_release(&w->scratch);
+    free(w);
+}

@@ -1,0 +1,62 @@
+/*
+ * worker.h - one subscriber-serving thread: its event loop, its listening socket, its clients.
+ *
+ * DESIGN
+ * Each worker owns one lws_context (Debian builds lws with LWS_MAX_SMP 1: one service thread
+ * per context) and its own SO_REUSEPORT listening socket on the public port, so the kernel
+ * spreads connections over workers and no client ever moves between threads. The worker
+ * accepts, reads and parses each request head itself (a private epoll set of unclassified
+ * sockets, watched by lws as a file descriptor), then:
+ *   - a WebSocket upgrade is handed to lws with the bytes already read;
+ *   - SSE, long-poll and static files are served on lws' RAW socket role, where a client that
+ *     goes away is seen at once (lws 4.1.6's HTTP role spins on such sockets; see
+ *     shared/notes/platform-facts.md);
+ *   - anything else is answered with a JSON error and closed.
+ * Events reach the worker through its inbox: the hub pushes references and wakes the loop
+ * with lws_cancel_service(); the worker takes the whole batch and offers each event to the
+ * subscriptions of its topic on this worker (topic->slots[index].head).
+ *
+ * Owns:    the lws context, the listening socket, every accepted connection (struct lg_conn)
+ *          and the subscribers in them, the inbox, and a scratch buffer for coalesced writes.
+ * Frees:   everything, in lg_worker_destroy(), after lg_worker_join().
+ * Threads: lg_worker_start/drain/stop/join/destroy are called by the app (main thread).
+ *          Everything else runs on the worker thread. lg_worker_drain() and lg_worker_stop()
+ *          only set an atomic flag and call lws_cancel_service(), the one lws call that is
+ *          safe from another thread.
+ * Bounds:  connections (limits.max_connections, process-wide), unclassified sockets (same
+ *          bound; each must send its head within limits.request_timeout_ms), the inbox
+ *          (limits.worker_inbox_events), one write of at most write_batch_bytes per client
+ *          per writable callback.
+ */
+#ifndef LG_WORKER_H
+#define LG_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct lg_worker;
+struct lg_hub;
+
+struct lg_worker_shared {
+    const struct lg_config *cfg;
+    struct lg_hub *hub;
+    const char *static_dir;  /* resolved absolute directory of static files */
+};
+
+/*
+ * Create worker `index` and bind its listening socket to cfg->public_addr. When the
+ * configured port is 0, pass the port the first worker got in *port for the others.
+ * Return value: the worker, or NULL with err filled.
+ */
+struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32_t index,
+                                   uint16_t *port, char *err, size_t errlen);
+int lg_worker_start(struct lg_worker *w);          /* spawn its thread; 0 or -1 */
+void lg_worker_drain(struct lg_worker *w);         /* stop accepting; end every client cleanly */
+bool lg_worker_drained(const struct lg_worker *w); /* every client is gone */
+void lg_worker_stop(struct lg_worker *w);          /* leave the loop now (after the drain timeout) */
+void lg_worker_join(struct lg_worker *w);
+void lg_worker_destroy(struct lg_worker *w);
+
+#endif

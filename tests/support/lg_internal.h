@@ -1,0 +1,72 @@
+/*
+ * lg_internal.h - helpers shared by the files of the test support library (not for tests).
+ *
+ * Owns:    nothing; a growable read buffer type and clock/header helpers.
+ * Frees:   struct lg_test__rbuf memory is released with lg_test__rbuf_release(), or handed
+ *          over by the caller taking `p` (then set p to NULL).
+ * Threads: single-threaded test code; no globals here.
+ * Bounds:  every read takes an absolute deadline on the monotonic clock; a buffer never grows
+ *          beyond LG_TEST__MAX_BUF bytes.
+ */
+#ifndef LG_INTERNAL_H
+#define LG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LG_TEST__MAX_BUF ((size_t)256 << 20) /* 256 MiB: a runaway peer fails the test */
+
+/* Milliseconds on the monotonic clock. */
+int64_t lg_test__now_ms(void);
+/* now + timeout_ms (a negative timeout is treated as 0). */
+int64_t lg_test__deadline(int timeout_ms);
+/* Milliseconds left before deadline, clamped to [0, INT32_MAX]. */
+int lg_test__left_ms(int64_t deadline);
+
+/* Make sure buf can hold `need` bytes plus a NUL. Return value: 0 or -1 (over the bound). */
+int lg_test__reserve(char **buf, size_t *cap, size_t need);
+/*
+ * Wait for fd to become readable before deadline, then recv() once into buf.
+ * Return value: bytes read (> 0), 0 on EOF, -1 on error (errno kept), -2 on timeout.
+ */
+ssize_t lg_test__recv_deadline(int fd, void *buf, size_t cap, int64_t deadline);
+
+/* A growable, NUL-terminated receive buffer over one socket. */
+struct lg_test__rbuf {
+    int fd;
+    char *p;          /* malloc'd, NUL-terminated */
+    size_t len, cap;  /* bytes held / allocated (cap includes room for the NUL) */
+    int64_t deadline; /* absolute monotonic ms for every fill */
+    bool eof;         /* the peer closed its side */
+};
+
+void lg_test__rbuf_init(struct lg_test__rbuf *b, int fd, int64_t deadline);
+void lg_test__rbuf_release(struct lg_test__rbuf *b);
+/* Read once more. Return value: 1 data appended, 0 EOF, -1 error, -2 timeout. */
+int lg_test__rbuf_fill(struct lg_test__rbuf *b);
+/* Read until needle occurs at or after `from`; *at receives its offset.
+ * Return value: 0 found, or what rbuf_fill returned when it stopped (0, -1, -2). */
+int lg_test__rbuf_find(struct lg_test__rbuf *b, size_t from, const char *needle, size_t *at);
+/* Read until at least n bytes are held. Return value as rbuf_find. */
+int lg_test__rbuf_need(struct lg_test__rbuf *b, size_t n);
+
+/*
+ * Read one response head (status line and headers through the blank line) into b.
+ * *head_len receives its length including the final CRLFCRLF; bytes after it stay in b.
+ * Return value: 0, or -1 after printing why (prefixed with `who`).
+ */
+int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *who);
+/* Status code of "HTTP/1.x NNN ...", or 0 if the line does not parse. */
+int lg_test__parse_status(const char *head);
+/* Copy a head of head_len bytes into dst (cap bytes) without the final empty line, so the
+ * last header keeps its CRLF; truncates and NUL-terminates. */
+void lg_test__copy_head(char *dst, size_t cap, const char *head, size_t head_len);
+/* Case-insensitive lookup of a header in a NUL-terminated head block (the status line is
+ * skipped). Copies the value without surrounding blanks. Return value: true if found. */
+bool lg_test__header_find(const char *head, const char *name, char *out, size_t cap);
+/* Does a comma-separated header value contain token (case-insensitive)? */
+bool lg_test__header_has_token(const char *value, const char *token);
+
+#endif

@@ -1,0 +1,420 @@
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "event.h"
+#include "stats.h"
+
+#define UNIX_MS 1764547200123 /* the example time in docs/protocol.md */
+
+static struct lg_event_fields text_fields(const char *topic, uint32_t epoch, uint64_t seq,
+                                          const char *data)
+{
+    return (struct lg_event_fields){
+        .topic_name = topic,
+        .topic_name_len = strlen(topic),
+        .epoch = epoch,
+        .seq = seq,
+        .data = data,
+        .data_len = strlen(data),
+        .published_unix_ms = UNIX_MS,
+        .published_mono_ns = 5000,
+    };
+}
+
+static struct lg_event *create_ok(const struct lg_event_fields *f)
+{
+    struct lg_event *ev = lg_event_create(f);
+    ck_assert_ptr_nonnull(ev);
+    return ev;
+}
+
+/* ---- Ids ---------------------------------------------------------------------------------- */
+
+START_TEST(id_is_topic_at_epoch_colon_seq)
+{
+    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->id, "demo@5f3a9c21:42");
+    ck_assert_uint_eq(ev->id_len, 16);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(id_epoch_is_eight_lowercase_hex_digits)
+{
+    struct lg_event_fields f = text_fields("a/b:c", 0xa, 1, "");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->id, "a/b:c@0000000a:1");
+    lg_event_unref(&ev);
+
+    f = text_fields("t", 0xDEADBEEF, 9223372036854775807ull, "");
+    ev = create_ok(&f);
+    ck_assert_str_eq(ev->id, "t@deadbeef:9223372036854775807");
+    ck_assert_uint_eq(ev->id_len, strlen(ev->id));
+    lg_event_unref(&ev);
+}
+END_TEST
+
+/* ---- SSE frame ---------------------------------------------------------------------------- */
+
+START_TEST(sse_frame_is_id_event_data_and_blank_line)
+{
+    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
+    struct lg_event *ev = create_ok(&f);
+    const char want[] = "id: demo@5f3a9c21:42\nevent: message\ndata: hello\n\n";
+    ck_assert_str_eq(ev->sse, want);
+    ck_assert_uint_eq(ev->sse_len, sizeof want - 1);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(sse_body_offset_skips_the_id_line)
+{
+    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_uint_eq(ev->sse_body_offset, strlen("id: demo@5f3a9c21:42\n"));
+    ck_assert_str_eq(ev->sse + ev->sse_body_offset, "event: message\ndata: hello\n\n");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(sse_frame_splits_lines_and_uses_the_type)
+{
+    struct lg_event_fields f = text_fields("demo", 1, 2, "a\r\nb\n");
+    f.type = "tickXX";
+    f.type_len = 4;
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->sse,
+                     "id: demo@00000001:2\nevent: tick\ndata: a\ndata: b\ndata: \n\n");
+    ck_assert_str_eq(ev->type, "tick");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(sse_frame_of_empty_data_has_one_data_line)
+{
+    struct lg_event_fields f = text_fields("demo", 1, 2, "");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->sse, "id: demo@00000001:2\nevent: message\ndata: \n\n");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(sse_frame_carries_json_data_on_one_line)
+{
+    struct lg_event_fields f = text_fields("prices", 1, 3, "{\"price\":1.07}");
+    f.data_is_json = true;
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->sse,
+                     "id: prices@00000001:3\nevent: message\ndata: {\"price\":1.07}\n\n");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+/* ---- JSON object -------------------------------------------------------------------------- */
+
+START_TEST(json_matches_the_protocol_example)
+{
+    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
+    struct lg_event *ev = create_ok(&f);
+    const char want[] = "{\"type\":\"event\",\"v\":1,\"topic\":\"demo\","
+                        "\"id\":\"demo@5f3a9c21:42\",\"seq\":42,\"event\":\"message\","
+                        "\"time\":1764547200123,\"data\":\"hello\"}";
+    ck_assert_str_eq(ev->json, want);
+    ck_assert_uint_eq(ev->json_len, sizeof want - 1);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(json_escapes_text_data)
+{
+    struct lg_event_fields f = text_fields("demo", 1, 1, "line\n\"q\"\\");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->json, "{\"type\":\"event\",\"v\":1,\"topic\":\"demo\","
+                               "\"id\":\"demo@00000001:1\",\"seq\":1,\"event\":\"message\","
+                               "\"time\":1764547200123,\"data\":\"line\\n\\\"q\\\"\\\\\"}");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(json_embeds_json_data_raw)
+{
+    struct lg_event_fields f = text_fields("prices", 0x5f3a9c21, 7, "{\"price\":1.07}");
+    f.data_is_json = true;
+    f.type = "tick";
+    f.type_len = 4;
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->json, "{\"type\":\"event\",\"v\":1,\"topic\":\"prices\","
+                               "\"id\":\"prices@5f3a9c21:7\",\"seq\":7,\"event\":\"tick\","
+                               "\"time\":1764547200123,\"data\":{\"price\":1.07}}");
+    ck_assert(ev->data_is_json);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(json_appends_the_key_last)
+{
+    struct lg_event_fields f = text_fields("prices", 0x5f3a9c21, 7, "1.07");
+    f.data_is_json = true;
+    f.key = "EURUSD-and-more";
+    f.key_len = 6;
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_str_eq(ev->json, "{\"type\":\"event\",\"v\":1,\"topic\":\"prices\","
+                               "\"id\":\"prices@5f3a9c21:7\",\"seq\":7,\"event\":\"message\","
+                               "\"time\":1764547200123,\"data\":1.07,\"key\":\"EURUSD\"}");
+    ck_assert_str_eq(ev->key, "EURUSD");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+/* ---- WebSocket frame ---------------------------------------------------------------------- */
+
+/* Create an event whose text data is `len` bytes of 'x'. */
+static struct lg_event *create_sized(size_t len)
+{
+    char *data = malloc(len + 1);
+    ck_assert_ptr_nonnull(data);
+    memset(data, 'x', len);
+    data[len] = '\0';
+    struct lg_event_fields f = text_fields("big", 1, 1, data);
+    struct lg_event *ev = create_ok(&f);
+    free(data);
+    return ev;
+}
+
+START_TEST(ws_frame_is_header_then_json_in_place)
+{
+    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_uint_lt(ev->json_len, 126);
+    ck_assert_uint_eq((unsigned char)ev->ws_frame[0], 0x81);
+    ck_assert_uint_eq((unsigned char)ev->ws_frame[1], ev->json_len);
+    ck_assert_ptr_eq(ev->json, ev->ws_frame + 2);
+    ck_assert_uint_eq(ev->ws_frame_len, 2 + ev->json_len);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(ws_frame_with_16_bit_length)
+{
+    struct lg_event *ev = create_sized(300);
+    const unsigned char *h = (const unsigned char *)ev->ws_frame;
+    ck_assert_uint_gt(ev->json_len, 125);
+    ck_assert_uint_eq(h[0], 0x81);
+    ck_assert_uint_eq(h[1], 126);
+    ck_assert_uint_eq((size_t)h[2] << 8 | h[3], ev->json_len);
+    ck_assert_ptr_eq(ev->json, ev->ws_frame + 4);
+    ck_assert_uint_eq(ev->ws_frame_len, 4 + ev->json_len);
+    ck_assert_int_eq(ev->json[ev->json_len - 1], '}');
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(ws_frame_with_64_bit_length)
+{
+    struct lg_event *ev = create_sized(70000);
+    const unsigned char *h = (const unsigned char *)ev->ws_frame;
+    ck_assert_uint_gt(ev->json_len, 65535);
+    ck_assert_uint_eq(h[0], 0x81);
+    ck_assert_uint_eq(h[1], 127);
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++)
+        len = len << 8 | h[2 + i];
+    ck_assert_uint_eq(len, ev->json_len);
+    ck_assert_ptr_eq(ev->json, ev->ws_frame + 10);
+    ck_assert_uint_eq(ev->ws_frame_len, 10 + ev->json_len);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+/* ---- One allocation ----------------------------------------------------------------------- */
+
+static void assert_inside(const struct lg_event *ev, const char *p, size_t len)
+{
+    const char *end = (const char *)ev + ev->size;
+    ck_assert_ptr_ne(p, NULL);
+    ck_assert(p >= ev->storage && p + len < end); /* room for the NUL too */
+    ck_assert_int_eq(p[len], '\0');
+}
+
+START_TEST(every_string_lives_in_the_one_allocation)
+{
+    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
+    f.type = "tick";
+    f.type_len = 4;
+    f.key = "k1";
+    f.key_len = 2;
+    struct lg_event *ev = create_ok(&f);
+    assert_inside(ev, ev->topic_name, strlen("demo"));
+    assert_inside(ev, ev->id, ev->id_len);
+    assert_inside(ev, ev->type, strlen("tick"));
+    assert_inside(ev, ev->key, strlen("k1"));
+    assert_inside(ev, ev->data, ev->data_len);
+    assert_inside(ev, ev->sse, ev->sse_len);
+    assert_inside(ev, ev->ws_frame, ev->ws_frame_len);
+    assert_inside(ev, ev->json, ev->json_len);
+    /* size is exactly the struct plus each NUL-terminated string (json inside ws_frame) */
+    size_t want = sizeof(struct lg_event) + (4 + 1) + (ev->id_len + 1) + (4 + 1) + (2 + 1) +
+                  (5 + 1) + (ev->sse_len + 1) + (ev->ws_frame_len + 1);
+    ck_assert_uint_eq(ev->size, want);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(fields_are_copied_not_borrowed)
+{
+    char topic[] = "demoXYZ";   /* only the first 4 bytes are the name */
+    char data[] = "hello";
+    struct lg_topic *owner = (struct lg_topic *)&topic; /* any address: never dereferenced */
+    struct lg_event_fields f = text_fields(topic, 7, 9, data);
+    f.topic = owner;
+    f.topic_name_len = 4;
+    f.published_mono_ns = 123456789;
+    struct lg_event *ev = create_ok(&f);
+    memset(topic, '#', sizeof topic - 1);
+    memset(data, '#', sizeof data - 1);
+    ck_assert_str_eq(ev->topic_name, "demo");
+    ck_assert_str_eq(ev->data, "hello");
+    ck_assert_uint_eq(ev->data_len, 5);
+    ck_assert_ptr_eq(ev->topic, owner);
+    ck_assert_uint_eq(ev->epoch, 7);
+    ck_assert_uint_eq(ev->seq, 9);
+    ck_assert_int_eq(ev->published_unix_ms, UNIX_MS);
+    ck_assert_uint_eq(ev->published_mono_ns, 123456789);
+    ck_assert(!ev->data_is_json);
+    ck_assert_ptr_null(ev->key);
+    ck_assert_str_eq(ev->type, "message");
+    lg_event_unref(&ev);
+}
+END_TEST
+
+/* ---- Reference counting ------------------------------------------------------------------- */
+
+START_TEST(refcount_starts_at_one_and_unref_clears_the_pointer)
+{
+    struct lg_event_fields f = text_fields("demo", 1, 1, "x");
+    struct lg_event *ev = create_ok(&f);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1);
+    struct lg_event *second = lg_event_ref(ev);
+    ck_assert_ptr_eq(second, ev);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 2);
+    lg_event_unref(&second);
+    ck_assert_ptr_null(second);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1);
+    lg_event_unref(&ev);
+    ck_assert_ptr_null(ev);
+}
+END_TEST
+
+START_TEST(unref_of_null_does_nothing)
+{
+    struct lg_event *ev = NULL;
+    lg_event_unref(&ev);
+    ck_assert_ptr_null(ev);
+}
+END_TEST
+
+#define REF_THREADS 4
+#define REF_ROUNDS 100000
+
+static void *ref_unref_loop(void *arg)
+{
+    struct lg_event *shared = arg;
+    for (int i = 0; i < REF_ROUNDS; i++) {
+        struct lg_event *mine = lg_event_ref(shared);
+        lg_event_unref(&mine);
+    }
+    return NULL;
+}
+
+START_TEST(refcount_is_exact_under_concurrent_ref_and_unref)
+{
+    struct lg_event_fields f = text_fields("demo", 1, 1, "x");
+    struct lg_event *ev = create_ok(&f);
+    pthread_t threads[REF_THREADS];
+    for (int i = 0; i < REF_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, ref_unref_loop, ev), 0);
+    for (int i = 0; i < REF_THREADS; i++)
+        pthread_join(threads[i], NULL);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1);
+    lg_event_unref(&ev);
+}
+END_TEST
+
+START_TEST(live_event_stats_follow_create_and_last_unref)
+{
+    int64_t bytes0 = LG_STAT_GET(event_bytes_live);
+    int64_t live0 = LG_STAT_GET(events_live);
+    struct lg_event_fields f = text_fields("demo", 1, 1, "x");
+    struct lg_event *a = create_ok(&f);
+    struct lg_event *b = create_ok(&f);
+    ck_assert_int_eq(LG_STAT_GET(events_live), live0 + 2);
+    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), bytes0 + (int64_t)(a->size + b->size));
+    struct lg_event *extra = lg_event_ref(a);
+    lg_event_unref(&a);
+    ck_assert_int_eq(LG_STAT_GET(events_live), live0 + 2); /* extra still holds it */
+    lg_event_unref(&extra);
+    lg_event_unref(&b);
+    ck_assert_int_eq(LG_STAT_GET(events_live), live0);
+    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), bytes0);
+}
+END_TEST
+
+static Suite *event_suite(void)
+{
+    Suite *s = suite_create("event");
+
+    TCase *tc = tcase_create("id");
+    tcase_add_test(tc, id_is_topic_at_epoch_colon_seq);
+    tcase_add_test(tc, id_epoch_is_eight_lowercase_hex_digits);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("sse");
+    tcase_add_test(tc, sse_frame_is_id_event_data_and_blank_line);
+    tcase_add_test(tc, sse_body_offset_skips_the_id_line);
+    tcase_add_test(tc, sse_frame_splits_lines_and_uses_the_type);
+    tcase_add_test(tc, sse_frame_of_empty_data_has_one_data_line);
+    tcase_add_test(tc, sse_frame_carries_json_data_on_one_line);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("json");
+    tcase_add_test(tc, json_matches_the_protocol_example);
+    tcase_add_test(tc, json_escapes_text_data);
+    tcase_add_test(tc, json_embeds_json_data_raw);
+    tcase_add_test(tc, json_appends_the_key_last);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ws_frame");
+    tcase_add_test(tc, ws_frame_is_header_then_json_in_place);
+    tcase_add_test(tc, ws_frame_with_16_bit_length);
+    tcase_add_test(tc, ws_frame_with_64_bit_length);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("storage");
+    tcase_add_test(tc, every_string_lives_in_the_one_allocation);
+    tcase_add_test(tc, fields_are_copied_not_borrowed);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("refcount");
+    tcase_set_timeout(tc, 60); /* the threaded case is slow under valgrind */
+    tcase_add_test(tc, refcount_starts_at_one_and_unref_clears_the_pointer);
+    tcase_add_test(tc, unref_of_null_does_nothing);
+    tcase_add_test(tc, refcount_is_exact_under_concurrent_ref_and_unref);
+    tcase_add_test(tc, live_event_stats_follow_create_and_last_unref);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(event_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,403 @@
+/*
+ * Unit tests for subscriber.c with the real hub, topics, inbox and events: replay, gaps,
+ * resets, the three slow-consumer policies and exact rendered bytes. No sockets: the test
+ * plays the worker (takes the inbox batch and offers each event to its topic's subscribers).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "encode.h"
+#include "event.h"
+#include "hub.h"
+#include "inbox.h"
+#include "stats.h"
+#include "subscriber.h"
+#include "topic.h"
+
+static struct lg_config cfg;
+static struct lg_hub *hub;
+static struct lg_inbox inbox;
+
+static void no_wake(void *arg) { (void)arg; }
+
+static void setup_with(enum lg_slow_policy policy, uint32_t queue_events, uint32_t history_events)
+{
+    lg_config_init_defaults(&cfg);
+    cfg.client_queue.max_events = queue_events;
+    cfg.client_queue.on_slow = policy;
+    cfg.history.max_events = history_events;
+    hub = lg_hub_create(&cfg, 1);
+    ck_assert_ptr_nonnull(hub);
+    ck_assert_int_eq(lg_inbox_init(&inbox, 1024), 0);
+    lg_hub_attach_worker(hub, 0, &inbox, no_wake, NULL);
+}
+
+static void setup(void) { setup_with(LG_SLOW_DROP_OLDEST, 4, 100); }
+
+static void teardown(void)
+{
+    lg_hub_destroy(hub);
+    lg_inbox_release(&inbox);
+    lg_config_release(&cfg);
+}
+
+static struct lg_publish_result publish_keyed(const char *topic, const char *data, const char *key)
+{
+    struct lg_publish_req req = {.topic = topic, .topic_len = strlen(topic), .data = data,
+                                 .data_len = strlen(data), .key = key,
+                                 .key_len = key ? strlen(key) : 0};
+    struct lg_publish_result res;
+    ck_assert_int_eq(lg_hub_publish(hub, &req, &res), LG_PUBLISH_OK);
+    return res;
+}
+
+static struct lg_publish_result publish(const char *topic, const char *data)
+{
+    return publish_keyed(topic, data, NULL);
+}
+
+/* Play the worker: hand every queued event to the subscribers of its topic. */
+static void deliver(void)
+{
+    struct lg_event **batch;
+    size_t n = lg_inbox_take(&inbox, &batch);
+    for (size_t i = 0; i < n; i++) {
+        for (struct lg_subscription *sn = batch[i]->topic->slots[0].head; sn; sn = sn->next)
+            lg_subscriber_offer(sn->owner, sn, batch[i], lg_mono_ns());
+        lg_event_unref(&batch[i]);
+    }
+    lg_inbox_done(&inbox, n);
+}
+
+static struct lg_topic *topic(const char *name)
+{
+    const char *problem;
+    struct lg_topic *t = lg_hub_topic(hub, name, strlen(name), true, &problem);
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+static void subscribe(struct lg_subscriber *s, const char *name, const char *cursor)
+{
+    struct lg_cursor c;
+    char err[128];
+    const struct lg_cursor_entry *since = NULL;
+    if (cursor) {
+        ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, err, sizeof err), 0);
+        since = &c.entries[0];
+    }
+    const char *problem = NULL;
+    ck_assert_int_eq(lg_subscriber_add(s, hub, topic(name), since, true, SIZE_MAX, NULL, &problem),
+                     0);
+}
+
+/* Render everything owed as one SSE string (caller frees). */
+static char *render_sse(struct lg_subscriber *s)
+{
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_subscriber_render_stream(s, &b, 1 << 20, 3000);
+    lg_buf_append(&b, "", 1);
+    return b.data;
+}
+
+/* The id an event of this topic gets; several may be used in one expression. */
+static char *expect_id(const char *topic_name, uint64_t seq)
+{
+    static char ids[8][160];
+    static unsigned next;
+    char *id = ids[next++ % 8];
+    snprintf(id, sizeof ids[0], "%s@%08x:%llu", topic_name, topic(topic_name)->epoch,
+             (unsigned long long)seq);
+    return id;
+}
+
+START_TEST(live_events_render_exact_sse_frames)
+{
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    subscribe(&s, "a", NULL);
+    publish("a", "one");
+    publish("a", "two\nlines");
+    deliver();
+    char *out = render_sse(&s);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "id: %s\nevent: message\ndata: one\n\n", expect_id("a", 1));
+    snprintf(want + strlen(want), sizeof want - strlen(want),
+             "id: %s\nevent: message\ndata: two\ndata: lines\n\n", expect_id("a", 2));
+    ck_assert_str_eq(out, want);
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(resume_replays_exactly_the_missed_events)
+{
+    publish("a", "1");
+    publish("a", "2");
+    publish("a", "3");
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    char cursor[160];
+    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 1));
+    subscribe(&s, "a", cursor);
+    publish("a", "4");
+    deliver(); /* event 4 reaches the inbox after the replay: it must not be duplicated */
+    char *out = render_sse(&s);
+    char want[2048];
+    snprintf(want, sizeof want, "id: %s\nevent: message\ndata: 2\n\n", expect_id("a", 2));
+    snprintf(want + strlen(want), sizeof want - strlen(want),
+             "id: %s\nevent: message\ndata: 3\n\nid: %s\nevent: message\ndata: 4\n\n",
+             expect_id("a", 3), expect_id("a", 4));
+    ck_assert_str_eq(out, want);
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(evicted_history_gives_a_gap_with_the_exact_range)
+{
+    teardown();
+    setup_with(LG_SLOW_DROP_OLDEST, 100, 3);
+    for (int i = 1; i <= 8; i++)
+        publish("a", "x"); /* history keeps 6, 7, 8 */
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    char cursor[160];
+    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 2));
+    subscribe(&s, "a", cursor);
+    char *out = render_sse(&s);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "id: %s\nevent: gap\ndata: {\"topic\":\"a\",\"from\":3,\"to\":5,\"id\":\"%s\"}\n\n",
+             expect_id("a", 5), expect_id("a", 5));
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "got:\n%s\nwant prefix:\n%s", out, want);
+    ck_assert_ptr_nonnull(strstr(out, expect_id("a", 6)));
+    ck_assert_ptr_nonnull(strstr(out, expect_id("a", 8)));
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(foreign_epoch_gives_a_reset)
+{
+    publish("a", "1");
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_WS, 0, &cfg.client_queue);
+    uint32_t other = topic("a")->epoch ^ 1u;
+    char cursor[160];
+    snprintf(cursor, sizeof cursor, "a@%08x:7", other);
+    subscribe(&s, "a", cursor);
+    publish("a", "2");
+    deliver();
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_subscriber_render_stream(&s, &b, 1 << 20, 0);
+    /* First frame: the reset notice; second: event 2 (the pre-encoded frame). */
+    char want[2048];
+    snprintf(want, sizeof want, "{\"type\":\"reset\",\"v\":1,\"topic\":\"a\",\"epoch\":\"%08x\",\"id\":\"%s\"}",
+             topic("a")->epoch, expect_id("a", 1));
+    ck_assert_uint_eq((unsigned char)b.data[0], 0x81);
+    ck_assert_uint_eq((unsigned char)b.data[1], strlen(want));
+    ck_assert_int_eq(memcmp(b.data + 2, want, strlen(want)), 0);
+    ck_assert_ptr_nonnull(memmem(b.data, b.len, "\"data\":\"2\"", 10));
+    lg_buf_release(&b);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(cursor_ahead_of_topic_is_refused)
+{
+    publish("a", "1");
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    char cursor[160];
+    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 5));
+    struct lg_cursor c;
+    char err[128];
+    ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, err, sizeof err), 0);
+    const char *problem = NULL;
+    ck_assert_int_eq(
+        lg_subscriber_add(&s, hub, topic("a"), &c.entries[0], true, SIZE_MAX, NULL, &problem), -1);
+    ck_assert_ptr_nonnull(problem);
+    ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(drop_oldest_overflow_owes_the_exact_gap)
+{
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue); /* max 4 queued */
+    subscribe(&s, "a", NULL);
+    uint64_t dropped_before = LG_STAT_GET(events_dropped_overflow);
+    for (int i = 1; i <= 10; i++)
+        publish("a", "x");
+    deliver();
+    ck_assert_uint_eq(s.ring.live, 4);
+    ck_assert_uint_eq(LG_STAT_GET(events_dropped_overflow) - dropped_before, 6);
+    char *out = render_sse(&s);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "id: %s\nevent: gap\ndata: {\"topic\":\"a\",\"from\":1,\"to\":6,\"id\":\"%s\"}\n\n"
+             "id: %s\nevent: message\ndata: x\n\n",
+             expect_id("a", 6), expect_id("a", 6), expect_id("a", 7));
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "got:\n%s", out);
+    ck_assert_ptr_nonnull(strstr(out, expect_id("a", 10)));
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(disconnect_policy_stops_queueing_and_names_the_reason)
+{
+    teardown();
+    setup_with(LG_SLOW_DISCONNECT, 4, 100);
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    subscribe(&s, "a", NULL);
+    uint64_t before = LG_STAT_GET(clients_disconnected_slow);
+    for (int i = 1; i <= 5; i++)
+        publish("a", "x");
+    deliver();
+    ck_assert(s.slow_disconnect);
+    ck_assert_uint_eq(s.ring.live, 0);
+    ck_assert_uint_eq(LG_STAT_GET(clients_disconnected_slow) - before, 1);
+    char *out = render_sse(&s);
+    ck_assert_str_eq(out, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":"
+                          "\"slow consumer: queue full (client_queue.max_events/max_bytes)\"}\n"
+                          "retry: 3000\n\n");
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(conflate_keeps_only_the_newest_per_key)
+{
+    teardown();
+    setup_with(LG_SLOW_CONFLATE, 100, 100);
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    subscribe(&s, "prices", NULL);
+    publish_keyed("prices", "eur1", "EUR");
+    publish_keyed("prices", "usd1", "USD");
+    publish_keyed("prices", "eur2", "EUR");
+    publish_keyed("prices", "eur3", "EUR");
+    publish("prices", "plain");
+    deliver();
+    ck_assert_uint_eq(s.ring.live, 3);
+    char *out = render_sse(&s);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "id: %s\nevent: message\ndata: usd1\n\n"
+             "id: %s\nevent: message\ndata: eur3\n\n"
+             "id: %s\nevent: message\ndata: plain\n\n",
+             expect_id("prices", 2), expect_id("prices", 4), expect_id("prices", 5));
+    ck_assert_str_eq(out, want);
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(multi_topic_sse_ids_are_whole_stream_cursors)
+{
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    subscribe(&s, "a", NULL);
+    subscribe(&s, "b", NULL);
+    publish("b", "b1");
+    publish("a", "a1");
+    deliver();
+    char *out = render_sse(&s);
+    char want[2048];
+    uint32_t e = topic("a")->epoch;
+    snprintf(want, sizeof want,
+             "id: a@%08x:0,b@%08x:1\nevent: message\ndata: b1\n\n"
+             "id: a@%08x:1,b@%08x:1\nevent: message\ndata: a1\n\n",
+             e, e, e, e);
+    ck_assert_str_eq(out, want);
+    free(out);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(poll_renders_batch_and_cursor)
+{
+    publish("a", "1");
+    publish("a", "2");
+    publish("a", "3");
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_POLL, 0, &cfg.client_queue);
+    char cursor[160];
+    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 0));
+    subscribe(&s, "a", cursor);
+    struct lg_buf b;
+    lg_buf_init(&b);
+    ck_assert_uint_eq(lg_subscriber_render_poll(&s, &b, 2), 2);
+    lg_buf_append(&b, "", 1);
+    ck_assert_ptr_nonnull(strstr(b.data, "\"seq\":1,"));
+    ck_assert_ptr_nonnull(strstr(b.data, "\"seq\":2,"));
+    ck_assert_ptr_null(strstr(b.data, "\"seq\":3,"));
+    char tail[200];
+    snprintf(tail, sizeof tail, "],\"cursor\":\"%s\"}", expect_id("a", 2));
+    ck_assert_str_eq(b.data + strlen(b.data) - strlen(tail), tail);
+    lg_buf_release(&b);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(release_unregisters_from_the_topic)
+{
+    struct lg_subscriber s;
+    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    subscribe(&s, "a", NULL);
+    ck_assert_uint_eq(topic("a")->slots[0].subscribers, 1);
+    ck_assert_ptr_nonnull(topic("a")->slots[0].head);
+    lg_subscriber_release(&s, hub);
+    ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
+    ck_assert_ptr_null(topic("a")->slots[0].head);
+    publish("a", "nobody listens");
+    struct lg_event **batch;
+    ck_assert_uint_eq(lg_inbox_take(&inbox, &batch), 0); /* no hand-off without subscribers */
+}
+END_TEST
+
+static Suite *subscriber_suite(void)
+{
+    Suite *s = suite_create("subscriber");
+    TCase *delivery = tcase_create("delivery");
+    tcase_add_checked_fixture(delivery, setup, teardown);
+    tcase_add_test(delivery, live_events_render_exact_sse_frames);
+    tcase_add_test(delivery, multi_topic_sse_ids_are_whole_stream_cursors);
+    tcase_add_test(delivery, poll_renders_batch_and_cursor);
+    tcase_add_test(delivery, release_unregisters_from_the_topic);
+    suite_add_tcase(s, delivery);
+    TCase *resume = tcase_create("resume");
+    tcase_add_checked_fixture(resume, setup, teardown);
+    tcase_add_test(resume, resume_replays_exactly_the_missed_events);
+    tcase_add_test(resume, evicted_history_gives_a_gap_with_the_exact_range);
+    tcase_add_test(resume, foreign_epoch_gives_a_reset);
+    tcase_add_test(resume, cursor_ahead_of_topic_is_refused);
+    suite_add_tcase(s, resume);
+    TCase *policy = tcase_create("slow_consumer_policy");
+    tcase_add_checked_fixture(policy, setup, teardown);
+    tcase_add_test(policy, drop_oldest_overflow_owes_the_exact_gap);
+    tcase_add_test(policy, disconnect_policy_stops_queueing_and_names_the_reason);
+    tcase_add_test(policy, conflate_keeps_only_the_newest_per_key);
+    suite_add_tcase(s, policy);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(subscriber_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
