@@ -162,7 +162,7 @@ lgb_stop() {
 
 # ---------------------------------------------------------------- scenarios
 # One line per scenario: NAME|TARGETS|LOADGEN ARGS|FIGURES
-# TARGETS: "all" or "livegate" (Nchan has no batch publish). @MAXCONN@ = fd hard limit - 100.
+# TARGETS: "all" or "livegate" (Nchan has no batch publish). @MAXCONN@ = fd hard limit - 20.
 # FIGURES are the JSON fields shown in the comparison table (lost etc. are always checked).
 
 lgb_scenarios_full() {
@@ -188,14 +188,14 @@ EOF
 
 lgb_scenarios_smoke() {
     cat <<'EOF'
-idle_sse_200|all|--transport sse --subscribers 200 --events 0 --settle-ms 200 --idle-ms 200|conns_made bytes_per_conn
-fanout_sse_100|all|--transport sse --subscribers 100 --rate max --events 50|deliveries_per_s lat_p99_us lost
-fanout_ws_100|all|--transport ws --subscribers 100 --rate max --events 50|deliveries_per_s lat_p99_us lost
-fanout_ws_100_20hz|all|--transport ws --subscribers 100 --rate 20 --duration 1|lat_p99_us lost
-topics_sse_200_20|all|--transport sse --subscribers 200 --topics 20 --pub-conns 4 --rate max --events 20|deliveries_per_s lost
-poll_50|all|--transport poll --subscribers 50 --rate 20 --duration 1|deliveries_per_s lat_p99_us lost
-ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 1|publish_per_s
-ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 10 --rate max --duration 1|publish_per_s
+idle_sse_200|all|--transport sse --subscribers 200 --events 0 --settle-ms 100 --idle-ms 100|conns_made bytes_per_conn
+fanout_sse_100|all|--transport sse --subscribers 100 --rate max --events 50 --settle-ms 100|deliveries_per_s lat_p99_us lost
+fanout_ws_100|all|--transport ws --subscribers 100 --rate max --events 50 --settle-ms 100|deliveries_per_s lat_p99_us lost
+fanout_ws_100_20hz|all|--transport ws --subscribers 100 --rate 20 --duration 1 --settle-ms 100|lat_p99_us lost
+topics_sse_200_20|all|--transport sse --subscribers 200 --topics 20 --pub-conns 4 --rate max --events 20 --settle-ms 100|deliveries_per_s lost
+poll_50|all|--transport poll --subscribers 50 --rate 20 --duration 1 --settle-ms 100|deliveries_per_s lat_p99_us lost
+ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 0.5 --settle-ms 0|publish_per_s
+ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 10 --rate max --duration 0.5 --settle-ms 0|publish_per_s
 EOF
 }
 
@@ -204,7 +204,7 @@ lgb_maxconn() {
     h=$(ulimit -Hn)
     [ "$h" = unlimited ] && h=20000
     [ "$h" -gt 20000 ] && h=20000
-    echo $((h - 100))
+    echo $((h - 20)) # lg_loadgen needs N+6 fds, the server N+~15
 }
 
 # lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR : starts a fresh server, runs the scenario,
@@ -223,7 +223,7 @@ lgb_run_one() {
         printf '{"scenario":"%s","target":"%s","error":"server did not start"}\n' "$name" "$target"
         return 1
     fi
-    sleep 0.2
+    sleep 0.1
     local out rc
     # shellcheck disable=SC2086
     out=$(ulimit -n "$(ulimit -Hn)"; lgb_pin "$LGB_GEN_CPU" "$lg" --target "$target" --host "$LGB_HOST" \

@@ -20,7 +20,9 @@
  * caps the whole run; event counts are capped per topic (--events). Only 127.0.0.0/8 addresses
  * are accepted as targets or sources.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

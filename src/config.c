@@ -138,7 +138,7 @@ static const struct lg_setting lg_settings[] = {
 
     LG_U32("limits.max_event_bytes", limits.max_event_bytes, 1, LG_MIB(16), LG_KIB(64),
            "largest published event body (413 above)"),
-    LG_U32("limits.max_batch_bytes", limits.max_batch_bytes, 1, LG_MIB(256), LG_MIB(8),
+    LG_U32("limits.max_batch_bytes", limits.max_batch_bytes, 1, LG_MIB(256), LG_MIB(1),
            "largest batch publish request body (413 above)"),
     LG_U32("limits.max_topics", limits.max_topics, 1, 100000000, 100000,
            "topics the hub will create (503 above)"),

@@ -32,6 +32,7 @@
 #include "encode.h"
 #include "hub.h"
 #include "log.h"
+#include "stats.h"
 #include "topic.h"
 
 #define LG_CTL_POOL_THREADS 2u    /* MHD_OPTION_THREAD_POOL_SIZE */
@@ -788,6 +789,25 @@ static int handle_readyz(struct lg_control *c, struct MHD_Connection *conn, cons
                       json_pack("{s:s}", "status", name), NULL, false);
 }
 
+/* A JSON snapshot of lg_stats: what the operator (and the tests) can see of the data plane
+ * until the Prometheus endpoint of the observability work exists. */
+static int handle_stats(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                        const struct lg_ctl_request *r)
+{
+    (void)c, (void)url, (void)r;
+#define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
+    json_t *body = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        STAT(events_published), STAT(publishes_refused), STAT(events_delivered),
+        STAT(events_dropped_overflow), STAT(events_dropped_lag), STAT(events_conflated),
+        STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
+        STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), STAT(connections_open),
+        STAT(connections_refused), STAT(requests_rejected), STAT(max_queue_depth),
+        STAT(event_bytes_live), STAT(events_live), STAT(topics));
+#undef STAT
+    return queue_json(conn, 200, body, NULL, false);
+}
+
 /* ======================================================================================== */
 /* Routing and the MHD callbacks                                                            */
 /* ======================================================================================== */
@@ -803,6 +823,7 @@ static const struct lg_ctl_route routes[] = {
      .limit_name = "limits.max_batch_bytes", .limit_of = limit_batch, .handle = handle_batch},
     {.prefix = "/healthz", .method = "GET", .allow = "GET, HEAD", .handle = handle_healthz},
     {.prefix = "/readyz", .method = "GET", .allow = "GET, HEAD", .handle = handle_readyz},
+    {.prefix = "/v1/stats", .method = "GET", .allow = "GET, HEAD", .handle = handle_stats},
 };
 
 static bool route_matches(const struct lg_ctl_route *rt, const char *url)
@@ -847,7 +868,7 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
     if (rt == NULL) {
         fail(&e, 404, "not_found",
              "no such path \"%.100s\"; the control port serves POST /v1/topics/{topic}/events, "
-             "POST /v1/publish, GET /healthz and GET /readyz", url);
+             "POST /v1/publish, GET /v1/stats, GET /healthz and GET /readyz", url);
         return queue_error(conn, &e, NULL);
     }
     if (!method_allowed(rt, method)) {

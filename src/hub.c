@@ -46,6 +46,9 @@ struct lg_hub {
     size_t topic_count;             /* {registry_lock} */
 };
 
+static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
+static const char topic_oom_problem[] = "out of memory";
+
 static uint32_t hash_name(const char *s, size_t len)
 {
     uint32_t h = 2166136261u; /* FNV-1a: short keys, no adversarial concern behind the grammar */
@@ -147,7 +150,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
     t = find_locked(hub, name, len, h); /* another thread may have created it meanwhile */
     if (!t) {
         if (hub->topic_count >= hub->cfg->limits.max_topics) {
-            *problem = "the gateway holds limits.max_topics topics already";
+            *problem = topic_limit_problem;
         } else {
             char copy[LG_TOPIC_NAME_MAX + 1];
             memcpy(copy, name, len);
@@ -160,7 +163,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
                 hub->topic_count++;
                 LG_STAT_ADD(topics, 1);
             } else {
-                *problem = "out of memory";
+                *problem = topic_oom_problem;
             }
         }
     }
@@ -244,7 +247,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     const char *problem = NULL;
     struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
     if (!t)
-        return refuse(LG_PUBLISH_TOO_MANY_TOPICS);
+        return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM : LG_PUBLISH_TOO_MANY_TOPICS);
 
     uint64_t now = lg_mono_ns();
     pthread_mutex_lock(&t->lock);

@@ -125,7 +125,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.poll.max_timeout_ms, 60000);
     ck_assert_uint_eq(cfg.poll.max_batch, 100);
     ck_assert_uint_eq(cfg.limits.max_event_bytes, 65536);
-    ck_assert_uint_eq(cfg.limits.max_batch_bytes, 8388608);
+    ck_assert_uint_eq(cfg.limits.max_batch_bytes, 1048576);
     ck_assert_uint_eq(cfg.limits.max_topics, 100000);
     ck_assert_uint_eq(cfg.limits.max_topics_per_client, 64);
     ck_assert_uint_eq(cfg.limits.max_connections, 19000);
@@ -224,7 +224,7 @@ START_TEST(test_valid_config)
         "  \"sse\": {\"heartbeat_ms\": 1000},\n"
         "  \"websocket\": {\"max_bad_messages\": 1},\n"
         "  \"poll\": {\"default_timeout_ms\": 60000, \"max_timeout_ms\": 60000},\n"
-        "  \"limits\": {\"max_event_bytes\": 8388608, \"max_topics_per_client\": 1},\n"
+        "  \"limits\": {\"max_event_bytes\": 1048576, \"max_topics_per_client\": 1},\n"
         "  \"socket_send_buffer_bytes\": 0,\n"
         "  \"write_batch_bytes\": 4096,\n"
         "  \"drain_timeout_ms\": 0\n"
@@ -249,7 +249,7 @@ START_TEST(test_valid_config)
     ck_assert_uint_eq(cfg.sse.retry_ms, 3000);
     ck_assert_uint_eq(cfg.websocket.max_bad_messages, 1);
     ck_assert_uint_eq(cfg.poll.default_timeout_ms, 60000);
-    ck_assert_uint_eq(cfg.limits.max_event_bytes, 8388608);
+    ck_assert_uint_eq(cfg.limits.max_event_bytes, 1048576);
     ck_assert_uint_eq(cfg.limits.max_topics_per_client, 1);
     ck_assert_uint_eq(cfg.socket_send_buffer_bytes, 0);
     ck_assert_uint_eq(cfg.write_batch_bytes, 4096);
