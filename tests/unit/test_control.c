@@ -356,8 +356,8 @@ START_TEST(unknown_path)
     request(&r, "GET", "/nope", NULL, NULL);
     assert_reply(&r, 404,
                  "{\"error\":\"not_found\",\"message\":\"no such path \\\"/nope\\\"; the control "
-                 "port serves POST /v1/topics/{topic}/events, POST /v1/publish, GET /healthz and "
-                 "GET /readyz\"}");
+                 "port serves POST /v1/topics/{topic}/events, POST /v1/publish, GET /v1/stats, "
+                 "GET /healthz and GET /readyz\"}");
 }
 END_TEST
 
