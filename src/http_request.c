@@ -36,7 +36,6 @@ static const char *const header_names[LG_HDR_COUNT_] = {
 struct feed_ctx {
     struct lg_http_request *req;
     const char *base;
-    struct lg_slice field;
 };
 
 static uint32_t offset_of(const struct feed_ctx *ctx, const char *at)
@@ -65,17 +64,18 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
     struct lg_http_request *req = ctx->req;
     if (req->in_value) {
         req->in_value = false;
-        ctx->field.len = 0;
+        req->field.len = 0;
     }
-    extend(&ctx->field, offset_of(ctx, at), len);
+    extend(&req->field, offset_of(ctx, at), len);
     return 0;
 }
 
 static int identify_header(const struct feed_ctx *ctx)
 {
+    const struct lg_slice *field = &ctx->req->field;
     for (int i = 0; i < LG_HDR_COUNT_; i++)
-        if (strlen(header_names[i]) == ctx->field.len &&
-            strncasecmp(ctx->base + ctx->field.off, header_names[i], ctx->field.len) == 0)
+        if (strlen(header_names[i]) == field->len &&
+            strncasecmp(ctx->base + field->off, header_names[i], field->len) == 0)
             return i;
     return -1;
 }

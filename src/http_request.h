@@ -44,6 +44,7 @@ struct lg_http_request {
     uint32_t fed;                   /* private: bytes of the buffer already fed */
     int current_header;             /* private: header whose value is being read, or -1 */
     bool in_value;                  /* private */
+    struct lg_slice field;          /* private: header name being read (may span feeds) */
     bool complete;                  /* the head (and any body) has been parsed */
     uint32_t head_len;              /* bytes of the buffer this request used */
     enum lg_http_method method;

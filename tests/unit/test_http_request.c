@@ -1,0 +1,199 @@
+/* Unit tests for http_request.c and subscribe_params.c: pure parsing over byte buffers. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_request.h"
+#include "subscribe_params.h"
+
+static const char sse_request[] = "GET /sse?topic=a&topic=b%2Fc HTTP/1.1\r\n"
+                                  "Host: x\r\n"
+                                  "Last-Event-ID: a@0000000f:3\r\n"
+                                  "Accept: text/event-stream\r\n\r\n";
+
+static char *slice(const char *buf, struct lg_slice s)
+{
+    static char out[512];
+    memcpy(out, buf + s.off, s.len);
+    out[s.len] = '\0';
+    return out;
+}
+
+START_TEST(parses_a_whole_request)
+{
+    struct lg_http_request req;
+    const char *problem = NULL;
+    lg_http_request_init(&req);
+    ck_assert_int_eq(lg_http_request_feed(&req, sse_request, strlen(sse_request), &problem), 1);
+    ck_assert_int_eq(req.method, LG_HTTP_GET);
+    ck_assert(req.keep_alive);
+    ck_assert(!req.upgrade);
+    ck_assert_uint_eq(req.head_len, strlen(sse_request));
+    ck_assert_str_eq(slice(sse_request, req.path), "/sse");
+    ck_assert_str_eq(slice(sse_request, req.query), "topic=a&topic=b%2Fc");
+    ck_assert_str_eq(slice(sse_request, req.headers[LG_HDR_LAST_EVENT_ID]), "a@0000000f:3");
+    ck_assert_uint_eq(req.headers[LG_HDR_UPGRADE].len, 0);
+}
+END_TEST
+
+START_TEST(parses_byte_by_byte)
+{
+    struct lg_http_request req;
+    const char *problem = NULL;
+    lg_http_request_init(&req);
+    size_t len = strlen(sse_request);
+    for (size_t i = 1; i < len; i++)
+        ck_assert_int_eq(lg_http_request_feed(&req, sse_request, i, &problem), 0);
+    ck_assert_int_eq(lg_http_request_feed(&req, sse_request, len, &problem), 1);
+    ck_assert_str_eq(slice(sse_request, req.headers[LG_HDR_LAST_EVENT_ID]), "a@0000000f:3");
+    ck_assert_str_eq(slice(sse_request, req.target), "/sse?topic=a&topic=b%2Fc");
+}
+END_TEST
+
+START_TEST(recognises_an_upgrade)
+{
+    const char text[] = "GET /ws?topic=a HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                        "Sec-WebSocket-Version: 13\r\n\r\n";
+    struct lg_http_request req;
+    const char *problem = NULL;
+    lg_http_request_init(&req);
+    ck_assert_int_eq(lg_http_request_feed(&req, text, strlen(text), &problem), 1);
+    ck_assert(req.upgrade);
+    ck_assert_str_eq(slice(text, req.headers[LG_HDR_UPGRADE]), "websocket");
+}
+END_TEST
+
+START_TEST(http10_without_keep_alive_closes)
+{
+    const char text[] = "GET /poll?topic=a HTTP/1.0\r\n\r\n";
+    struct lg_http_request req;
+    const char *problem = NULL;
+    lg_http_request_init(&req);
+    ck_assert_int_eq(lg_http_request_feed(&req, text, strlen(text), &problem), 1);
+    ck_assert(!req.keep_alive);
+}
+END_TEST
+
+START_TEST(rejects_garbage)
+{
+    const char *bad[] = {"HELLO\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+                         "GET /\x01 HTTP/1.1\r\n\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct lg_http_request req;
+        const char *problem = NULL;
+        lg_http_request_init(&req);
+        ck_assert_int_eq(lg_http_request_feed(&req, bad[i], strlen(bad[i]), &problem), -1);
+        ck_assert_ptr_nonnull(problem);
+    }
+}
+END_TEST
+
+START_TEST(decodes_query_pairs)
+{
+    const char q[] = "topic=a%2Fb&&x=1+2&flag&topic=%41";
+    size_t pos = 0;
+    char name[32], value[64];
+    ck_assert_int_eq(lg_query_next(q, strlen(q), &pos, name, sizeof name, value, sizeof value), 1);
+    ck_assert_str_eq(name, "topic");
+    ck_assert_str_eq(value, "a/b");
+    ck_assert_int_eq(lg_query_next(q, strlen(q), &pos, name, sizeof name, value, sizeof value), 1);
+    ck_assert_str_eq(name, "x");
+    ck_assert_str_eq(value, "1 2");
+    ck_assert_int_eq(lg_query_next(q, strlen(q), &pos, name, sizeof name, value, sizeof value), 1);
+    ck_assert_str_eq(name, "flag");
+    ck_assert_str_eq(value, "");
+    ck_assert_int_eq(lg_query_next(q, strlen(q), &pos, name, sizeof name, value, sizeof value), 1);
+    ck_assert_str_eq(value, "A");
+    ck_assert_int_eq(lg_query_next(q, strlen(q), &pos, name, sizeof name, value, sizeof value), 0);
+}
+END_TEST
+
+START_TEST(rejects_bad_escapes)
+{
+    char out[16];
+    ck_assert_int_eq(lg_percent_decode("%4", 2, out, sizeof out, false), -1);
+    ck_assert_int_eq(lg_percent_decode("%zz", 3, out, sizeof out, false), -1);
+    ck_assert_int_eq(lg_percent_decode("abc%", 4, out, sizeof out, false), -1);
+    ck_assert_int_eq(lg_percent_decode("0123456789abcdefgh", 18, out, sizeof out, false), -1);
+    ck_assert_int_eq(lg_percent_decode("a+b%20c", 7, out, sizeof out, false), 5);
+    ck_assert_str_eq(out, "a+b c");
+}
+END_TEST
+
+START_TEST(subscribe_params_collect_topics_cursor_and_timeout)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    char problem[256];
+    const char q[] = "topic=a&topic=b&topic=a&since=a@0000000f:3&timeout=25&_=123";
+    ck_assert_ptr_null(lg_subscribe_params_parse(p, q, strlen(q), "since", NULL, 0, 64, problem,
+                                                 sizeof problem));
+    ck_assert_uint_eq(p->topic_count, 2);
+    ck_assert_str_eq(p->topics[0], "a");
+    ck_assert_str_eq(p->topics[1], "b");
+    ck_assert(p->has_cursor);
+    ck_assert_uint_eq(p->cursor.entries[0].seq, 3);
+    ck_assert(p->has_timeout);
+    ck_assert_uint_eq(p->timeout_ms, 25000);
+    free(p);
+}
+END_TEST
+
+START_TEST(subscribe_params_header_wins_and_errors_are_named)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    char problem[256];
+    const char q[] = "topic=a&last_event_id=a@0000000f:3";
+    const char hdr[] = "a@0000000f:9";
+    ck_assert_ptr_null(lg_subscribe_params_parse(p, q, strlen(q), "last_event_id", hdr,
+                                                 strlen(hdr), 64, problem, sizeof problem));
+    ck_assert_uint_eq(p->cursor.entries[0].seq, 9);
+
+    const char bad_topic[] = "topic=a%20b";
+    ck_assert_str_eq(lg_subscribe_params_parse(p, bad_topic, strlen(bad_topic), "since", NULL, 0,
+                                               64, problem, sizeof problem),
+                     "invalid_topic");
+    const char bad_cursor[] = "topic=a&since=nonsense";
+    ck_assert_str_eq(lg_subscribe_params_parse(p, bad_cursor, strlen(bad_cursor), "since", NULL,
+                                               0, 64, problem, sizeof problem),
+                     "invalid_cursor");
+    const char too_many[] = "topic=a&topic=b&topic=c";
+    ck_assert_str_eq(lg_subscribe_params_parse(p, too_many, strlen(too_many), "since", NULL, 0, 2,
+                                               problem, sizeof problem),
+                     "bad_request");
+    const char bad_timeout[] = "topic=a&timeout=-1";
+    ck_assert_str_eq(lg_subscribe_params_parse(p, bad_timeout, strlen(bad_timeout), "since", NULL,
+                                               0, 64, problem, sizeof problem),
+                     "bad_request");
+    ck_assert_ptr_nonnull(strstr(problem, "timeout"));
+    free(p);
+}
+END_TEST
+
+static Suite *http_request_suite(void)
+{
+    Suite *s = suite_create("http_request");
+    TCase *head = tcase_create("request_head");
+    tcase_add_test(head, parses_a_whole_request);
+    tcase_add_test(head, parses_byte_by_byte);
+    tcase_add_test(head, recognises_an_upgrade);
+    tcase_add_test(head, http10_without_keep_alive_closes);
+    tcase_add_test(head, rejects_garbage);
+    suite_add_tcase(s, head);
+    TCase *query = tcase_create("query");
+    tcase_add_test(query, decodes_query_pairs);
+    tcase_add_test(query, rejects_bad_escapes);
+    tcase_add_test(query, subscribe_params_collect_topics_cursor_and_timeout);
+    tcase_add_test(query, subscribe_params_header_wins_and_errors_are_named);
+    suite_add_tcase(s, query);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(http_request_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
