@@ -75,7 +75,7 @@ if [ $mode = smoke ]; then scen=$(lgb_scenarios_smoke); else scen=$(lgb_scenario
 # ---- runs: rep-major, alternating the server order --------------------------------------
 stopped_early=0 k=0
 for ((rep = 1; rep <= reps; rep++)); do
-    while IFS='|' read -r name tsel args figs; do
+    while IFS='|' read -r name tsel args _figs; do
         [ -n "$name" ] || continue
         k=$((k + 1))
         order=$targets

@@ -57,30 +57,44 @@ lgb_check_free() { # PORT...
 
 # ---------------------------------------------------------------- building
 
-# Finds or builds lg_loadgen; prints its path.
+LGB_BUILD_LOG=${LGB_BUILD_LOG:-/tmp/lgbench-build.log}
+
+lgb_configure() {
+    [ -f "$LGB_BUILD/CMakeCache.txt" ] && return 0
+    cmake -S "$LGB_ROOT" -B "$LGB_BUILD" -DCMAKE_BUILD_TYPE=Release >>"$LGB_BUILD_LOG" 2>&1
+}
+
+# Builds (incrementally) and prints the path of lg_loadgen; $LG_LOADGEN overrides.
 lgb_loadgen() {
-    local lg=${LG_LOADGEN:-}
-    if [ -n "$lg" ] && [ -x "$lg" ]; then echo "$lg"; return 0; fi
-    lg=$LGB_BUILD/bench/lg_loadgen
-    if [ ! -x "$lg" ] || [ "$LGB_BENCH/loadgen.c" -nt "$lg" ] || [ "$LGB_BENCH/lg_util.c" -nt "$lg" ]; then
-        if [ -f "$LGB_BUILD/CMakeCache.txt" ] || cmake -S "$LGB_ROOT" -B "$LGB_BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1; then
-            cmake --build "$LGB_BUILD" --target lg_loadgen >/dev/null 2>&1 || true
-        fi
-        if [ ! -x "$lg" ] || [ "$LGB_BENCH/loadgen.c" -nt "$lg" ]; then
-            # the top-level build may be broken while src/ is being edited: build the client alone
-            mkdir -p "$LGB_BUILD/bench"
-            ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" -lm || return 1
-        fi
+    if [ -n "${LG_LOADGEN:-}" ]; then
+        [ -x "$LG_LOADGEN" ] && echo "$LG_LOADGEN"
+        return
     fi
+    local lg=$LGB_BUILD/bench/lg_loadgen
+    if lgb_configure && cmake --build "$LGB_BUILD" --target lg_loadgen >>"$LGB_BUILD_LOG" 2>&1; then
+        echo "$lg"
+        return 0
+    fi
+    # the top-level build may be broken while src/ is being edited: build the client alone
+    lgb_log "cmake build of lg_loadgen failed (see $LGB_BUILD_LOG); compiling it directly"
+    mkdir -p "$LGB_BUILD/bench"
+    ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" -lm >&2 || return 1
     echo "$lg"
 }
 
-# Finds or builds livegate; prints its path or nothing.
+# Builds (incrementally) and prints the path of livegate, or nothing; $LIVEGATE overrides.
 lgb_livegate_bin() {
-    local b=${LIVEGATE:-$LGB_BUILD/livegate}
-    if [ ! -x "$b" ] && [ -z "${LIVEGATE:-}" ]; then
-        if [ -f "$LGB_BUILD/CMakeCache.txt" ] || cmake -S "$LGB_ROOT" -B "$LGB_BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1; then
-            cmake --build "$LGB_BUILD" --target livegate -j"$(nproc)" >/dev/null 2>&1 || true
+    if [ -n "${LIVEGATE:-}" ]; then
+        [ -x "$LIVEGATE" ] && echo "$LIVEGATE"
+        return 0
+    fi
+    local b=$LGB_BUILD/livegate
+    if ! { lgb_configure && cmake --build "$LGB_BUILD" --target livegate -j"$(nproc)" >>"$LGB_BUILD_LOG" 2>&1; }; then
+        if [ -x "$b" ]; then
+            lgb_log "livegate build failed (see $LGB_BUILD_LOG); using the existing $b"
+        else
+            lgb_log "livegate build failed (see $LGB_BUILD_LOG)"
+            return 0
         fi
     fi
     [ -x "$b" ] && echo "$b"
@@ -97,18 +111,20 @@ lgb_start_livegate() {
     lgb_check_free "$LGB_LG_PUB" "$LGB_LG_CTL" || return 1
     local try
     for try in config noconfig; do
-        local args=(--public "$LGB_HOST:$LGB_LG_PUB" --control "$LGB_HOST:$LGB_LG_CTL" --workers 1)
+        local sargs=(--public "$LGB_HOST:$LGB_LG_PUB" --control "$LGB_HOST:$LGB_LG_CTL" --workers 1)
         if [ "$try" = config ]; then
-            [ -n "$cfg" ] && [ -f "$cfg" ] || continue
-            args+=(--config "$cfg")
+            if [ -z "$cfg" ] || [ ! -f "$cfg" ]; then continue; fi
+            sargs+=(--config "$cfg")
         fi
         : >"$dir/livegate.log"
         lgb_pin_argv "$LGB_SRV_CPU"
-        (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "${args[@]}") 2>"$dir/livegate.log" >/dev/null &
+        (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "${sargs[@]}") 2>"$dir/livegate.log" >/dev/null &
         LGB_SRV_PID=$!
         local i ok=0
         for ((i = 0; i < 200; i++)); do
-            if grep -q '^listening\|listening public=' "$dir/livegate.log" 2>/dev/null && lgb_port_open "$LGB_LG_CTL"; then ok=1; break; fi
+            # ready when both listeners accept (the "listening" line is info-level; the bench
+            # config logs at warn)
+            if lgb_port_open "$LGB_LG_PUB" && lgb_port_open "$LGB_LG_CTL"; then ok=1; break; fi
             kill -0 "$LGB_SRV_PID" 2>/dev/null || break
             sleep 0.05
         done
@@ -169,15 +185,15 @@ lgb_scenarios_full() {
     cat <<'EOF'
 idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1500 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
 idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1500 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
-fanout_sse_1k_max|all|--transport sse --subscribers 1000 --rate max --events 200|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
-fanout_ws_1k_max|all|--transport ws --subscribers 1000 --rate max --events 200|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
-fanout_sse_5k_max|all|--transport sse --subscribers 5000 --rate max --events 40|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
-fanout_ws_5k_max|all|--transport ws --subscribers 5000 --rate max --events 40|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+fanout_sse_1k_max|all|--transport sse --subscribers 1000 --rate max --events 1000 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
+fanout_ws_1k_max|all|--transport ws --subscribers 1000 --rate max --events 1000 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
+fanout_sse_5k_max|all|--transport sse --subscribers 5000 --rate max --events 200 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
+fanout_ws_5k_max|all|--transport ws --subscribers 5000 --rate max --events 200 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
 fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
 fanout_ws_1k_10hz|all|--transport ws --subscribers 1000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
 fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
 fanout_ws_5k_10hz|all|--transport ws --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
-topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 40|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery lost
+topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 20|deliveries_per_s publish_per_s server_cpu_us_per_delivery lost
 poll_1k_50hz|all|--transport poll --subscribers 1000 --rate 50 --duration 5|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
 ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
@@ -253,15 +269,21 @@ lgb_field() {
         n = match(s, /[,}]/); print substr(s, 1, n - 1) }'
 }
 
-# Human summary of one result line.
+# Human summary of one result line (one awk process).
 lgb_summary_line() {
-    local j=$1 f out=""
-    for f in scenario target conns_made conns_failed published deliveries lost duplicated reordered \
-        deliveries_per_s publish_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn server_cpu_pct \
-        loadgen_cpu_pct other_cpu_pct loadgen_bound error; do
-        local v
-        v=$(lgb_field "$j" "$f")
-        [ -n "$v" ] && [ "$v" != null ] && out+="$f=$v "
-    done
-    echo "$out"
+    printf '%s\n' "$1" | awk '
+    function getf(k,   i, s, n) {
+        i = index($0, "\"" k "\":"); if (!i) return ""
+        s = substr($0, i + length(k) + 3)
+        if (substr(s, 1, 1) == "\"") { s = substr(s, 2); return substr(s, 1, index(s, "\"") - 1) }
+        n = match(s, /[,}]/); return substr(s, 1, n - 1)
+    }
+    {
+        nf = split("scenario target conns_made conns_failed published deliveries lost duplicated reordered " \
+                   "deliveries_per_s publish_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn " \
+                   "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound error", f, " ")
+        out = ""
+        for (i = 1; i <= nf; i++) { v = getf(f[i]); if (v != "" && v != "null") out = out f[i] "=" v " " }
+        print out
+    }'
 }

@@ -37,8 +37,10 @@ if [ "$target" = livegate ]; then
     lgbin=$(lgb_livegate_bin)
     [ -n "$lgbin" ] || { lgb_log "no livegate binary (build it, or set LIVEGATE=path)"; exit 1; }
 else
-    command -v nginx >/dev/null && [ -f "${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}" ] ||
-        { lgb_log "nginx + libnginx-mod-nchan are not installed (bench/compare.sh installs them)"; exit 1; }
+    if ! command -v nginx >/dev/null || [ ! -f "${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}" ]; then
+        lgb_log "nginx + libnginx-mod-nchan are not installed (bench/compare.sh installs them)"
+        exit 1
+    fi
 fi
 
 work=$(mktemp -d /tmp/lgbench.XXXXXX)
@@ -50,7 +52,7 @@ trap 'exit 130' INT TERM
 if [ $mode = smoke ]; then scen=$(lgb_scenarios_smoke); else scen=$(lgb_scenarios_full); fi
 start=$SECONDS fail=0
 for ((rep = 1; rep <= reps; rep++)); do
-    while IFS='|' read -r name targets args figs; do
+    while IFS='|' read -r name targets args _figs; do
         [ -n "$name" ] || continue
         if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
         [ "$targets" = all ] || [ "$targets" = "$target" ] || continue

@@ -223,6 +223,20 @@ static void release_reservations(struct lg_hub *hub, uint64_t reserved)
             lg_inbox_unreserve(hub->links[w].inbox);
 }
 
+/*
+ * The event just created counts in event_bytes_live already (its real size, encodings
+ * included). Over limits.max_retained_bytes, this topic's own history gives way first, oldest
+ * first; only memory pinned elsewhere (other topics, client queues) makes the publish fail.
+ * Caller holds t->lock. Return value: true if the event fits.
+ */
+static bool make_room(struct lg_hub *hub, struct lg_topic *t)
+{
+    int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes;
+    while (LG_STAT_GET(event_bytes_live) > limit && t->history.count > 0)
+        lg_history_evict_oldest(&t->history);
+    return LG_STAT_GET(event_bytes_live) <= limit;
+}
+
 static enum lg_publish_status refuse(enum lg_publish_status s)
 {
     static struct lg_ratelimit rl;
@@ -240,9 +254,6 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         return LG_PUBLISH_RESERVED_TOPIC;
     if (!req->data_is_json && !lg_utf8_valid(req->data, req->data_len))
         return LG_PUBLISH_BAD_DATA;
-    if ((uint64_t)LG_STAT_GET(event_bytes_live) + req->data_len >
-        hub->cfg->limits.max_retained_bytes)
-        return refuse(LG_PUBLISH_MEMORY_FULL);
 
     const char *problem = NULL;
     struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
@@ -273,10 +284,12 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         .published_mono_ns = now,
     };
     struct lg_event *ev = lg_event_create(&f);
-    if (!ev) {
+    if (!ev || !make_room(hub, t)) {
+        enum lg_publish_status why = ev ? LG_PUBLISH_MEMORY_FULL : LG_PUBLISH_OOM;
+        lg_event_unref(&ev);
         release_reservations(hub, reserved);
         pthread_mutex_unlock(&t->lock);
-        return refuse(LG_PUBLISH_OOM);
+        return refuse(why);
     }
     t->last_seq = ev->seq;
     for (uint32_t w = 0; w < hub->workers; w++)
@@ -327,15 +340,24 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
 
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
-/* Copy history events with seq in [from, t->last_seq], at most max. Caller holds t->lock. */
-static int copy_history(struct lg_topic *t, uint64_t from, size_t max, struct lg_replay *out)
+/* Copy history events with seq in [from, t->last_seq], at most max events and, after the
+ * first, max_bytes bytes. Caller holds t->lock. */
+static int copy_history(struct lg_topic *t, uint64_t from, size_t max, uint64_t max_bytes,
+                        struct lg_replay *out)
 {
     uint64_t first = lg_history_first_seq(&t->history);
     if (t->history.count == 0 || from > t->last_seq)
         return 0;
     uint32_t index = from > first ? (uint32_t)(from - first) : 0;
     size_t available = t->history.count - index;
-    size_t n = available < max ? available : max;
+    size_t n = 0;
+    uint64_t bytes = 0;
+    while (n < available && n < max) {
+        bytes += lg_history_at(&t->history, index + (uint32_t)n)->size;
+        if (n > 0 && bytes > max_bytes)
+            break;
+        n++;
+    }
     out->more = available > n;
     if (n == 0)
         return 0;
@@ -349,8 +371,8 @@ static int copy_history(struct lg_topic *t, uint64_t from, size_t max, struct lg
 }
 
 int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
-                     const struct lg_cursor_entry *since, size_t max_events, bool listen,
-                     struct lg_replay *out, const char **problem)
+                     const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
+                     bool listen, struct lg_replay *out, const char **problem)
 {
     (void)hub;
     memset(out, 0, sizeof *out);
@@ -369,7 +391,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
             out->gap_from = since->seq + 1;
             out->gap_to = first - 1;
         }
-        if (copy_history(t, since->seq + 1, max_events, out) != 0) {
+        if (copy_history(t, since->seq + 1, max_events, max_bytes, out) != 0) {
             pthread_mutex_unlock(&t->lock);
             *problem = "out of memory";
             return -1;

@@ -89,21 +89,22 @@ struct lg_replay {
     bool reset;              /* the cursor's epoch is not the topic's: client must reload */
     uint64_t gap_from;       /* first seq no longer retained (0 = no gap) */
     uint64_t gap_to;         /* last seq no longer retained */
-    bool more;               /* replay was cut at max_events; more is in history */
+    bool more;               /* replay was cut at max_events/max_bytes; more is in history */
     struct lg_event **events;/* new references, oldest first; caller frees the array */
     size_t count;
 };
 
 /*
  * Compute the replay for a subscriber of topic t on worker w from `since` (NULL = start now),
- * copying at most max_events history events. When `listen` is set the subscriber is also
+ * copying at most max_events history events and, beyond the first, at most max_bytes bytes
+ * (event->size). When `listen` is set the subscriber is also
  * registered on worker w in the same critical section, so no event can fall between the replay
  * and live delivery (the worker drops live events whose seq <= replay position).
  * Return value: 0, or -1 with *problem set (cursor ahead of the topic; OOM).
  */
 int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
-                     const struct lg_cursor_entry *since, size_t max_events, bool listen,
-                     struct lg_replay *out, const char **problem);
+                     const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
+                     bool listen, struct lg_replay *out, const char **problem);
 void lg_replay_release(struct lg_replay *r);
 
 /* Undo one listening subscription of worker w on topic t. */

@@ -168,13 +168,68 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
                          struct lg_event *ev, uint64_t now_ns)
 {
-    if (ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
-        return; /* already part of the replay */
+    if (sn->replay_next || ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
+        return; /* part of the replay, queued or still to be paged in from history */
     sn->queued_seq = ev->seq;
     queue_event(s, sn, ev, now_ns);
 }
 
-/* ---- Subscribing ------------------------------------------------------------------------ */
+/* ---- Subscribing and paging the replay -------------------------------------------------- */
+
+/* Events the ring can take without any policy firing (at least one). */
+static size_t ring_room(const struct lg_subscriber *s)
+{
+    uint32_t max = s->bounds->max_events;
+    return s->ring.live < max ? max - s->ring.live : 0;
+}
+
+static uint64_t ring_room_bytes(const struct lg_subscriber *s)
+{
+    uint64_t max = s->bounds->max_bytes;
+    return s->ring.bytes < max ? max - s->ring.bytes : 0;
+}
+
+/* Queue one page of replay and note where the next one starts. */
+static void take_page(struct lg_subscriber *s, struct lg_subscription *sn,
+                      const struct lg_replay *page)
+{
+    if (page->gap_from) {
+        owe_gap(s, sn, page->gap_from);
+        owe_gap(s, sn, page->gap_to);
+    }
+    for (size_t i = 0; i < page->count; i++) {
+        sn->queued_seq = page->events[i]->seq;
+        queue_event(s, sn, page->events[i], 0);
+    }
+    if (page->gap_to > sn->queued_seq)
+        sn->queued_seq = page->gap_to;
+    if (page->position > sn->queued_seq)
+        sn->queued_seq = page->position;
+    sn->replay_next = page->more ? sn->queued_seq + 1 : 0;
+}
+
+/* Page in more replay for every subscription still behind, as far as the ring has room. */
+static void page_replays(struct lg_subscriber *s)
+{
+    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner) {
+        if (!sn->replay_next)
+            continue;
+        size_t room = ring_room(s);
+        if (room == 0 || s->slow_disconnect)
+            return;
+        struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->replay_next - 1};
+        struct lg_replay page;
+        const char *problem = NULL;
+        if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, room, ring_room_bytes(s),
+                             false, &page, &problem) != 0) {
+            lg_warn("topic %s: replay stopped: %s", sn->topic->name, problem);
+            sn->replay_next = 0;
+            continue;
+        }
+        take_page(s, sn, &page);
+        lg_replay_release(&page);
+    }
+}
 
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
@@ -191,8 +246,13 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
             return -1;
         }
     }
+    s->hub = hub;
+    size_t page = ring_room(s);
+    if (page > max_replay)
+        page = max_replay;
     struct lg_replay replay;
-    if (lg_hub_subscribe(hub, t, s->worker, since, max_replay, listen, &replay, problem) != 0) {
+    if (lg_hub_subscribe(hub, t, s->worker, since, page, ring_room_bytes(s), listen, &replay,
+                         problem) != 0) {
         if (fresh)
             free(sn);
         return -1;
@@ -220,16 +280,8 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         owe_gap(s, sn, replay.gap_from);
         owe_gap(s, sn, replay.gap_to);
     }
-    uint64_t now = lg_mono_ns();
-    s->lag_origin_ns = now;
-    for (size_t i = 0; i < replay.count; i++) {
-        sn->queued_seq = replay.events[i]->seq;
-        queue_event(s, sn, replay.events[i], now);
-    }
-    if (replay.gap_to > sn->queued_seq)
-        sn->queued_seq = replay.gap_to;
-    if (replay.position > sn->queued_seq)
-        sn->queued_seq = replay.position;
+    s->lag_origin_ns = lg_mono_ns();
+    take_page(s, sn, &replay);
     if (more)
         *more = replay.more;
     lg_replay_release(&replay);
@@ -438,6 +490,7 @@ size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, 
     }
     if (s->ring.live == 0)
         s->dropping = false;
+    page_replays(s);
     LG_STAT_ADD(events_delivered, events);
     return events;
 }

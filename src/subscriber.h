@@ -9,6 +9,12 @@
  * Threads: created, used and released only on its worker thread (index `worker`). The
  *          `next`/`prev` links of a subscription belong to that worker's list in
  *          topic->slots[worker] and are touched by no other thread.
+ * Replay:  events after a cursor are paged in from the topic's history as the ring drains,
+ *          never pushed through the slow-consumer policy: a client that resumes is not slow.
+ *          While a subscription pages, its live events are skipped (they are in history too);
+ *          the page that reaches the newest event switches it to live delivery under the
+ *          topic's lock, so nothing falls between. History evicted before it is paged in
+ *          becomes a gap notice.
  * Bounds:  the ring never holds more than client_queue.max_events events or max_bytes bytes;
  *          a queued event older than max_lag_ms is "slow" too. Past a bound, the policy of the
  *          oldest queued event's topic decides: drop it and owe the client a gap notice
@@ -46,6 +52,7 @@ struct lg_subscription {
     uint64_t gap_from;        /* owed gap notice, 0 = none */
     uint64_t gap_to;
     bool reset_owed;          /* owed a reset notice */
+    uint64_t replay_next;     /* next seq to page in from history, 0 = caught up (live) */
     bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
 };
 
@@ -53,6 +60,7 @@ struct lg_subscriber {
     enum lg_transport transport;
     uint32_t worker;
     const struct lg_queue_bounds *bounds;
+    struct lg_hub *hub;             /* borrowed: where replay pages come from */
     struct lg_subscription *subs;   /* owner's list */
     uint32_t sub_count;
     struct lg_client_ring ring;
@@ -69,8 +77,9 @@ void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, ui
 
 /*
  * Subscribe to topic t from `since` (NULL = now). The replay (events after the cursor still in
- * history, or a gap, or a reset) is queued under the usual policy. When `listen` is false the
- * hub is not told: only the replay is computed (plain polling). max_replay bounds the replay.
+ * history, or a gap, or a reset) is queued as far as the ring has room and paged in later as
+ * it drains. When `listen` is false the hub is not told: only the first page is computed.
+ * max_replay caps the first page (a long-poll batch).
  * Return value: 0, -1 with *problem set (cursor ahead of topic, OOM), or 1 if s already listens.
  */
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,

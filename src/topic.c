@@ -78,7 +78,7 @@ static bool history_too_old(const struct lg_history *h, const struct lg_event *e
     return now_mono_ns - ev->published_mono_ns > max_age_ms * 1000000u;
 }
 
-static void history_evict_oldest(struct lg_history *h)
+void lg_history_evict_oldest(struct lg_history *h)
 {
     struct lg_event *ev = h->ring[h->head];
     h->ring[h->head] = NULL;
@@ -127,7 +127,7 @@ int lg_history_append(struct lg_history *h, struct lg_event *ev, uint64_t now_mo
         } else {
             /* Full at max_events: the count bound would evict the oldest right after the
              * append anyway, and doing it first frees the slot the new event needs. */
-            history_evict_oldest(h);
+            lg_history_evict_oldest(h);
         }
     }
     h->ring[(h->head + h->count) % h->capacity] = ev;
@@ -138,7 +138,7 @@ int lg_history_append(struct lg_history *h, struct lg_event *ev, uint64_t now_mo
      * even when it alone is larger than max_bytes or was already old when appended. */
     while (h->count > 1 && (h->bytes > h->bounds.max_bytes ||
                             history_too_old(h, h->ring[h->head], now_mono_ns)))
-        history_evict_oldest(h);
+        lg_history_evict_oldest(h);
     return 0;
 }
 
@@ -146,7 +146,7 @@ uint32_t lg_history_expire(struct lg_history *h, uint64_t now_mono_ns)
 {
     uint32_t evicted = 0;
     while (h->count > 0 && history_too_old(h, h->ring[h->head], now_mono_ns)) {
-        history_evict_oldest(h);
+        lg_history_evict_oldest(h);
         evicted++;
     }
     return evicted;

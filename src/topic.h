@@ -46,6 +46,8 @@ void lg_history_release(struct lg_history *h);
 /* Append (steals the reference ev), then evict what the bounds no longer allow.
  * Return value: 0, or -1 on OOM (ev is then unref'd and not retained). */
 int lg_history_append(struct lg_history *h, struct lg_event *ev, uint64_t now_mono_ns);
+/* Evict the oldest event (the history must not be empty). */
+void lg_history_evict_oldest(struct lg_history *h);
 /* Evict events older than max_age_ms. Returns how many were evicted. */
 uint32_t lg_history_expire(struct lg_history *h, uint64_t now_mono_ns);
 /* Borrowed: the i-th oldest event (0 = oldest). */

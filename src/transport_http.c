@@ -186,11 +186,26 @@ static const char *content_type(const char *path)
     return "application/octet-stream";
 }
 
+/* A "." or ".." segment: refused outright rather than normalised, so no request can probe
+ * what lies outside the static directory. */
+static bool has_dot_segment(const char *path)
+{
+    for (const char *seg = path; seg; seg = strchr(seg + 1, '/')) {
+        const char *s = seg[0] == '/' ? seg + 1 : seg;
+        size_t len = strcspn(s, "/");
+        if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+            return true;
+    }
+    return false;
+}
+
 /* Resolve a request path inside the static directory. Return value: 0 with `resolved` set, or
  * -1 when the path escapes the directory or does not name a regular file. */
 static int resolve_static(const char *dir, const char *decoded_path, char *resolved)
 {
     char joined[PATH_MAX];
+    if (has_dot_segment(decoded_path))
+        return -1;
     const char *rel = strcmp(decoded_path, "/") == 0 ? "/index.html" : decoded_path;
     if (snprintf(joined, sizeof joined, "%s%s", dir, rel) >= (int)sizeof joined)
         return -1;
@@ -205,8 +220,8 @@ static int resolve_static(const char *dir, const char *decoded_path, char *resol
 static void serve_static(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
     char decoded[1024], resolved[PATH_MAX];
-    if (lg_percent_decode(buf + req->path.off, req->path.len, decoded, sizeof decoded, false) < 0 ||
-        memchr(decoded, '\0', strlen(decoded)) || decoded[0] != '/') {
+    int len = lg_percent_decode(buf + req->path.off, req->path.len, decoded, sizeof decoded, false);
+    if (len < 0 || memchr(decoded, '\0', (size_t)len) || decoded[0] != '/') {
         lg_conn_http_error(c, 400, "bad_request", "malformed request path", NULL);
         return;
     }

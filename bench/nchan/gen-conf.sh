@@ -14,6 +14,6 @@ mkdir -p "$prefix"
 prefix=$(cd "$prefix" && pwd)
 sed -e "s|@PREFIX@|$prefix|g" -e "s|@MODULE@|$module|g" -e "s|@HOST@|$host|g" \
     -e "s|@SUB_PORT@|$sub_port|g" -e "s|@PUB_PORT@|$pub_port|g" \
-    -e "s|@SHM@|${NCHAN_SHM:-512M}|g" -e "s|@WORKER_CONN@|${NCHAN_WORKER_CONNECTIONS:-21400}|g" -e "s|@BUFLEN@|${NCHAN_BUFLEN:-200000}|g" \
+    -e "s|@SHM@|${NCHAN_SHM:-512M}|g" -e "s|@WORKER_CONN@|${NCHAN_WORKER_CONNECTIONS:-21400}|g" -e "s|@BUFLEN@|${NCHAN_BUFLEN:-100000}|g" \
     "$here/nginx.conf.in" > "$prefix/nginx.conf"
 echo "$prefix/nginx.conf"

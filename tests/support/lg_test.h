@@ -117,4 +117,98 @@ int lg_ws_send_text(struct lg_ws_client *c, const char *text, size_t len);
 int lg_ws_next(struct lg_ws_client *c, char **msg, int timeout_ms);
 void lg_ws_close(struct lg_ws_client *c);
 
+/* ==== lg_extra.c: stats, publish variants, raw responses, running the binary ============== */
+/* (added for test_sse/test_ws/test_poll/test_resume/test_lifecycle/test_control_api) */
+
+/* Integer counter `name` of GET /v1/stats on the control port, or -1 (printed why). */
+long long lg_stat(uint16_t control_port, const char *name);
+/* Poll /v1/stats (every 20 ms, <= timeout_ms) until `name` == want. Return value: true if so. */
+bool lg_wait_stat(uint16_t control_port, const char *name, long long want, int timeout_ms);
+/* POST /v1/topics/{topic}/events[?query] with the given Content-Type (NULL: none) and body.
+ * topic goes into the path as given (no encoding). Returns the status (0 on failure) and the
+ * "id" of a 201 answer in id_out when not NULL. */
+int lg_publish_ex(uint16_t control_port, const char *topic, const char *query,
+                  const char *content_type, const void *data, size_t len, char *id_out,
+                  size_t id_cap);
+/* Split an event id "topic@epoch:seq" (buffers may be NULL). Return value: 0 or -1. */
+int lg_id_parse(const char *id, char *topic, size_t topic_cap, char *epoch, size_t epoch_cap,
+                unsigned long long *seq);
+/* Read one response (it must have a Content-Length) from an open connection, e.g. the second
+ * request on a keep-alive connection. Not for pipelined responses. Return value: 0 or -1. */
+int lg_http_read_response(int fd, struct lg_http_response *out, int timeout_ms);
+/* Read stream bytes into c->raw (without parsing them) until needle occurs at or after offset
+ * `from`. Return value: true if it did, false on timeout or end of stream. */
+bool lg_sse_wait_raw(struct lg_sse_client *c, size_t from, const char *needle, int timeout_ms);
+/* Read stream bytes into c->raw until the server closes. Return value: true on EOF. */
+bool lg_sse_wait_eof(struct lg_sse_client *c, int timeout_ms);
+
+struct lg_run_result {
+    int status;            /* exit status, 128 + signal when a signal ended it */
+    char *out, *err;       /* everything printed on stdout / stderr (malloc'd, NUL-terminated) */
+    size_t out_len, err_len;
+};
+/* Run $LG_BINARY with args (NULL-terminated) to completion (<= timeout_ms, then SIGKILL).
+ * Return value: 0 when it exited in time, -1 otherwise. Free with lg_run_result_free. */
+int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_ms);
+void lg_run_result_free(struct lg_run_result *r);
+/* ==== end of lg_extra.c ==================================================================== */
+
+/* ==== Stalled clients, /v1/stats and keep-alive publishing (lg_stall.c) ================== */
+/* Used by the backpressure tests. A "stalled" client sets SO_RCVBUF small before connect(),
+ * sends its request and then reads nothing; resuming it reads the response head late and
+ * turns the socket into an ordinary lg_sse_client / lg_ws_client. */
+
+/* TCP connection to 127.0.0.1:port with SO_RCVBUF = rcvbuf (0 = kernel default) set before
+ * connect(). Return value: fd or -1. */
+int lg_stall_connect(uint16_t port, int rcvbuf);
+/* Send "GET path" for an SSE stream on a stalled socket and read nothing. Return: fd or -1. */
+int lg_stall_sse_open(uint16_t port, const char *path, const char *extra_headers, int rcvbuf);
+/* Start reading a stalled SSE stream: read its response head (<= timeout_ms) and make c an
+ * lg_sse_client over fd (c owns fd from now on, even on failure; lg_sse_close it). Return 0/-1. */
+int lg_stall_sse_resume(struct lg_sse_client *c, int fd, int timeout_ms);
+
+struct lg_stall_ws {
+    int fd;          /* -1 once resumed or closed */
+    char expect[32]; /* the Sec-WebSocket-Accept the server must answer */
+};
+/* Send a WebSocket upgrade for path (subprotocol livegate.v1) on a stalled socket and read
+ * nothing. Return value: 0 or -1. */
+int lg_stall_ws_open(struct lg_stall_ws *w, uint16_t port, const char *path, int rcvbuf);
+/* Start reading: check the 101 answer and make c an lg_ws_client (it takes w's fd). 0 / -1. */
+int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeout_ms);
+void lg_stall_ws_close(struct lg_stall_ws *w);
+
+#define LG_STALL_STATS_MAX 64
+struct lg_stall_stats {
+    size_t count;
+    char name[LG_STALL_STATS_MAX][48];
+    long long value[LG_STALL_STATS_MAX];
+    char json[4096]; /* the body as received, for failure messages */
+};
+/* GET /v1/stats on the control port. Return value: 0 or -1. */
+int lg_stall_stats_read(uint16_t control_port, struct lg_stall_stats *out);
+/* One counter of a snapshot, or -1 (printed) when it is missing. */
+long long lg_stall_stats_value(const struct lg_stall_stats *s, const char *name);
+/* One counter read now, or -1. */
+long long lg_stall_stat(uint16_t control_port, const char *name);
+/* Poll /v1/stats (every 10 ms, <= timeout_ms) until counter `name` is >= value (op > 0),
+ * <= value (op < 0) or == value (op == 0). Return value: the last value read (-1 on error). */
+long long lg_stall_stat_wait(uint16_t control_port, const char *name, int op, long long value,
+                             int timeout_ms);
+
+/* A keep-alive HTTP/1.1 connection (reconnects when the server closed it). */
+struct lg_stall_ka {
+    int fd;
+    uint16_t port;
+};
+void lg_stall_ka_init(struct lg_stall_ka *k, uint16_t port);
+/* One request; answers must carry Content-Length. out is filled as by lg_http_request (free
+ * it with lg_http_response_free). Return value: 0 or -1. */
+int lg_stall_ka_request(struct lg_stall_ka *k, const char *method, const char *path,
+                        const char *extra_headers, const void *body, size_t body_len,
+                        struct lg_http_response *out, int timeout_ms);
+void lg_stall_ka_close(struct lg_stall_ka *k);
+/* ==== end of lg_stall.c ================================================================== */
+
+
 #endif

@@ -1,0 +1,382 @@
+/*
+ * test_control_api.c - the control port through the real binary: single publishes (201 with
+ * consecutive seqs), every documented error status with its JSON body, and batch publishing
+ * (JSON array and NDJSON) that is all-or-nothing when an item is invalid. What was published is
+ * read back over the public port with a poll.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lg_test.h"
+
+#define WAIT_MS 5000
+
+static void epoch_of(const char *id, char *epoch, size_t cap)
+{
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
+    ck_assert_uint_eq(strlen(epoch), 8);
+}
+
+static void request(uint16_t port, const char *method, const char *path, const char *headers,
+                    const void *body, size_t len, struct lg_http_response *r)
+{
+    ck_assert_int_eq(lg_http_request(port, method, path, headers, body, len, r, WAIT_MS), 0);
+}
+
+/* status, Content-Type: application/json, {"error": code, "message": non-empty[, "index"]} */
+static void expect_error(const struct lg_http_response *r, int status, const char *code)
+{
+    ck_assert_msg(r->status == status, "status %d, want %d: %s", r->status, status, r->body);
+    char ct[128];
+    ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
+    ck_assert_str_eq(ct, "application/json");
+    json_t *o = json_loadb(r->body, r->body_len, 0, NULL);
+    ck_assert_msg(json_is_object(o), "not a JSON object: %s", r->body);
+    const char *e = json_string_value(json_object_get(o, "error"));
+    const char *m = json_string_value(json_object_get(o, "message"));
+    ck_assert_msg(e && strcmp(e, code) == 0, "error in %s, want %s", r->body, code);
+    ck_assert_msg(m && *m, "no message in %s", r->body);
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+        ck_assert_msg(strcmp(key, "error") == 0 || strcmp(key, "message") == 0 ||
+                          strcmp(key, "index") == 0,
+                      "unexpected key %s in %s", key, r->body);
+    json_decref(o);
+}
+
+/* A poll from the given cursor (timeout 0): its body. Caller frees. */
+static char *poll_body(uint16_t port, const char *topics_query, const char *since)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "/poll?%s&since=%s&timeout=0", topics_query, since);
+    struct lg_http_response r;
+    request(port, "GET", path, NULL, NULL, 0, &r);
+    ck_assert_msg(r.status == 200, "%s: %d %s", path, r.status, r.body);
+    return r.body;
+}
+
+/* Strip every "time":N member so bodies can be compared exactly. */
+static void strip_times(char *s)
+{
+    char *p;
+    while ((p = strstr(s, ",\"time\":")) != NULL) {
+        char *e = p + 8;
+        while (*e >= '0' && *e <= '9')
+            e++;
+        memmove(p, e, strlen(e) + 1);
+    }
+}
+
+START_TEST(test_control_publish_201)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char ep[16] = "", want[256];
+    for (int i = 1; i <= 5; i++) {
+        struct lg_http_response r;
+        request(s.control_port, "POST", "/v1/topics/orders/events",
+                "Content-Type: text/plain\r\n", "o", 1, &r);
+        ck_assert_int_eq(r.status, 201);
+        char ct[64];
+        ck_assert(lg_http_header(&r, "Content-Type", ct, sizeof ct));
+        ck_assert_str_eq(ct, "application/json");
+        if (!ep[0]) {
+            json_t *o = json_loads(r.body, 0, NULL);
+            epoch_of(json_string_value(json_object_get(o, "id")), ep, sizeof ep);
+            json_decref(o);
+        }
+        snprintf(want, sizeof want, "{\"topic\":\"orders\",\"id\":\"orders@%s:%d\",\"seq\":%d}",
+                 ep, i, i);
+        ck_assert_str_eq(r.body, want);
+        lg_http_response_free(&r);
+        /* another topic counts on its own */
+        if (i % 2 == 0) {
+            char id[256];
+            ck_assert_int_eq(lg_publish(s.control_port, "a.b/c:d~e_f-g", "x", id, sizeof id),
+                             201);
+            snprintf(want, sizeof want, "a.b/c:d~e_f-g@%s:%d", ep, i / 2);
+            ck_assert_str_eq(id, want);
+        }
+    }
+    /* a 128-byte name is the longest allowed */
+    char topic[129], path[256];
+    memset(topic, 'n', 128);
+    topic[128] = '\0';
+    snprintf(path, sizeof path, "/v1/topics/%s/events", topic);
+    struct lg_http_response r;
+    request(s.control_port, "POST", path, NULL, "x", 1, &r);
+    ck_assert_int_eq(r.status, 201);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), 8);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_control_errors)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s,
+                                     "{\"limits\":{\"max_event_bytes\":1024,"
+                                     "\"max_batch_bytes\":4096}}",
+                                     NULL),
+                     0);
+    struct lg_http_response r;
+    char allow[64];
+
+    /* 400 */
+    request(s.control_port, "POST", "/v1/topics/e/events", "Content-Type: application/json\r\n",
+            "{\"a\":", 5, &r);
+    expect_error(&r, 400, "bad_request");
+    lg_http_response_free(&r);
+    request(s.control_port, "POST", "/v1/topics/e/events", "Content-Type: text/plain\r\n",
+            "\xff\xfe", 2, &r);
+    expect_error(&r, 400, "bad_request");
+    lg_http_response_free(&r);
+
+    /* 404 */
+    request(s.control_port, "GET", "/v1/nothing", NULL, NULL, 0, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+    request(s.control_port, "POST", "/v1/topics/e", NULL, "x", 1, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+
+    /* 405 with Allow */
+    request(s.control_port, "GET", "/v1/topics/e/events", NULL, NULL, 0, &r);
+    expect_error(&r, 405, "method_not_allowed");
+    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
+    ck_assert_str_eq(allow, "POST");
+    lg_http_response_free(&r);
+    request(s.control_port, "PUT", "/v1/publish", NULL, "[]", 2, &r);
+    expect_error(&r, 405, "method_not_allowed");
+    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
+    ck_assert_str_eq(allow, "POST");
+    lg_http_response_free(&r);
+    request(s.control_port, "POST", "/healthz", NULL, "x", 1, &r);
+    expect_error(&r, 405, "method_not_allowed");
+    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
+    ck_assert_ptr_nonnull(strstr(allow, "GET"));
+    lg_http_response_free(&r);
+
+    /* 413: one byte over limits.max_event_bytes; exactly the limit is fine */
+    char body[1025];
+    memset(body, 'b', sizeof body);
+    request(s.control_port, "POST", "/v1/topics/e/events", NULL, body, 1025, &r);
+    expect_error(&r, 413, "payload_too_large");
+    lg_http_response_free(&r);
+    request(s.control_port, "POST", "/v1/topics/e/events", NULL, body, 1024, &r);
+    ck_assert_int_eq(r.status, 201);
+    lg_http_response_free(&r);
+    size_t blen = 5000;
+    char *batch = malloc(blen);
+    memset(batch, ' ', blen);
+    memcpy(batch, "[{\"topic\":\"e\",\"data\":\"x\"}", 25);
+    batch[blen - 1] = ']';
+    request(s.control_port, "POST", "/v1/publish", NULL, batch, blen, &r);
+    expect_error(&r, 413, "payload_too_large");
+    lg_http_response_free(&r);
+    free(batch);
+
+    /* 422: grammar, reserved, length */
+    static const char *const bad[] = {"/v1/topics/bad%20topic/events", "/v1/topics/a*b/events",
+                                      "/v1/topics/a,b/events", "/v1/topics/$sys/events",
+                                      "/v1/topics/a%40b/events"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        request(s.control_port, "POST", bad[i], NULL, "x", 1, &r);
+        ck_assert_msg(r.status == 422, "%s: %d %s", bad[i], r.status, r.body);
+        expect_error(&r, 422, "invalid_topic");
+        lg_http_response_free(&r);
+    }
+    char path[300] = "/v1/topics/";
+    memset(path + strlen(path), 'n', 129);
+    strcat(path, "/events");
+    request(s.control_port, "POST", path, NULL, "x", 1, &r);
+    expect_error(&r, 422, "invalid_topic");
+    lg_http_response_free(&r);
+
+    /* only the one good publish happened */
+    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), 1);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_control_batch)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], want[2048], since[256];
+    /* seq 1 of each topic exists before, so the batch must continue at 2 */
+    ck_assert_int_eq(lg_publish(s.control_port, "b1", "first", id, sizeof id), 201);
+    epoch_of(id, ep, sizeof ep);
+    ck_assert_int_eq(lg_publish(s.control_port, "b2", "first", NULL, 0), 201);
+
+    static const char arr[] = "[{\"topic\":\"b1\",\"data\":\"x\"},"
+                              " {\"topic\":\"b1\",\"data\":{\"k\":[1,2]},\"type\":\"t\"},"
+                              " {\"topic\":\"b2\",\"data\":\"y\"}]";
+    struct lg_http_response r;
+    request(s.control_port, "POST", "/v1/publish", "Content-Type: application/json\r\n", arr,
+            strlen(arr), &r);
+    ck_assert_int_eq(r.status, 200);
+    snprintf(want, sizeof want,
+             "{\"accepted\":3,\"results\":[{\"topic\":\"b1\",\"id\":\"b1@%1$s:2\",\"seq\":2},"
+             "{\"topic\":\"b1\",\"id\":\"b1@%1$s:3\",\"seq\":3},"
+             "{\"topic\":\"b2\",\"id\":\"b2@%1$s:2\",\"seq\":2}]}",
+             ep);
+    ck_assert_str_eq(r.body, want);
+    lg_http_response_free(&r);
+
+    /* NDJSON: LF and CRLF line ends, blank lines skipped, non-string data kept as JSON */
+    static const char nd[] = "{\"topic\":\"b2\",\"data\":\"n1\"}\r\n\n"
+                             "{\"topic\":\"b1\",\"data\":[true,null],\"type\":\"arr\"}\n";
+    request(s.control_port, "POST", "/v1/publish", "Content-Type: application/x-ndjson\r\n", nd,
+            strlen(nd), &r);
+    ck_assert_int_eq(r.status, 200);
+    snprintf(want, sizeof want,
+             "{\"accepted\":2,\"results\":[{\"topic\":\"b2\",\"id\":\"b2@%1$s:3\",\"seq\":3},"
+             "{\"topic\":\"b1\",\"id\":\"b1@%1$s:4\",\"seq\":4}]}",
+             ep);
+    ck_assert_str_eq(r.body, want);
+    lg_http_response_free(&r);
+
+    /* what subscribers see: per topic in publish order (a replay promises no cross-topic
+     * order), with types and JSON data intact */
+    snprintf(since, sizeof since, "b1@%1$s:1,b2@%1$s:1", ep);
+    char *body = poll_body(s.public_port, "topic=b1&topic=b2", since);
+    strip_times(body);
+    json_t *o = json_loads(body, 0, NULL);
+    ck_assert_msg(o != NULL, "%s", body);
+    char per[2][1024] = {"", ""};
+    size_t i;
+    json_t *ev;
+    json_array_foreach(json_object_get(o, "events"), i, ev) {
+        char *one = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        const char *t = json_string_value(json_object_get(ev, "topic"));
+        int k = strcmp(t, "b1") == 0 ? 0 : 1;
+        strncat(per[k], one, sizeof per[k] - strlen(per[k]) - 1);
+        free(one);
+    }
+    ck_assert_uint_eq(json_array_size(json_object_get(o, "events")), 5);
+    snprintf(want, sizeof want, "b1@%1$s:4,b2@%1$s:3", ep);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "cursor")), want);
+    json_decref(o);
+    snprintf(want, sizeof want,
+             "{\"type\":\"event\",\"v\":1,\"topic\":\"b1\",\"id\":\"b1@%1$s:2\",\"seq\":2,"
+             "\"event\":\"message\",\"data\":\"x\"}"
+             "{\"type\":\"event\",\"v\":1,\"topic\":\"b1\",\"id\":\"b1@%1$s:3\",\"seq\":3,"
+             "\"event\":\"t\",\"data\":{\"k\":[1,2]}}"
+             "{\"type\":\"event\",\"v\":1,\"topic\":\"b1\",\"id\":\"b1@%1$s:4\",\"seq\":4,"
+             "\"event\":\"arr\",\"data\":[true,null]}",
+             ep);
+    ck_assert_str_eq(per[0], want);
+    snprintf(want, sizeof want,
+             "{\"type\":\"event\",\"v\":1,\"topic\":\"b2\",\"id\":\"b2@%1$s:2\",\"seq\":2,"
+             "\"event\":\"message\",\"data\":\"y\"}"
+             "{\"type\":\"event\",\"v\":1,\"topic\":\"b2\",\"id\":\"b2@%1$s:3\",\"seq\":3,"
+             "\"event\":\"message\",\"data\":\"n1\"}",
+             ep);
+    ck_assert_str_eq(per[1], want);
+    free(body);
+
+    /* invalid batches publish nothing */
+    static const struct {
+        const char *body;
+        int status;
+        const char *code;
+    } bad[] = {
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"},{\"topic\":\"bad topic\",\"data\":\"no\"}]", 422,
+         "invalid_topic"},
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"},{\"topic\":\"$sys\",\"data\":\"no\"}]", 422,
+         "invalid_topic"},
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"},{\"topic\":\"b2\"}]", 400, "bad_request"},
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"},{\"data\":\"no\"}]", 400, "bad_request"},
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"},{\"topic\":\"b2\",\"data\":\"x\",\"extra\":1}]", 400,
+         "bad_request"},
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"},42]", 400, "bad_request"},
+        {"{\"topic\":\"b1\",\"data\":\"ok\"}\n{\"topic\":\"b2\",\"data\":", 400, "bad_request"},
+        {"[{\"topic\":\"b1\",\"data\":\"ok\"}", 400, "bad_request"},
+        {"[]", 400, "bad_request"},
+        {"", 400, "bad_request"},
+    };
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        request(s.control_port, "POST", "/v1/publish", NULL, bad[i].body, strlen(bad[i].body),
+                &r);
+        ck_assert_msg(r.status == bad[i].status, "batch %zu: %d %s", i, r.status, r.body);
+        expect_error(&r, bad[i].status, bad[i].code);
+        lg_http_response_free(&r);
+    }
+    snprintf(since, sizeof since, "b1@%1$s:4,b2@%1$s:3", ep);
+    body = poll_body(s.public_port, "topic=b1&topic=b2", since);
+    snprintf(want, sizeof want, "{\"events\":[],\"cursor\":\"b1@%1$s:4,b2@%1$s:3\"}", ep);
+    ck_assert_str_eq(body, want);
+    free(body);
+    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), 7);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* A publish reaches a live SSE subscriber and a held long-poll at the same time. */
+START_TEST(test_control_publish_fans_out)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256];
+    ck_assert_int_eq(lg_publish(s.control_port, "f", "zero", id, sizeof id), 201);
+    epoch_of(id, ep, sizeof ep);
+    struct lg_sse_client c;
+    ck_assert_int_eq(lg_sse_open(&c, s.public_port, "/sse?topic=f", NULL), 0);
+    ck_assert(lg_sse_wait_raw(&c, 0, "retry: 3000\n\n", WAIT_MS));
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    int n = snprintf(path, sizeof path,
+                     "GET /poll?topic=f&since=f@%s:1&timeout=10 HTTP/1.1\r\nHost: x\r\n\r\n", ep);
+    ck_assert_int_eq(lg_send_all(fd, path, (size_t)n), 0);
+    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, WAIT_MS));
+
+    ck_assert_int_eq(lg_publish(s.control_port, "f", "one", id, sizeof id), 201);
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.id, id);
+    ck_assert_str_eq(ev.data, "one");
+    lg_sse_event_free(&ev);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    char frag[300];
+    snprintf(frag, sizeof frag, "\"id\":\"%s\",", id);
+    ck_assert_ptr_nonnull(strstr(r.body, frag));
+    lg_http_response_free(&r);
+    close(fd);
+    lg_sse_close(&c);
+    ck_assert(lg_wait_stat(s.control_port, "events_delivered", 2, WAIT_MS));
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static Suite *control_suite(void)
+{
+    Suite *s = suite_create("control_api");
+    TCase *tc = tcase_create("control_api");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_control_publish_201);
+    tcase_add_test(tc, test_control_errors);
+    tcase_add_test(tc, test_control_batch);
+    tcase_add_test(tc, test_control_publish_fans_out);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(control_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

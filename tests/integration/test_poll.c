@@ -1,0 +1,493 @@
+/*
+ * test_poll.c - long-poll and polling (GET /poll) against the real binary: immediate answers,
+ * held requests answered by a publish or by their timeout, cursors chained from one poll to the
+ * next, max_batch, polls held at shutdown, and two polls on one keep-alive connection.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lg_test.h"
+
+#define WAIT_MS 5000
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void epoch_of(const char *id, char *epoch, size_t cap)
+{
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
+    ck_assert_uint_eq(strlen(epoch), 8);
+}
+
+static void publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id,
+                      size_t cap)
+{
+    for (int i = from; i <= to; i++) {
+        char d[32];
+        snprintf(d, sizeof d, "d%d", i);
+        ck_assert_int_eq(lg_publish(cport, topic, d, last_id, cap), 201);
+    }
+}
+
+/*
+ * Check a poll answer: 200, JSON, and exactly the body
+ * {"events":[<event topic seq "d<seq>">...],"cursor":cursor}, byte for byte. The events are
+ * given as "topic:seq" strings (plain-text events published by publish_n).
+ */
+static void expect_poll(const struct lg_http_response *r, const char *ep, const char *const *evs,
+                        size_t n, const char *cursor)
+{
+    ck_assert_msg(r->status == 200, "poll answered %d: %s", r->status, r->body);
+    char ct[128];
+    ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
+    ck_assert_str_eq(ct, "application/json");
+    json_t *root = json_loadb(r->body, r->body_len, 0, NULL);
+    ck_assert_msg(root != NULL, "not JSON: %s", r->body);
+    json_t *events = json_object_get(root, "events");
+    ck_assert_msg(json_is_array(events) && json_array_size(events) == n,
+                  "want %zu events in %s", n, r->body);
+
+    size_t cap = 512 + n * 512;
+    char *want = malloc(cap);
+    size_t o = (size_t)snprintf(want, cap, "{\"events\":[");
+    for (size_t i = 0; i < n; i++) {
+        char topic[128];
+        unsigned long long seq;
+        const char *colon = strrchr(evs[i], ':');
+        snprintf(topic, sizeof topic, "%.*s", (int)(colon - evs[i]), evs[i]);
+        seq = strtoull(colon + 1, NULL, 10);
+        long long t = (long long)json_integer_value(json_object_get(json_array_get(events, i),
+                                                                    "time"));
+        o += (size_t)snprintf(want + o, cap - o,
+                              "%s{\"type\":\"event\",\"v\":1,\"topic\":\"%s\",\"id\":\"%s@%s:%llu\","
+                              "\"seq\":%llu,\"event\":\"message\",\"time\":%lld,\"data\":\"d%llu\"}",
+                              i ? "," : "", topic, topic, ep, seq, seq, t, seq);
+    }
+    snprintf(want + o, cap - o, "],\"cursor\":\"%s\"}", cursor);
+    ck_assert_msg(strcmp(r->body, want) == 0, "poll body\n  %s\nwant\n  %s", r->body, want);
+    free(want);
+    json_decref(root);
+}
+
+static void do_poll(uint16_t port, const char *path, struct lg_http_response *r)
+{
+    ck_assert_int_eq(lg_http_request(port, "GET", path, NULL, NULL, 0, r, 15000), 0);
+}
+
+/* Send a poll on a new connection without waiting for the answer. */
+static int start_poll(uint16_t port, const char *path)
+{
+    int fd = lg_tcp_connect(port);
+    ck_assert_int_ge(fd, 0);
+    char req[1024];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
+    return fd;
+}
+
+static void expect_error(const struct lg_http_response *r, int status, const char *code)
+{
+    ck_assert_msg(r->status == status, "status %d, want %d: %s", r->status, status, r->body);
+    json_t *root = json_loadb(r->body, r->body_len, 0, NULL);
+    ck_assert_msg(root != NULL, "not JSON: %s", r->body);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "error")), code);
+    const char *m = json_string_value(json_object_get(root, "message"));
+    ck_assert(m && *m);
+    json_decref(root);
+}
+
+/* ---- Cases -------------------------------------------------------------------------------- */
+
+START_TEST(test_poll_immediate_answer)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256], cur[256];
+    publish_n(s.control_port, "p", 1, 3, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+
+    struct lg_http_response r;
+    snprintf(path, sizeof path, "/poll?topic=p&since=p@%s:1&timeout=20", ep);
+    int64_t t0 = now_ms();
+    do_poll(s.public_port, path, &r);
+    ck_assert_msg(now_ms() - t0 < 2000, "events were available, yet the poll took %lld ms",
+                  (long long)(now_ms() - t0));
+    static const char *const two[] = {"p:2", "p:3"};
+    snprintf(cur, sizeof cur, "p@%s:3", ep);
+    expect_poll(&r, ep, two, 2, cur);
+    char cc[64];
+    ck_assert(lg_http_header(&r, "Cache-Control", cc, sizeof cc));
+    ck_assert_str_eq(cc, "no-store");
+    lg_http_response_free(&r);
+
+    /* data kept as JSON and a custom type come through as in the other transports */
+    ck_assert_int_eq(lg_publish_ex(s.control_port, "p", "type=tick", "application/json",
+                                   "[1, {\"a\": \"b\"}]", 15, id, sizeof id),
+                     201);
+    snprintf(path, sizeof path, "/poll?topic=p&since=p@%s:3&timeout=0", ep);
+    do_poll(s.public_port, path, &r);
+    json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
+    long long t = (long long)json_integer_value(
+        json_object_get(json_array_get(json_object_get(root, "events"), 0), "time"));
+    json_decref(root);
+    char want[512];
+    snprintf(want, sizeof want,
+             "{\"events\":[{\"type\":\"event\",\"v\":1,\"topic\":\"p\",\"id\":\"p@%1$s:4\","
+             "\"seq\":4,\"event\":\"tick\",\"time\":%2$lld,\"data\":[1,{\"a\":\"b\"}]}],"
+             "\"cursor\":\"p@%1$s:4\"}",
+             ep, t);
+    ck_assert_str_eq(r.body, want);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_held_until_publish)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256], cur[256];
+    publish_n(s.control_port, "h", 1, 2, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+
+    snprintf(path, sizeof path, "/poll?topic=h&since=h@%s:2&timeout=20", ep);
+    int fd = start_poll(s.public_port, path);
+    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
+    int64_t t0 = now_ms();
+    publish_n(s.control_port, "other", 1, 1, NULL, 0); /* not ours: the poll stays held */
+    publish_n(s.control_port, "h", 3, 3, NULL, 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_msg(now_ms() - t0 < 2000, "answer took %lld ms after the publish",
+                  (long long)(now_ms() - t0));
+    static const char *const one[] = {"h:3"};
+    snprintf(cur, sizeof cur, "h@%s:3", ep);
+    expect_poll(&r, ep, one, 1, cur);
+    lg_http_response_free(&r);
+    close(fd);
+    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 0, WAIT_MS));
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_timeout_and_zero)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256], cur[256];
+    publish_n(s.control_port, "w", 1, 1, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    snprintf(cur, sizeof cur, "w@%s:1", ep);
+
+    struct lg_http_response r;
+    snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=1", ep);
+    int64_t t0 = now_ms();
+    do_poll(s.public_port, path, &r);
+    int64_t took = now_ms() - t0;
+    ck_assert_msg(took >= 900 && took < 3000, "timeout=1 answered after %lld ms",
+                  (long long)took);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+
+    snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=0", ep);
+    t0 = now_ms();
+    do_poll(s.public_port, path, &r);
+    took = now_ms() - t0;
+    ck_assert_msg(took < 500, "timeout=0 answered after %lld ms", (long long)took);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+
+    /* a timeout over poll.max_timeout_ms is capped */
+    lg_server_stop(&s, 10000);
+    ck_assert_int_eq(lg_server_start(&s,
+                                     "{\"poll\":{\"max_timeout_ms\":1000,"
+                                     "\"default_timeout_ms\":1000}}",
+                                     NULL),
+                     0);
+    publish_n(s.control_port, "w", 1, 1, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    snprintf(cur, sizeof cur, "w@%s:1", ep);
+    snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=30", ep);
+    t0 = now_ms();
+    do_poll(s.public_port, path, &r);
+    took = now_ms() - t0;
+    ck_assert_msg(took >= 900 && took < 3000, "timeout=30 capped at 1 s answered after %lld ms",
+                  (long long)took);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+    /* and no timeout parameter means poll.default_timeout_ms */
+    snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1", ep);
+    t0 = now_ms();
+    do_poll(s.public_port, path, &r);
+    took = now_ms() - t0;
+    ck_assert_msg(took >= 900 && took < 3000, "default timeout answered after %lld ms",
+                  (long long)took);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_no_since_starts_now)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[512], cur[256];
+    publish_n(s.control_port, "n", 1, 3, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+
+    struct lg_http_response r;
+    do_poll(s.public_port, "/poll?topic=n&timeout=0", &r);
+    snprintf(cur, sizeof cur, "n@%s:3", ep);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+
+    /* a topic nobody published to yet: seq 0 */
+    do_poll(s.public_port, "/poll?topic=n&topic=fresh&timeout=0", &r);
+    snprintf(cur, sizeof cur, "n@%1$s:3,fresh@%1$s:0", ep);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+
+    publish_n(s.control_port, "n", 4, 4, NULL, 0);
+    publish_n(s.control_port, "fresh", 1, 1, NULL, 0);
+    snprintf(path, sizeof path, "/poll?topic=n&topic=fresh&since=%s&timeout=5", cur);
+    do_poll(s.public_port, path, &r);
+    static const char *const two[] = {"n:4", "fresh:1"};
+    snprintf(cur, sizeof cur, "n@%1$s:4,fresh@%1$s:1", ep);
+    expect_poll(&r, ep, two, 2, cur);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_cursor_chain_and_max_batch)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, "{\"poll\":{\"max_batch\":2}}", NULL), 0);
+    char id[256], ep[16], path[512], cur[256];
+    publish_n(s.control_port, "c", 1, 5, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+
+    snprintf(cur, sizeof cur, "c@%s:0", ep);
+    static const char *const want[][2] = {{"c:1", "c:2"}, {"c:3", "c:4"}, {"c:5", NULL}};
+    for (int i = 0; i < 3; i++) {
+        struct lg_http_response r;
+        snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
+        do_poll(s.public_port, path, &r);
+        size_t n = want[i][1] ? 2 : 1;
+        char next[256];
+        snprintf(next, sizeof next, "c@%s:%d", ep, i * 2 + (int)n);
+        expect_poll(&r, ep, want[i], n, next);
+        snprintf(cur, sizeof cur, "%s", next);
+        lg_http_response_free(&r);
+    }
+    /* the chain is at the end: nothing more, the same cursor back */
+    struct lg_http_response r;
+    snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=0", cur);
+    do_poll(s.public_port, path, &r);
+    expect_poll(&r, ep, NULL, 0, cur);
+    lg_http_response_free(&r);
+    /* and the next publish is the next answer */
+    publish_n(s.control_port, "c", 6, 6, NULL, 0);
+    snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
+    do_poll(s.public_port, path, &r);
+    static const char *const six[] = {"c:6"};
+    snprintf(cur, sizeof cur, "c@%s:6", ep);
+    expect_poll(&r, ep, six, 1, cur);
+    lg_http_response_free(&r);
+
+    /* live events for a held poll are capped too: a batch of 5 arrives at once; the held
+     * answer holds 1 or 2 of them, and the chain from its cursor yields the rest exactly */
+    snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=10", cur);
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    char req[1024];
+    int rn = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    ck_assert_int_eq(lg_send_all(fd, req, (size_t)rn), 0);
+    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
+    static const char batch[] = "[{\"topic\":\"c\",\"data\":\"d7\"},{\"topic\":\"c\",\"data\":\"d8\"},"
+                                "{\"topic\":\"c\",\"data\":\"d9\"},{\"topic\":\"c\",\"data\":\"d10\"},"
+                                "{\"topic\":\"c\",\"data\":\"d11\"}]";
+    struct lg_http_response br;
+    ck_assert_int_eq(lg_http_request(s.control_port, "POST", "/v1/publish", NULL, batch,
+                                     strlen(batch), &br, WAIT_MS),
+                     0);
+    ck_assert_int_eq(br.status, 200);
+    lg_http_response_free(&br);
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    close(fd);
+    json_t *o = json_loadb(r.body, r.body_len, 0, NULL);
+    size_t got = json_array_size(json_object_get(o, "events"));
+    json_decref(o);
+    ck_assert_msg(got >= 1 && got <= 2, "held poll answered %zu events (max_batch 2): %s", got,
+                  r.body);
+    static const char *const live[] = {"c:7", "c:8", "c:9", "c:10", "c:11"};
+    int at = 0; /* index into live of the next expected event */
+    snprintf(cur, sizeof cur, "c@%s:%d", ep, 6 + (int)got);
+    expect_poll(&r, ep, live, got, cur);
+    at += (int)got;
+    lg_http_response_free(&r);
+    while (at < 5) {
+        snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
+        do_poll(s.public_port, path, &r);
+        size_t n = 5 - (size_t)at < 2 ? 5 - (size_t)at : 2;
+        snprintf(cur, sizeof cur, "c@%s:%d", ep, 7 + at + (int)n - 1);
+        expect_poll(&r, ep, live + at, n, cur);
+        at += (int)n;
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_held_answered_at_shutdown)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256], cur[256];
+    publish_n(s.control_port, "x", 1, 1, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    snprintf(path, sizeof path, "/poll?topic=x&since=x@%s:1&timeout=30", ep);
+    int fds[3];
+    for (int i = 0; i < 3; i++)
+        fds[i] = start_poll(s.public_port, path);
+    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 3, WAIT_MS));
+    int64_t t0 = now_ms();
+    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    snprintf(cur, sizeof cur, "x@%s:1", ep);
+    for (int i = 0; i < 3; i++) {
+        struct lg_http_response r;
+        ck_assert_int_eq(lg_http_read_response(fds[i], &r, WAIT_MS), 0);
+        expect_poll(&r, ep, NULL, 0, cur);
+        lg_http_response_free(&r);
+        close(fds[i]);
+    }
+    ck_assert_msg(now_ms() - t0 < 3000, "held polls answered %lld ms after SIGTERM",
+                  (long long)(now_ms() - t0));
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_keep_alive)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], req[512], cur[256];
+    publish_n(s.control_port, "k", 1, 1, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    int n = snprintf(req, sizeof req,
+                     "GET /poll?topic=k&timeout=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    snprintf(cur, sizeof cur, "k@%s:1", ep);
+    expect_poll(&r, ep, NULL, 0, cur);
+    char conn[64];
+    ck_assert_msg(!lg_http_header(&r, "Connection", conn, sizeof conn) ||
+                      strcasecmp(conn, "close") != 0,
+                  "the server closes a keep-alive poll connection");
+    lg_http_response_free(&r);
+
+    /* second poll on the same connection, held, then answered by a publish */
+    n = snprintf(req, sizeof req,
+                 "GET /poll?topic=k&since=%s&timeout=10 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                 cur);
+    ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
+    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
+    publish_n(s.control_port, "k", 2, 2, NULL, 0);
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    static const char *const two[] = {"k:2"};
+    snprintf(cur, sizeof cur, "k@%s:2", ep);
+    expect_poll(&r, ep, two, 1, cur);
+    lg_http_response_free(&r);
+
+    /* a third, immediate one: Connection: close is honoured */
+    n = snprintf(req, sizeof req,
+                 "GET /poll?topic=k&since=k@%s:1&timeout=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "Connection: close\r\n\r\n",
+                 ep);
+    ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    expect_poll(&r, ep, two, 1, cur);
+    lg_http_response_free(&r);
+    char buf[64];
+    size_t len = 0;
+    ck_assert_int_eq(lg_recv_until(fd, buf, sizeof buf, &len, NULL, WAIT_MS), 0); /* EOF */
+    close(fd);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_poll_bad_requests)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256];
+    publish_n(s.control_port, "b", 1, 1, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    struct lg_http_response r;
+
+    do_poll(s.public_port, "/poll?timeout=0", &r);
+    expect_error(&r, 400, "bad_request");
+    lg_http_response_free(&r);
+    do_poll(s.public_port, "/poll?topic=b%20c&timeout=0", &r);
+    expect_error(&r, 400, "invalid_topic");
+    lg_http_response_free(&r);
+    do_poll(s.public_port, "/poll?topic=b&since=b@xyz:1&timeout=0", &r);
+    expect_error(&r, 400, "invalid_cursor");
+    lg_http_response_free(&r);
+    snprintf(path, sizeof path, "/poll?topic=b&since=b@%s:2&timeout=0", ep);
+    do_poll(s.public_port, path, &r);
+    expect_error(&r, 400, "invalid_cursor");
+    lg_http_response_free(&r);
+    static const char *const bad_timeouts[] = {"abc", "-1", "1.5", ""};
+    for (size_t i = 0; i < sizeof bad_timeouts / sizeof *bad_timeouts; i++) {
+        snprintf(path, sizeof path, "/poll?topic=b&timeout=%s", bad_timeouts[i]);
+        do_poll(s.public_port, path, &r);
+        expect_error(&r, 400, "bad_request");
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static Suite *poll_suite(void)
+{
+    Suite *s = suite_create("poll");
+    TCase *tc = tcase_create("poll");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_poll_immediate_answer);
+    tcase_add_test(tc, test_poll_held_until_publish);
+    tcase_add_test(tc, test_poll_timeout_and_zero);
+    tcase_add_test(tc, test_poll_no_since_starts_now);
+    tcase_add_test(tc, test_poll_cursor_chain_and_max_batch);
+    tcase_add_test(tc, test_poll_held_answered_at_shutdown);
+    tcase_add_test(tc, test_poll_keep_alive);
+    tcase_add_test(tc, test_poll_bad_requests);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(poll_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,765 @@
+/*
+ * test_sse.c - Server-Sent Events on the public port against the real binary: exact response
+ * head and body bytes, multi-topic cursors as ids, heartbeats, Last-Event-ID resume, bad
+ * requests, static files, and dead subscribers that must not cost CPU.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lg_test.h"
+
+#define RETRY "retry: 3000\n\n"
+#define WAIT_MS 5000
+
+static const char HEAD[] = "HTTP/1.1 200 OK\r\n"
+                           "Content-Type: text/event-stream\r\n"
+                           "Cache-Control: no-cache\r\n"
+                           "X-Accel-Buffering: no\r\n"
+                           "Connection: close\r\n";
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Open an SSE stream and wait until its retry: line arrived (the subscription then exists). */
+static void open_stream(struct lg_sse_client *c, uint16_t port, const char *path,
+                        const char *headers)
+{
+    ck_assert_int_eq(lg_sse_open(c, port, path, headers), 0);
+    ck_assert_msg(c->status == 200, "%s answered %d", path, c->status);
+    ck_assert_msg(lg_sse_wait_raw(c, 0, RETRY, WAIT_MS), "no retry line on %s; got: %s", path,
+                  c->raw ? c->raw : "");
+}
+
+/* Publish text and return its seq; id_out receives the id. */
+static unsigned long long pub(uint16_t cport, const char *topic, const char *data, char *id_out,
+                              size_t cap)
+{
+    char id[512];
+    ck_assert_int_eq(lg_publish(cport, topic, data, id, sizeof id), 201);
+    unsigned long long seq = 0;
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, NULL, 0, &seq), 0);
+    if (id_out) {
+        size_t n = strlen(id) < cap - 1 ? strlen(id) : cap - 1;
+        memcpy(id_out, id, n);
+        id_out[n] = '\0';
+    }
+    return seq;
+}
+
+/* The epoch of the server, learned from a publish id. */
+static void epoch_of(const char *id, char *epoch, size_t cap)
+{
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
+    ck_assert_uint_eq(strlen(epoch), 8);
+}
+
+/* Wait until the stream holds exactly `want` body bytes (bounded), then compare them. */
+static void expect_raw(struct lg_sse_client *c, const char *want)
+{
+    size_t wl = strlen(want);
+    /* the tail of what we expect is unique enough to wait on */
+    const char *tail = wl > 64 ? want + wl - 64 : want;
+    ck_assert_msg(lg_sse_wait_raw(c, 0, tail, WAIT_MS), "stream incomplete; got %zu bytes:\n%s",
+                  c->raw_len, c->raw);
+    ck_assert_msg(c->raw_len == wl && memcmp(c->raw, want, wl) == 0,
+                  "stream bytes differ.\nwant (%zu):\n%s\ngot (%zu):\n%s", wl, want, c->raw_len,
+                  c->raw);
+}
+
+/* Nothing more arrives for ms (used only to prove an absence, after the positive waits). */
+static void expect_quiet(struct lg_sse_client *c, int ms)
+{
+    struct lg_sse_event ev;
+    int rc = lg_sse_next(c, &ev, ms);
+    ck_assert_msg(rc == 0, "unexpected %s: id=%s data=%s", rc > 0 ? "event" : "end of stream",
+                  ev.id, ev.data ? ev.data : "");
+}
+
+static void expect_event(struct lg_sse_client *c, const char *id, const char *type,
+                         const char *data)
+{
+    struct lg_sse_event ev;
+    int rc = lg_sse_next(c, &ev, WAIT_MS);
+    ck_assert_msg(rc == 1, "no event (rc %d) where %s was expected", rc, id);
+    ck_assert_str_eq(ev.id, id);
+    ck_assert_str_eq(ev.event, type);
+    ck_assert_str_eq(ev.data, data);
+    lg_sse_event_free(&ev);
+}
+
+/* Check an error answer: status, Content-Type, {"error": code, "message": non-empty}. */
+static void expect_error(const struct lg_http_response *r, int status, const char *code)
+{
+    ck_assert_msg(r->status == status, "status %d, want %d; body %s", r->status, status, r->body);
+    char ct[128];
+    ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
+    ck_assert_str_eq(ct, "application/json");
+    json_t *root = json_loadb(r->body, r->body_len, 0, NULL);
+    ck_assert_msg(json_is_object(root), "body is not a JSON object: %s", r->body);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "error")), code);
+    const char *msg = json_string_value(json_object_get(root, "message"));
+    ck_assert_msg(msg && *msg, "no message in %s", r->body);
+    ck_assert_uint_eq(json_object_size(root), 2);
+    json_decref(root);
+}
+
+static void get(uint16_t port, const char *path, const char *headers, struct lg_http_response *r)
+{
+    ck_assert_int_eq(lg_http_request(port, "GET", path, headers, NULL, 0, r, WAIT_MS), 0);
+}
+
+/* ---- Exact bytes -------------------------------------------------------------------------- */
+
+START_TEST(test_sse_exact_head_and_frames)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_sse_client c;
+    open_stream(&c, s.public_port, "/sse?topic=frames", NULL);
+    ck_assert_str_eq(c.headers, HEAD);
+    ck_assert_int_eq(c.retry_ms, -1); /* not parsed yet: we only waited for raw bytes */
+
+    char id[256], ep[16];
+    pub(s.control_port, "frames", "one line", id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    pub(s.control_port, "frames", "a\nb", NULL, 0);         /* LF */
+    pub(s.control_port, "frames", "c\r\nd\r\ne", NULL, 0);  /* CRLF */
+    pub(s.control_port, "frames", "f\rg", NULL, 0);         /* CR */
+    pub(s.control_port, "frames", "", NULL, 0);             /* empty */
+    pub(s.control_port, "frames", "tail\n", NULL, 0);       /* trailing newline */
+    pub(s.control_port, "frames", "\n\nmid\r\r\n", NULL, 0); /* blank lines, mixed ends */
+    static const char json_in[] = "{ \"k\" : [1, 2, {\"s\":\"x\\ny\"}], \"n\": null }";
+    ck_assert_int_eq(lg_publish_ex(s.control_port, "frames", NULL, "application/json", json_in,
+                                   strlen(json_in), NULL, 0),
+                     201);
+    ck_assert_int_eq(lg_publish_ex(s.control_port, "frames", "type=tick", "text/plain", "t", 1,
+                                   NULL, 0),
+                     201);
+    ck_assert_int_eq(lg_publish_ex(s.control_port, "frames", "type=price.update",
+                                   "application/json", "1.07", 4, NULL, 0),
+                     201);
+
+    char want[8192];
+    snprintf(want, sizeof want,
+             RETRY
+             "id: frames@%1$s:1\nevent: message\ndata: one line\n\n"
+             "id: frames@%1$s:2\nevent: message\ndata: a\ndata: b\n\n"
+             "id: frames@%1$s:3\nevent: message\ndata: c\ndata: d\ndata: e\n\n"
+             "id: frames@%1$s:4\nevent: message\ndata: f\ndata: g\n\n"
+             "id: frames@%1$s:5\nevent: message\ndata: \n\n"
+             "id: frames@%1$s:6\nevent: message\ndata: tail\ndata: \n\n"
+             "id: frames@%1$s:7\nevent: message\ndata: \ndata: \ndata: mid\ndata: \ndata: \n\n"
+             "id: frames@%1$s:8\nevent: message\ndata: {\"k\":[1,2,{\"s\":\"x\\ny\"}],\"n\":null}\n\n"
+             "id: frames@%1$s:9\nevent: tick\ndata: t\n\n"
+             "id: frames@%1$s:10\nevent: price.update\ndata: 1.07\n\n",
+             ep);
+    expect_raw(&c, want);
+
+    /* and an EventSource-style parse of the same bytes gives back what was published */
+    static const char *const datas[] = {"one line", "a\nb",  "c\nd\ne",
+                                        "f\ng",     "",      "tail\n",
+                                        "\n\nmid\n\n", "{\"k\":[1,2,{\"s\":\"x\\ny\"}],\"n\":null}",
+                                        "t",        "1.07"};
+    for (int i = 0; i < 10; i++) {
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+        char wid[64];
+        snprintf(wid, sizeof wid, "frames@%s:%d", ep, i + 1);
+        ck_assert_str_eq(ev.id, wid);
+        ck_assert_str_eq(ev.data, datas[i]);
+        ck_assert_str_eq(ev.event, i == 8 ? "tick" : i == 9 ? "price.update" : "message");
+        lg_sse_event_free(&ev);
+    }
+    ck_assert_int_eq(c.retry_ms, 3000);
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_sse_large_event)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_sse_client c;
+    open_stream(&c, s.public_port, "/sse?topic=big", NULL);
+
+    const size_t n = 60 * 1024;
+    char *data = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        data[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[(i * 7 + i / 36) % 36];
+    data[n] = '\0';
+    char id[256];
+    ck_assert_int_eq(lg_publish(s.control_port, "big", data, id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(s.control_port, "big", "after", NULL, 0), 201);
+
+    size_t cap = n + 1024;
+    char *want = malloc(cap);
+    char ep[16];
+    epoch_of(id, ep, sizeof ep);
+    snprintf(want, cap, RETRY "id: big@%s:1\nevent: message\ndata: %s\n\n"
+                              "id: big@%s:2\nevent: message\ndata: after\n\n",
+             ep, data, ep);
+    expect_raw(&c, want);
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+    ck_assert_uint_eq(ev.data_len, n);
+    ck_assert(memcmp(ev.data, data, n) == 0);
+    lg_sse_event_free(&ev);
+    free(want);
+    free(data);
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* Each event's id is the cursor of the whole stream, one entry per topic in query order. */
+START_TEST(test_sse_multi_topic_ids)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16];
+    pub(s.control_port, "beta", "b-before", id, sizeof id); /* beta starts at seq 1 */
+    epoch_of(id, ep, sizeof ep);
+
+    struct lg_sse_client c;
+    open_stream(&c, s.public_port, "/sse?topic=alpha&topic=beta", NULL);
+    pub(s.control_port, "alpha", "a1", NULL, 0);
+    pub(s.control_port, "beta", "b2", NULL, 0);
+    pub(s.control_port, "alpha", "a2", NULL, 0);
+    pub(s.control_port, "alpha", "a3", NULL, 0);
+
+    char want[2048];
+    snprintf(want, sizeof want,
+             RETRY "id: alpha@%1$s:1,beta@%1$s:1\nevent: message\ndata: a1\n\n"
+                   "id: alpha@%1$s:1,beta@%1$s:2\nevent: message\ndata: b2\n\n"
+                   "id: alpha@%1$s:2,beta@%1$s:2\nevent: message\ndata: a2\n\n"
+                   "id: alpha@%1$s:3,beta@%1$s:2\nevent: message\ndata: a3\n\n",
+             ep);
+    expect_raw(&c, want);
+    lg_sse_close(&c);
+
+    /* the last id resumes the two-topic stream exactly */
+    pub(s.control_port, "beta", "b3", NULL, 0);
+    pub(s.control_port, "alpha", "a4", NULL, 0);
+    char hdr[256];
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: alpha@%1$s:2,beta@%1$s:2\r\n", ep);
+    open_stream(&c, s.public_port, "/sse?topic=alpha&topic=beta", hdr);
+    /* per-topic order is promised, the replay's cross-topic order is not: each id must be
+     * the cursor after that event, and each topic's events must come in seq order */
+    int a = 2, b = 2;
+    for (int i = 0; i < 3; i++) {
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+        if (strcmp(ev.data, "a3") == 0 && a == 2)
+            a = 3;
+        else if (strcmp(ev.data, "a4") == 0 && a == 3)
+            a = 4;
+        else if (strcmp(ev.data, "b3") == 0 && b == 2)
+            b = 3;
+        else
+            ck_abort_msg("unexpected replayed event %s: %s (alpha at %d, beta at %d)", ev.id,
+                         ev.data, a, b);
+        char wid[128];
+        snprintf(wid, sizeof wid, "alpha@%1$s:%2$d,beta@%1$s:%3$d", ep, a, b);
+        ck_assert_str_eq(ev.id, wid);
+        lg_sse_event_free(&ev);
+    }
+    ck_assert(a == 4 && b == 3);
+    expect_quiet(&c, 300);
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_sse_heartbeat)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, "{\"sse\":{\"heartbeat_ms\":1000}}", NULL), 0);
+    struct lg_sse_client c;
+    int64_t t0 = now_ms();
+    open_stream(&c, s.public_port, "/sse?topic=quiet", NULL);
+    ck_assert_msg(lg_sse_wait_raw(&c, 0, ": hb\n", 3000), "no heartbeat within 3 s: %s", c.raw);
+    int64_t took = now_ms() - t0;
+    ck_assert_msg(took >= 900 && took <= 2500, "first heartbeat after %lld ms (want ~1000)",
+                  (long long)took);
+    ck_assert_str_eq(c.raw, RETRY ": hb\n\n");
+    /* a second one after another second of silence */
+    ck_assert(lg_sse_wait_raw(&c, strlen(RETRY ": hb\n\n"), ": hb\n", 3000));
+    ck_assert_str_eq(c.raw, RETRY ": hb\n\n: hb\n\n");
+    /* events still parse around the comments */
+    char id[256];
+    pub(s.control_port, "quiet", "x", id, sizeof id);
+    expect_event(&c, id, "message", "x");
+    ck_assert_int_eq(c.comments, 2);
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* ---- Resume ------------------------------------------------------------------------------- */
+
+START_TEST(test_sse_resume_last_event_id)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16];
+    pub(s.control_port, "r", "m1", id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    for (int i = 2; i <= 5; i++) {
+        char d[16];
+        snprintf(d, sizeof d, "m%d", i);
+        ck_assert_uint_eq(pub(s.control_port, "r", d, NULL, 0), (unsigned long long)i);
+    }
+
+    /* header: exactly 3, 4, 5 from history, then 6 live, nothing twice */
+    struct lg_sse_client c;
+    char hdr[128], want[1024];
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:2\r\n", ep);
+    open_stream(&c, s.public_port, "/sse?topic=r", hdr);
+    pub(s.control_port, "r", "m6", NULL, 0);
+    snprintf(want, sizeof want,
+             RETRY "id: r@%1$s:3\nevent: message\ndata: m3\n\n"
+                   "id: r@%1$s:4\nevent: message\ndata: m4\n\n"
+                   "id: r@%1$s:5\nevent: message\ndata: m5\n\n"
+                   "id: r@%1$s:6\nevent: message\ndata: m6\n\n",
+             ep);
+    expect_raw(&c, want);
+    lg_sse_close(&c);
+
+    /* query parameter: from 3 */
+    char path[128];
+    snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:3", ep);
+    open_stream(&c, s.public_port, path, NULL);
+    snprintf(want, sizeof want,
+             RETRY "id: r@%1$s:4\nevent: message\ndata: m4\n\n"
+                   "id: r@%1$s:5\nevent: message\ndata: m5\n\n"
+                   "id: r@%1$s:6\nevent: message\ndata: m6\n\n",
+             ep);
+    expect_raw(&c, want);
+    lg_sse_close(&c);
+
+    /* header wins over query */
+    snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:1", ep);
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:5\r\n", ep);
+    open_stream(&c, s.public_port, path, hdr);
+    snprintf(want, sizeof want, RETRY "id: r@%1$s:6\nevent: message\ndata: m6\n\n", ep);
+    expect_raw(&c, want);
+    lg_sse_close(&c);
+
+    /* the newest id: nothing replayed, the next publish arrives */
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:6\r\n", ep);
+    open_stream(&c, s.public_port, "/sse?topic=r", hdr);
+    pub(s.control_port, "r", "m7", NULL, 0);
+    snprintf(want, sizeof want, RETRY "id: r@%1$s:7\nevent: message\ndata: m7\n\n", ep);
+    expect_raw(&c, want);
+    lg_sse_close(&c);
+
+    /* a cursor with seq 0 replays everything */
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:0\r\n", ep);
+    open_stream(&c, s.public_port, "/sse?topic=r", hdr);
+    for (int i = 1; i <= 7; i++) {
+        char wid[64], d[16];
+        snprintf(wid, sizeof wid, "r@%s:%d", ep, i);
+        snprintf(d, sizeof d, "m%d", i);
+        expect_event(&c, wid, "message", d);
+    }
+    expect_quiet(&c, 200);
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* ---- Bad requests ------------------------------------------------------------------------- */
+
+START_TEST(test_sse_bad_requests)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16];
+    pub(s.control_port, "ok", "x", id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    struct lg_http_response r;
+    char path[256], hdr[256];
+
+    get(s.public_port, "/sse", NULL, &r);
+    expect_error(&r, 400, "bad_request");
+    lg_http_response_free(&r);
+    get(s.public_port, "/sse?foo=bar", NULL, &r);
+    expect_error(&r, 400, "bad_request");
+    lg_http_response_free(&r);
+
+    static const char *const bad_topics[] = {"/sse?topic=a%20b", "/sse?topic=a*b",
+                                             "/sse?topic=a,b", "/sse?topic=", "/sse?topic=a@b",
+                                             "/sse?topic=%C3%A9"};
+    for (size_t i = 0; i < sizeof bad_topics / sizeof *bad_topics; i++) {
+        get(s.public_port, bad_topics[i], NULL, &r);
+        ck_assert_msg(r.status == 400, "%s: %d %s", bad_topics[i], r.status, r.body);
+        expect_error(&r, 400, "invalid_topic");
+        lg_http_response_free(&r);
+    }
+    /* 129 bytes is one over the limit */
+    char longp[300] = "/sse?topic=";
+    memset(longp + strlen(longp), 't', 129);
+    get(s.public_port, longp, NULL, &r);
+    expect_error(&r, 400, "invalid_topic");
+    lg_http_response_free(&r);
+
+    static const char *const bad_cursors[] = {"garbage", "ok@zz:1", "ok@12345678", "ok@1234567:1",
+                                              "ok@12345678:x", "ok@12345678:-1"};
+    for (size_t i = 0; i < sizeof bad_cursors / sizeof *bad_cursors; i++) {
+        snprintf(path, sizeof path, "/sse?topic=ok&last_event_id=%s", bad_cursors[i]);
+        get(s.public_port, path, NULL, &r);
+        expect_error(&r, 400, "invalid_cursor");
+        lg_http_response_free(&r);
+        snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", bad_cursors[i]);
+        get(s.public_port, "/sse?topic=ok", hdr, &r);
+        expect_error(&r, 400, "invalid_cursor");
+        lg_http_response_free(&r);
+    }
+    /* ahead of the topic: seq 2 when only 1 exists */
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: ok@%s:2\r\n", ep);
+    get(s.public_port, "/sse?topic=ok", hdr, &r);
+    expect_error(&r, 400, "invalid_cursor");
+    lg_http_response_free(&r);
+
+    get(s.public_port, "/nowhere", NULL, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+    get(s.public_port, "/sse/extra?topic=a", NULL, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+
+    ck_assert_int_eq(lg_http_request(s.public_port, "POST", "/sse?topic=a", NULL, "x", 1, &r,
+                                     WAIT_MS),
+                     0);
+    expect_error(&r, 405, "method_not_allowed");
+    char allow[64];
+    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
+    ck_assert_str_eq(allow, "GET");
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_http_request(s.public_port, "DELETE", "/poll?topic=a", NULL, NULL, 0, &r,
+                                     WAIT_MS),
+                     0);
+    expect_error(&r, 405, "method_not_allowed");
+    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
+    ck_assert_str_eq(allow, "GET");
+    lg_http_response_free(&r);
+
+    get(s.public_port, "/ws?topic=a", NULL, &r);
+    expect_error(&r, 426, "upgrade_required");
+    char up[64];
+    ck_assert(lg_http_header(&r, "Upgrade", up, sizeof up));
+    ck_assert_str_eq(up, "websocket");
+    lg_http_response_free(&r);
+
+    /* a head over limits.max_request_head_bytes (8192) */
+    size_t big = 9000;
+    char *hbig = malloc(big + 32);
+    strcpy(hbig, "X-Filler: ");
+    memset(hbig + 10, 'f', big);
+    strcpy(hbig + 10 + big, "\r\n");
+    get(s.public_port, "/sse?topic=a", hbig, &r);
+    expect_error(&r, 431, "headers_too_large");
+    lg_http_response_free(&r);
+    free(hbig);
+
+    /* the server still serves after all that */
+    struct lg_sse_client c;
+    open_stream(&c, s.public_port, "/sse?topic=ok", NULL);
+    pub(s.control_port, "ok", "still", id, sizeof id);
+    expect_event(&c, id, "message", "still");
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* ---- Static files ------------------------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
+    char *buf = malloc(1 << 20);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+START_TEST(test_sse_static_files)
+{
+    const char *src = getenv("LG_SOURCE_DIR");
+    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/static/index.html", src);
+    size_t flen;
+    char *file = read_file(path, &flen);
+
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_http_response r;
+    static const char *const index_paths[] = {"/", "/index.html"};
+    for (int i = 0; i < 2; i++) {
+        get(s.public_port, index_paths[i], NULL, &r);
+        ck_assert_msg(r.status == 200, "%s: %d %s", index_paths[i], r.status, r.body);
+        char ct[128];
+        ck_assert(lg_http_header(&r, "Content-Type", ct, sizeof ct));
+        ck_assert_str_eq(ct, "text/html; charset=utf-8");
+        ck_assert_uint_eq(r.body_len, flen);
+        ck_assert(memcmp(r.body, file, flen) == 0);
+        lg_http_response_free(&r);
+    }
+    free(file);
+
+    static const char *const refused[] = {
+        "/../CMakeLists.txt",        "/%2e%2e/CMakeLists.txt",
+        "/%2E%2E/CMakeLists.txt",    "/..%2fCMakeLists.txt",  "/static/../../CMakeLists.txt",
+        "/./../CMakeLists.txt",      "/%2e%2e%2fCMakeLists.txt", "/..",
+        "/../../../../etc/passwd",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        get(s.public_port, refused[i], NULL, &r);
+        ck_assert_msg(r.status == 404 || r.status == 400, "%s answered %d: %.200s", refused[i],
+                      r.status, r.body);
+        ck_assert_msg(strstr(r.body, "cmake_minimum_required") == NULL &&
+                          strstr(r.body, "root:") == NULL,
+                      "%s leaked a file outside static/", refused[i]);
+        lg_http_response_free(&r);
+    }
+    /* the plain traversal forms are refused with exactly 404 */
+    get(s.public_port, "/../CMakeLists.txt", NULL, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+    get(s.public_port, "/%2e%2e/CMakeLists.txt", NULL, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+
+    get(s.public_port, "/no-such-file.js", NULL, &r);
+    expect_error(&r, 404, "not_found");
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* Write a file (directories must exist). */
+static void put_file(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "create %s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The temporary static tree: made and removed by the parent process (unchecked fixture), so
+ * a failing test, which ends its forked child at once, leaves nothing behind. */
+static char static_root[64];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void static_tree_setup(void)
+{
+    snprintf(static_root, sizeof static_root, "/tmp/lg_static_XXXXXX");
+    if (!mkdtemp(static_root))
+        static_root[0] = '\0';
+}
+
+static void static_tree_teardown(void)
+{
+    if (static_root[0])
+        nftw(static_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* static_dir from the config: content types by extension; a sibling directory whose name
+ * starts with the static directory's name and a symlink out of it are both refused. */
+START_TEST(test_sse_static_dir_config)
+{
+    ck_assert_msg(static_root[0] != '\0', "mkdtemp failed");
+    const char *root = static_root;
+    char www[256], www2[256], link[300], conf[512];
+    snprintf(www, sizeof www, "%s/www", root);
+    snprintf(www2, sizeof www2, "%s/www2", root);
+    ck_assert_int_eq(mkdir(www, 0755), 0);
+    ck_assert_int_eq(mkdir(www2, 0755), 0);
+    put_file(www, "index.html", "<p>hi</p>");
+    put_file(www, "app.js", "let a=1;");
+    put_file(www, "site.css", "p{}");
+    put_file(www, "d.json", "{}");
+    put_file(www, "blob.bin", "BIN");
+    put_file(www2, "secret.txt", "SECRET");
+    snprintf(link, sizeof link, "%s/link.txt", www);
+    ck_assert_int_eq(symlink("../www2/secret.txt", link), 0);
+    snprintf(conf, sizeof conf, "{\"static_dir\":\"%s\"}", www);
+
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, conf, NULL), 0);
+    static const struct {
+        const char *path, *type, *body;
+    } ok[] = {
+        {"/", "text/html; charset=utf-8", "<p>hi</p>"},
+        {"/app.js", "text/javascript; charset=utf-8", "let a=1;"},
+        {"/site.css", "text/css; charset=utf-8", "p{}"},
+        {"/d.json", "application/json", "{}"},
+        {"/blob.bin", "application/octet-stream", "BIN"},
+    };
+    struct lg_http_response r;
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        get(s.public_port, ok[i].path, NULL, &r);
+        ck_assert_msg(r.status == 200, "%s: %d", ok[i].path, r.status);
+        char ct[128];
+        ck_assert(lg_http_header(&r, "Content-Type", ct, sizeof ct));
+        ck_assert_str_eq(ct, ok[i].type);
+        ck_assert_str_eq(r.body, ok[i].body);
+        lg_http_response_free(&r);
+    }
+    static const char *const refused[] = {"/../www2/secret.txt", "/%2e%2e/www2/secret.txt",
+                                          "/link.txt", "/www2/secret.txt", "/nothing.html"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        get(s.public_port, refused[i], NULL, &r);
+        ck_assert_msg(r.status == 404 && strstr(r.body, "SECRET") == NULL,
+                      "%s answered %d: %s", refused[i], r.status, r.body);
+        expect_error(&r, 404, "not_found");
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/*
+ * A ".." segment is refused even when the file system path it makes lands back inside
+ * static/: otherwise the answer (200 or 404) tells a client the names of directories outside
+ * static/ ("/../static/index.html" is 200 only because the directory is called "static";
+ * "/../../tests/../main/static/index.html" probes the tree above it).
+ */
+START_TEST(test_sse_static_dotdot_never_served)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_http_response r;
+    /* by RFC 3986 dot-segment removal both name /static/index.html, which static/ lacks */
+    static const char *const paths[] = {"/../static/index.html", "/%2e%2e/static/index.html"};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        get(s.public_port, paths[i], NULL, &r);
+        ck_assert_msg(r.status == 404, "GET %s answered %d (want 404: a \"..\" segment)",
+                      paths[i], r.status);
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* A NUL byte in the path is malformed (serve_static means to refuse it with 400); it must
+ * never truncate the name so that "/index.html%00.txt" serves index.html. */
+START_TEST(test_sse_static_nul_refused)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_http_response r;
+    get(s.public_port, "/index.html%00.txt", NULL, &r);
+    ck_assert_msg(r.status == 400, "GET /index.html%%00.txt answered %d (want 400)", r.status);
+    expect_error(&r, 400, "bad_request");
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* ---- Dead subscribers --------------------------------------------------------------------- */
+
+#define DEAD_CLIENTS 50
+
+START_TEST(test_sse_dead_clients_cost_nothing)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_sse_client cs[DEAD_CLIENTS];
+    for (int i = 0; i < DEAD_CLIENTS; i++)
+        open_stream(&cs[i], s.public_port, i % 2 ? "/sse?topic=dead" : "/sse?topic=dead&topic=d2",
+                    NULL);
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", DEAD_CLIENTS, WAIT_MS));
+    /* some events are queued or in flight when they go */
+    ck_assert_int_eq(lg_publish(s.control_port, "dead", "bye", NULL, 0), 201);
+    for (int i = 0; i < DEAD_CLIENTS; i++) {
+        if (i % 3 == 0) { /* abortive close: RST */
+            struct linger lin = {.l_onoff = 1, .l_linger = 0};
+            setsockopt(cs[i].fd, SOL_SOCKET, SO_LINGER, &lin, sizeof lin);
+        } else if (i % 3 == 1) { /* half close first */
+            shutdown(cs[i].fd, SHUT_WR);
+        }
+        lg_sse_close(&cs[i]);
+    }
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 0, 3000));
+    ck_assert(lg_wait_stat(s.control_port, "connections_open", 0, 3000));
+
+    double cpu0 = lg_server_cpu_seconds(&s);
+    ck_assert(cpu0 >= 0);
+    poll(NULL, 0, 2000); /* measuring idle CPU: the one deliberate sleep */
+    double cpu1 = lg_server_cpu_seconds(&s);
+    ck_assert_msg(cpu1 - cpu0 < 0.2, "server used %.3f s CPU in 2 idle seconds", cpu1 - cpu0);
+
+    /* still serving */
+    struct lg_sse_client c;
+    open_stream(&c, s.public_port, "/sse?topic=dead", NULL);
+    char id[256];
+    ck_assert_int_eq(lg_publish(s.control_port, "dead", "alive", id, sizeof id), 201);
+    expect_event(&c, id, "message", "alive");
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, WAIT_MS));
+    lg_sse_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static Suite *sse_suite(void)
+{
+    Suite *s = suite_create("sse");
+    TCase *tc = tcase_create("sse");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_sse_exact_head_and_frames);
+    tcase_add_test(tc, test_sse_large_event);
+    tcase_add_test(tc, test_sse_multi_topic_ids);
+    tcase_add_test(tc, test_sse_heartbeat);
+    tcase_add_test(tc, test_sse_resume_last_event_id);
+    tcase_add_test(tc, test_sse_bad_requests);
+    tcase_add_test(tc, test_sse_static_files);
+    tcase_add_test(tc, test_sse_static_dotdot_never_served);
+    tcase_add_test(tc, test_sse_static_nul_refused);
+    tcase_add_test(tc, test_sse_dead_clients_cost_nothing);
+    suite_add_tcase(s, tc);
+    TCase *st = tcase_create("static_dir");
+    tcase_set_timeout(st, 30);
+    tcase_add_unchecked_fixture(st, static_tree_setup, static_tree_teardown);
+    tcase_add_test(st, test_sse_static_dir_config);
+    suite_add_tcase(s, st);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(sse_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,481 @@
+/*
+ * test_ws.c - the WebSocket transport (GET /ws, subprotocol livegate.v1) against the real
+ * binary: handshake, subscribe in the query and with control messages, the exact event JSON,
+ * replay with since, unsubscribe, ping/pong, malformed messages, close codes 1008, 1009 and
+ * 1001, and the server's keepalive.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lg_test.h"
+
+#define WAIT_MS 5000
+
+static long long wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void epoch_of(const char *id, char *epoch, size_t cap)
+{
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
+    ck_assert_uint_eq(strlen(epoch), 8);
+}
+
+/* Next message (must arrive), as a malloc'd string. */
+static char *next_msg(struct lg_ws_client *c)
+{
+    char *m = NULL;
+    int rc = lg_ws_next(c, &m, WAIT_MS);
+    ck_assert_msg(rc == 1, "no message (rc %d, close %d %s)", rc, c->close_code, c->close_reason);
+    return m;
+}
+
+/* The next message equals the JSON `want` (any key order). */
+static void expect_json(struct lg_ws_client *c, const char *want)
+{
+    char *m = next_msg(c);
+    json_t *got = json_loads(m, 0, NULL), *exp = json_loads(want, 0, NULL);
+    ck_assert_msg(exp != NULL, "bad expectation %s", want);
+    ck_assert_msg(got && json_equal(got, exp), "message\n  %s\nwant\n  %s", m, want);
+    json_decref(got);
+    json_decref(exp);
+    free(m);
+}
+
+/* The next message is an error with this code and a non-empty message. */
+static void expect_error(struct lg_ws_client *c, const char *code)
+{
+    char *m = next_msg(c);
+    json_t *got = json_loads(m, 0, NULL);
+    ck_assert_msg(got != NULL, "not JSON: %s", m);
+    const char *type = json_string_value(json_object_get(got, "type"));
+    ck_assert_msg(type && strcmp(type, "error") == 0 &&
+                      json_integer_value(json_object_get(got, "v")) == 1,
+                  "not an error message: %s", m);
+    const char *gc = json_string_value(json_object_get(got, "code"));
+    const char *gm = json_string_value(json_object_get(got, "message"));
+    ck_assert_msg(gc && strcmp(gc, code) == 0, "error code in %s, want %s", m, code);
+    ck_assert_msg(gm && *gm, "no message text in %s", m);
+    ck_assert_uint_eq(json_object_size(got), 4);
+    json_decref(got);
+    free(m);
+}
+
+/*
+ * The next message is exactly the event object with these fields, byte for byte, where
+ * data_json is the JSON text of its data. time must lie within [t0, t1] (wall ms).
+ */
+static void expect_event(struct lg_ws_client *c, const char *topic, const char *id,
+                         unsigned long long seq, const char *type, const char *data_json,
+                         long long t0, long long t1)
+{
+    char *m = next_msg(c);
+    const char *tp = strstr(m, "\"time\":");
+    ck_assert_msg(tp != NULL, "no time in %s", m);
+    long long t = strtoll(tp + 7, NULL, 10);
+    size_t cap = strlen(data_json) + 1024;
+    char *want = malloc(cap);
+    snprintf(want, cap,
+             "{\"type\":\"event\",\"v\":1,\"topic\":\"%s\",\"id\":\"%s\",\"seq\":%llu,"
+             "\"event\":\"%s\",\"time\":%lld,\"data\":%s}",
+             topic, id, seq, type, t, data_json);
+    ck_assert_msg(strcmp(m, want) == 0, "event\n  %s\nwant\n  %s", m, want);
+    if (t0 > 0)
+        ck_assert_msg(t >= t0 - 50 && t <= t1 + 50, "time %lld outside [%lld, %lld]", t, t0, t1);
+    free(want);
+    free(m);
+}
+
+/* The next message is a plain-text event from `topic` with data "dNN"; returns its seq. */
+static unsigned long long expect_seq(struct lg_ws_client *c, const char *topic, const char *ep,
+                                     unsigned long long seq)
+{
+    char id[256], data[64];
+    snprintf(id, sizeof id, "%s@%s:%llu", topic, ep, seq);
+    snprintf(data, sizeof data, "\"d%llu\"", seq);
+    expect_event(c, topic, id, seq, "message", data, 0, 0);
+    return seq;
+}
+
+static void publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id,
+                      size_t cap)
+{
+    for (int i = from; i <= to; i++) {
+        char d[32];
+        snprintf(d, sizeof d, "d%d", i);
+        ck_assert_int_eq(lg_publish(cport, topic, d, last_id, cap), 201);
+    }
+}
+
+static void send_text(struct lg_ws_client *c, const char *text)
+{
+    ck_assert_int_eq(lg_ws_send_text(c, text, strlen(text)), 0);
+}
+
+static void expect_silence(struct lg_ws_client *c, int ms)
+{
+    char *m = NULL;
+    int rc = lg_ws_next(c, &m, ms);
+    ck_assert_msg(rc == 0, "unexpected %s: %s", rc > 0 ? "message" : "close", m ? m : "");
+}
+
+static void ping_pong(struct lg_ws_client *c)
+{
+    send_text(c, "{\"op\":\"ping\"}");
+    char *m = next_msg(c);
+    ck_assert_str_eq(m, "{\"type\":\"pong\",\"v\":1}");
+    free(m);
+}
+
+/* ---- Handshake ---------------------------------------------------------------------------- */
+
+START_TEST(test_ws_subprotocol)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    ck_assert_int_eq(c.status, 101);
+    ck_assert_str_eq(c.protocol, "livegate.v1");
+    ping_pong(&c);
+    lg_ws_close(&c);
+
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", NULL), 0);
+    ck_assert_int_eq(c.status, 101);
+    ck_assert_str_eq(c.protocol, "");
+    ping_pong(&c);
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 1, WAIT_MS));
+    lg_ws_close(&c);
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 0, WAIT_MS));
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* ---- Query subscription and the event object ---------------------------------------------- */
+
+START_TEST(test_ws_query_topics_and_event_json)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], want[1024];
+    ck_assert_int_eq(lg_publish(s.control_port, "a", "before", id, sizeof id), 201);
+    epoch_of(id, ep, sizeof ep);
+    ck_assert_int_eq(lg_publish(s.control_port, "b", "before", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(s.control_port, "b", "before", NULL, 0), 201);
+
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=a&topic=b", "livegate.v1"), 0);
+    snprintf(want, sizeof want,
+             "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"a\",\"b\"],"
+             "\"cursor\":\"a@%1$s:1,b@%1$s:2\"}",
+             ep);
+    expect_json(&c, want);
+
+    long long t0 = wall_ms();
+    ck_assert_int_eq(lg_publish(s.control_port, "a", "hello", id, sizeof id), 201);
+    long long t1 = wall_ms();
+    snprintf(want, sizeof want, "a@%s:2", ep);
+    ck_assert_str_eq(id, want);
+    expect_event(&c, "a", id, 2, "message", "\"hello\"", t0, t1);
+
+    /* JSON data stays JSON (compact); the type comes from ?type= */
+    static const char body[] = "{\"price\": 1.07, \"tags\": [\"x\", null, true]}";
+    t0 = wall_ms();
+    ck_assert_int_eq(lg_publish_ex(s.control_port, "b", "type=tick", "application/json", body,
+                                   strlen(body), id, sizeof id),
+                     201);
+    t1 = wall_ms();
+    expect_event(&c, "b", id, 3, "tick", "{\"price\":1.07,\"tags\":[\"x\",null,true]}", t0, t1);
+
+    /* text that needs escaping */
+    t0 = wall_ms();
+    ck_assert_int_eq(lg_publish(s.control_port, "a", "l1\nl2\t\"q\" \\ caf\xc3\xa9", id,
+                                sizeof id),
+                     201);
+    t1 = wall_ms();
+    expect_event(&c, "a", id, 3, "message", "\"l1\\nl2\\t\\\"q\\\" \\\\ caf\xc3\xa9\"", t0, t1);
+
+    /* a JSON string body is a string; empty text is "" */
+    ck_assert_int_eq(lg_publish_ex(s.control_port, "a", NULL, "application/json", "\"s\"", 3, id,
+                                   sizeof id),
+                     201);
+    expect_event(&c, "a", id, 4, "message", "\"s\"", 0, 0);
+    ck_assert_int_eq(lg_publish(s.control_port, "b", "", id, sizeof id), 201);
+    expect_event(&c, "b", id, 4, "message", "\"\"", 0, 0);
+
+    /* a topic nobody subscribed to is not delivered */
+    ck_assert_int_eq(lg_publish(s.control_port, "c", "other", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(s.control_port, "a", "last", id, sizeof id), 201);
+    expect_event(&c, "a", id, 5, "message", "\"last\"", 0, 0);
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* ---- Control messages ----------------------------------------------------------------------- */
+
+START_TEST(test_ws_subscribe_since_replays)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], msg[512], want[512];
+    publish_n(s.control_port, "s", 1, 5, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    expect_silence(&c, 200); /* no topics: nothing said */
+
+    /* malformed and foreign cursors: an error, the connection stays */
+    send_text(&c, "{\"op\":\"subscribe\",\"topics\":[\"s\"],\"since\":\"s@nothex:1\"}");
+    expect_error(&c, "invalid_cursor");
+    snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"s\"],\"since\":\"s@%s:9\"}", ep);
+    send_text(&c, msg); /* ahead of the topic */
+    expect_error(&c, "invalid_cursor");
+    send_text(&c, "{\"op\":\"subscribe\",\"topics\":[\"bad topic\"]}");
+    expect_error(&c, "invalid_topic");
+    send_text(&c, "{\"op\":\"subscribe\",\"topics\":[]}");
+    expect_error(&c, "bad_message");
+
+    snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"s\"],\"since\":\"s@%s:2\"}", ep);
+    send_text(&c, msg);
+    snprintf(want, sizeof want,
+             "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"s\"],\"cursor\":\"s@%s:2\"}", ep);
+    expect_json(&c, want);
+    for (unsigned long long q = 3; q <= 5; q++)
+        expect_seq(&c, "s", ep, q);
+    publish_n(s.control_port, "s", 6, 6, NULL, 0);
+    expect_seq(&c, "s", ep, 6);
+
+    /* a second topic added later, from its start (seq 0), while s continues live */
+    publish_n(s.control_port, "t", 1, 2, NULL, 0);
+    snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"t\"],\"since\":\"t@%s:0\"}", ep);
+    send_text(&c, msg);
+    snprintf(want, sizeof want,
+             "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"t\"],"
+             "\"cursor\":\"s@%1$s:6,t@%1$s:0\"}",
+             ep);
+    expect_json(&c, want);
+    expect_seq(&c, "t", ep, 1);
+    expect_seq(&c, "t", ep, 2);
+    publish_n(s.control_port, "s", 7, 7, NULL, 0);
+    expect_seq(&c, "s", ep, 7);
+
+    /* without since: nothing from history, only what comes next */
+    publish_n(s.control_port, "u", 1, 3, NULL, 0);
+    send_text(&c, "{\"op\":\"subscribe\",\"topics\":[\"u\"]}");
+    snprintf(want, sizeof want,
+             "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"u\"],"
+             "\"cursor\":\"s@%1$s:7,t@%1$s:2,u@%1$s:3\"}",
+             ep);
+    expect_json(&c, want);
+    publish_n(s.control_port, "u", 4, 4, NULL, 0);
+    expect_seq(&c, "u", ep, 4);
+    expect_silence(&c, 200);
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_ws_since_in_query)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16], path[256], want[512];
+    publish_n(s.control_port, "q", 1, 4, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    struct lg_ws_client c;
+    snprintf(path, sizeof path, "/ws?topic=q&since=q@%s:1", ep);
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, path, "livegate.v1"), 0);
+    snprintf(want, sizeof want,
+             "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"q\"],\"cursor\":\"q@%s:1\"}", ep);
+    expect_json(&c, want);
+    for (unsigned long long q = 2; q <= 4; q++)
+        expect_seq(&c, "q", ep, q);
+    lg_ws_close(&c);
+
+    /* a bad cursor in the query: an error message, not a silent subscription */
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=q&since=q@zz:1", NULL), 0);
+    expect_error(&c, "invalid_cursor");
+    ping_pong(&c);
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_ws_unsubscribe)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    char id[256], ep[16];
+    publish_n(s.control_port, "u1", 1, 1, id, sizeof id);
+    epoch_of(id, ep, sizeof ep);
+    publish_n(s.control_port, "u2", 1, 1, NULL, 0);
+
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=u1&topic=u2", "livegate.v1"), 0);
+    char *m = next_msg(&c);
+    ck_assert_ptr_nonnull(strstr(m, "\"subscribed\""));
+    free(m);
+    publish_n(s.control_port, "u2", 2, 2, NULL, 0);
+    expect_seq(&c, "u2", ep, 2);
+
+    send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"u2\"]}");
+    expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u2\"]}");
+    /* u2 is published first: had it still been subscribed, it would arrive before u1 */
+    publish_n(s.control_port, "u2", 3, 3, NULL, 0);
+    publish_n(s.control_port, "u1", 2, 2, NULL, 0);
+    expect_seq(&c, "u1", ep, 2);
+    expect_silence(&c, 200);
+
+    /* unsubscribing the last topic: nothing arrives, the connection stays usable */
+    send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"u1\"]}");
+    expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u1\"]}");
+    publish_n(s.control_port, "u1", 3, 3, NULL, 0);
+    ping_pong(&c); /* the pong comes after anything the publish would have caused */
+    expect_silence(&c, 200);
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_ws_malformed_messages)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, "{\"websocket\":{\"max_bad_messages\":3}}", NULL), 0);
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+
+    send_text(&c, "{not json");
+    expect_error(&c, "bad_message");
+    ping_pong(&c); /* usable, and resets the count */
+    send_text(&c, "[1,2]");
+    expect_error(&c, "bad_message");
+    send_text(&c, "{\"op\":\"fly\"}");
+    expect_error(&c, "unknown_op");
+    ping_pong(&c);
+    send_text(&c, "{\"topics\":[\"a\"]}");
+    expect_error(&c, "bad_message");
+    send_text(&c, "");
+    expect_error(&c, "bad_message");
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 1, WAIT_MS));
+
+    /* the third in a row closes with 1008 */
+    send_text(&c, "{\"op\":");
+    char *m = NULL;
+    int rc = lg_ws_next(&c, &m, WAIT_MS);
+    ck_assert_msg(rc == -1, "rc %d: %s", rc, m ? m : "");
+    ck_assert_int_eq(c.close_code, 1008);
+    lg_ws_close(&c);
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 0, WAIT_MS));
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_ws_message_too_big)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, "{\"websocket\":{\"max_message_bytes\":1024}}", NULL), 0);
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+
+    /* exactly the limit is fine: a valid subscribe padded with blanks to 1024 bytes */
+    char msg[2048];
+    int n = snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"big\"]");
+    memset(msg + n, ' ', 1023 - (size_t)n);
+    msg[1023] = '}';
+    ck_assert_int_eq(lg_ws_send_text(&c, msg, 1024), 0);
+    char *m = next_msg(&c);
+    ck_assert_ptr_nonnull(strstr(m, "\"subscribed\""));
+    free(m);
+
+    /* one byte more closes with 1009 */
+    memset(msg, ' ', sizeof msg);
+    memcpy(msg, "{\"op\":\"ping\"", 12);
+    msg[1024] = '}';
+    ck_assert_int_eq(lg_ws_send_text(&c, msg, 1025), 0);
+    int rc = lg_ws_next(&c, &m, WAIT_MS);
+    ck_assert_msg(rc == -1, "rc %d: %s", rc, m ? m : "");
+    ck_assert_int_eq(c.close_code, 1009);
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+START_TEST(test_ws_shutdown_1001)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=z", "livegate.v1"), 0);
+    char *m = next_msg(&c);
+    free(m);
+    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    int rc = lg_ws_next(&c, &m, WAIT_MS);
+    ck_assert_msg(rc == -1, "rc %d: %s", rc, m ? m : "");
+    ck_assert_int_eq(c.close_code, 1001);
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+/* The server pings a silent peer and closes it when no pong comes; a peer that answers stays. */
+START_TEST(test_ws_keepalive)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s,
+                                     "{\"websocket\":{\"ping_interval_ms\":1000,"
+                                     "\"pong_timeout_ms\":1000}}",
+                                     NULL),
+                     0);
+    struct lg_ws_client live, mute;
+    ck_assert_int_eq(lg_ws_open(&live, s.public_port, "/ws", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&mute, s.public_port, "/ws", "livegate.v1"), 0);
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 2, WAIT_MS));
+    /* live answers pings (lg_ws_next does) for 3.5 s; mute reads nothing */
+    expect_silence(&live, 3500);
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 1, 3000));
+    ping_pong(&live);
+    lg_ws_close(&live);
+    lg_ws_close(&mute);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
+static Suite *ws_suite(void)
+{
+    Suite *s = suite_create("ws");
+    TCase *tc = tcase_create("ws");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_ws_subprotocol);
+    tcase_add_test(tc, test_ws_query_topics_and_event_json);
+    tcase_add_test(tc, test_ws_subscribe_since_replays);
+    tcase_add_test(tc, test_ws_since_in_query);
+    tcase_add_test(tc, test_ws_unsubscribe);
+    tcase_add_test(tc, test_ws_malformed_messages);
+    tcase_add_test(tc, test_ws_message_too_big);
+    tcase_add_test(tc, test_ws_shutdown_1001);
+    tcase_add_test(tc, test_ws_keepalive);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ws_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,304 @@
+/*
+ * lg_extra.c - more helpers for the transport, resume, lifecycle and control-API integration
+ * tests: /v1/stats counters, publishing with a type/content type, reading one response on a
+ * kept-alive connection, waiting for raw SSE bytes, and running the binary to completion.
+ *
+ * Every wait is bounded by a deadline on the monotonic clock; nothing sleeps blindly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lg_internal.h"
+#include "lg_test.h"
+
+/* ---- /v1/stats ---------------------------------------------------------------------------- */
+
+long long lg_stat(uint16_t control_port, const char *name)
+{
+    struct lg_http_response r;
+    long long v = -1;
+    if (lg_http_request(control_port, "GET", "/v1/stats", NULL, NULL, 0, &r, 5000) == 0 &&
+        r.status == 200) {
+        json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
+        json_t *x = json_object_get(root, name);
+        if (json_is_integer(x))
+            v = (long long)json_integer_value(x);
+        else
+            fprintf(stderr, "lg_stat: no integer \"%s\" in %s\n", name, r.body);
+        json_decref(root);
+    } else {
+        fprintf(stderr, "lg_stat: GET /v1/stats failed (status %d)\n", r.status);
+    }
+    lg_http_response_free(&r);
+    return v;
+}
+
+bool lg_wait_stat(uint16_t control_port, const char *name, long long want, int timeout_ms)
+{
+    int64_t deadline = lg_test__deadline(timeout_ms);
+    long long v = -1;
+    for (;;) {
+        v = lg_stat(control_port, name);
+        if (v == want)
+            return true;
+        if (lg_test__left_ms(deadline) == 0)
+            break;
+        poll(NULL, 0, 20);
+    }
+    fprintf(stderr, "lg_wait_stat: %s is %lld, not %lld, after %d ms\n", name, v, want,
+            timeout_ms);
+    return false;
+}
+
+/* ---- Publishing ---------------------------------------------------------------------------- */
+
+int lg_publish_ex(uint16_t control_port, const char *topic, const char *query,
+                  const char *content_type, const void *data, size_t len, char *id_out,
+                  size_t id_cap)
+{
+    if (id_out && id_cap)
+        id_out[0] = '\0';
+    char path[1400], hdr[256] = "";
+    snprintf(path, sizeof path, "/v1/topics/%s/events%s%s", topic, query ? "?" : "",
+             query ? query : "");
+    if (content_type)
+        snprintf(hdr, sizeof hdr, "Content-Type: %s\r\n", content_type);
+    struct lg_http_response r;
+    if (lg_http_request(control_port, "POST", path, hdr[0] ? hdr : NULL, data ? data : "",
+                        data ? len : 0, &r, 10000) < 0) {
+        lg_http_response_free(&r);
+        return 0;
+    }
+    int status = r.status;
+    if (status != 201) {
+        fprintf(stderr, "lg_publish_ex: %s answered %d: %s\n", path, status, r.body);
+    } else if (id_out && id_cap) {
+        json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
+        const char *id = json_string_value(json_object_get(root, "id"));
+        snprintf(id_out, id_cap, "%s", id ? id : "");
+        json_decref(root);
+    }
+    lg_http_response_free(&r);
+    return status;
+}
+
+int lg_id_parse(const char *id, char *topic, size_t topic_cap, char *epoch, size_t epoch_cap,
+                unsigned long long *seq)
+{
+    const char *at = strrchr(id, '@');
+    const char *colon = at ? strchr(at, ':') : NULL;
+    if (!at || !colon || colon[1] == '\0')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(colon + 1, &end, 10);
+    if (*end != '\0' || errno)
+        return -1;
+    if (topic)
+        snprintf(topic, topic_cap, "%.*s", (int)(at - id), id);
+    if (epoch)
+        snprintf(epoch, epoch_cap, "%.*s", (int)(colon - at - 1), at + 1);
+    if (seq)
+        *seq = s;
+    return 0;
+}
+
+/* ---- Raw HTTP on a kept-alive connection --------------------------------------------------- */
+
+int lg_http_read_response(int fd, struct lg_http_response *out, int timeout_ms)
+{
+    memset(out, 0, sizeof *out);
+    struct lg_test__rbuf b;
+    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
+    size_t head_len;
+    int rc = -1;
+    char val[64];
+    if (lg_test__read_head(&b, &head_len, "lg_http_read_response") < 0)
+        goto out;
+    out->status = lg_test__parse_status(b.p);
+    lg_test__copy_head(out->headers, sizeof out->headers, b.p, head_len);
+    if (!lg_test__header_find(out->headers, "Content-Length", val, sizeof val)) {
+        fprintf(stderr, "lg_http_read_response: no Content-Length\n%s\n", out->headers);
+        goto out;
+    }
+    size_t cl = (size_t)strtoull(val, NULL, 10);
+    if (lg_test__rbuf_need(&b, head_len + cl) != 0) {
+        fprintf(stderr, "lg_http_read_response: body incomplete\n");
+        goto out;
+    }
+    if (b.len != head_len + cl)
+        fprintf(stderr, "lg_http_read_response: %zu bytes after the response were dropped\n",
+                b.len - head_len - cl);
+    out->body = malloc(cl + 1);
+    if (!out->body)
+        goto out;
+    memcpy(out->body, b.p + head_len, cl);
+    out->body[cl] = '\0';
+    out->body_len = cl;
+    rc = 0;
+out:
+    if (!out->body)
+        out->body = calloc(1, 1);
+    lg_test__rbuf_release(&b);
+    return rc;
+}
+
+/* ---- SSE raw bytes -------------------------------------------------------------------------- */
+
+bool lg_sse_wait_raw(struct lg_sse_client *c, size_t from, const char *needle, int timeout_ms)
+{
+    int64_t deadline = lg_test__deadline(timeout_ms);
+    size_t nlen = strlen(needle);
+    for (;;) {
+        if (c->raw && c->raw_len >= from + nlen && memmem(c->raw + from, c->raw_len - from, needle, nlen))
+            return true;
+        if (c->closed || c->fd < 0)
+            return false;
+        if (lg_test__reserve(&c->raw, &c->raw_cap, c->raw_len + 16384) < 0)
+            return false;
+        ssize_t n = lg_test__recv_deadline(c->fd, c->raw + c->raw_len,
+                                           c->raw_cap - 1 - c->raw_len, deadline);
+        if (n == -2)
+            return false;
+        if (n <= 0) {
+            c->closed = true;
+            continue;
+        }
+        c->raw_len += (size_t)n;
+        c->raw[c->raw_len] = '\0';
+    }
+}
+
+bool lg_sse_wait_eof(struct lg_sse_client *c, int timeout_ms)
+{
+    int64_t deadline = lg_test__deadline(timeout_ms);
+    for (;;) {
+        if (c->closed || c->fd < 0)
+            return true;
+        if (lg_test__reserve(&c->raw, &c->raw_cap, c->raw_len + 16384) < 0)
+            return false;
+        ssize_t n = lg_test__recv_deadline(c->fd, c->raw + c->raw_len,
+                                           c->raw_cap - 1 - c->raw_len, deadline);
+        if (n == -2)
+            return false;
+        if (n <= 0) {
+            c->closed = true;
+            continue;
+        }
+        c->raw_len += (size_t)n;
+        c->raw[c->raw_len] = '\0';
+    }
+}
+
+/* ---- Running the binary to completion ------------------------------------------------------ */
+
+static void lg_extra__drain(int fd, char **buf, size_t *len, size_t *cap, bool *open)
+{
+    char tmp[8192];
+    ssize_t n = read(fd, tmp, sizeof tmp);
+    if (n > 0) {
+        if (lg_test__reserve(buf, cap, *len + (size_t)n) == 0) {
+            memcpy(*buf + *len, tmp, (size_t)n);
+            *len += (size_t)n;
+            (*buf)[*len] = '\0';
+        }
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        *open = false;
+    }
+}
+
+int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_ms)
+{
+    memset(r, 0, sizeof *r);
+    r->status = -1;
+    const char *binary = getenv("LG_BINARY");
+    if (!binary || !*binary)
+        binary = "build/livegate";
+    size_t nargs = 0;
+    while (args && args[nargs])
+        nargs++;
+    const char **argv = calloc(nargs + 2, sizeof *argv);
+    int po[2] = {-1, -1}, pe[2] = {-1, -1};
+    if (!argv || pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+        fprintf(stderr, "lg_run_binary: %s\n", strerror(errno));
+        free(argv);
+        return -1;
+    }
+    argv[0] = binary;
+    for (size_t i = 0; i < nargs; i++)
+        argv[i + 1] = args[i];
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "lg_run_binary: fork: %s\n", strerror(errno));
+        free(argv);
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDIN_FILENO);
+        dup2(po[1], STDOUT_FILENO);
+        dup2(pe[1], STDERR_FILENO);
+        execv(binary, (char *const *)argv);
+        _exit(127);
+    }
+    free(argv);
+    close(po[1]);
+    close(pe[1]);
+    size_t ocap = 0, ecap = 0;
+    lg_test__reserve(&r->out, &ocap, 0);
+    lg_test__reserve(&r->err, &ecap, 0);
+    r->out[0] = r->err[0] = '\0';
+    bool oopen = true, eopen = true;
+    int64_t deadline = lg_test__deadline(timeout_ms);
+    while ((oopen || eopen) && lg_test__left_ms(deadline) > 0) {
+        struct pollfd p[2] = {{.fd = oopen ? po[0] : -1, .events = POLLIN},
+                              {.fd = eopen ? pe[0] : -1, .events = POLLIN}};
+        int n = poll(p, 2, lg_test__left_ms(deadline));
+        if (n < 0 && errno != EINTR)
+            break;
+        if (oopen && p[0].revents)
+            lg_extra__drain(po[0], &r->out, &r->out_len, &ocap, &oopen);
+        if (eopen && p[1].revents)
+            lg_extra__drain(pe[0], &r->err, &r->err_len, &ecap, &eopen);
+    }
+    close(po[0]);
+    close(pe[0]);
+    int st = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) {
+            r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            return 0;
+        }
+        if (lg_test__left_ms(deadline) == 0) {
+            fprintf(stderr, "lg_run_binary: still running after %d ms; killed\n", timeout_ms);
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        poll(NULL, 0, 10);
+    }
+}
+
+void lg_run_result_free(struct lg_run_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}

@@ -1,0 +1,380 @@
+/*
+ * lg_stall.c - clients that stop reading, /v1/stats counters, and a keep-alive publisher:
+ * the tools of the backpressure tests.
+ *
+ * A stalled client is a real socket whose receive buffer is made small (SO_RCVBUF before
+ * connect(), so the window advertised in the handshake is small too). It sends its request
+ * and then reads nothing, so the server's socket stops being writable after a few KiB and
+ * the server's slow-consumer policy has to act. Later the test may "resume" the client: the
+ * response head is read then and the socket becomes an ordinary lg_sse_client or
+ * lg_ws_client, so everything the server queued meanwhile can be checked byte for byte.
+ *
+ * Owns:    nothing global. lg_stall_*_resume() hands the fd to the client struct it fills.
+ * Threads: single-threaded test code.
+ * Bounds:  every wait takes a timeout; buffers are bounded by LG_TEST__MAX_BUF.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+
+#include "lg_internal.h"
+#include "lg_test.h"
+
+#define LG_STALL__HEAD_TIMEOUT_MS 10000
+#define LG_STALL__WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+/* ---- Stalled sockets --------------------------------------------------------------------- */
+
+int lg_stall_connect(uint16_t port, int rcvbuf)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        fprintf(stderr, "lg_stall_connect: socket: %s\n", strerror(errno));
+        return -1;
+    }
+    if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) != 0) {
+        fprintf(stderr, "lg_stall_connect: SO_RCVBUF: %s\n", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int rc;
+    do
+        rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+        fprintf(stderr, "lg_stall_connect: 127.0.0.1:%u: %s\n", port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+int lg_stall_sse_open(uint16_t port, const char *path, const char *extra_headers, int rcvbuf)
+{
+    int fd = lg_stall_connect(port, rcvbuf);
+    if (fd < 0)
+        return -1;
+    char *req = NULL;
+    size_t cap = 0;
+    const char *extra = extra_headers ? extra_headers : "";
+    if (lg_test__reserve(&req, &cap, strlen(path) + strlen(extra) + 160) < 0) {
+        close(fd);
+        return -1;
+    }
+    int n = snprintf(req, cap,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAccept: text/event-stream\r\n"
+                     "Cache-Control: no-cache\r\n%s\r\n",
+                     path, port, extra);
+    int rc = lg_send_all(fd, req, (size_t)n);
+    free(req);
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int lg_stall_sse_resume(struct lg_sse_client *c, int fd, int timeout_ms)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->retry_ms = -1;
+    struct lg_test__rbuf b;
+    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
+    size_t head_len;
+    if (lg_test__read_head(&b, &head_len, "lg_stall_sse_resume") < 0) {
+        lg_test__rbuf_release(&b);
+        close(fd);
+        return -1;
+    }
+    c->status = lg_test__parse_status(b.p);
+    lg_test__copy_head(c->headers, sizeof c->headers, b.p, head_len);
+    memmove(b.p, b.p + head_len, b.len - head_len);
+    c->raw = b.p;
+    c->raw_len = b.len - head_len;
+    c->raw_cap = b.cap;
+    c->raw[c->raw_len] = '\0';
+    c->fd = fd;
+    if (c->status != 200)
+        fprintf(stderr, "lg_stall_sse_resume: answered %d: %.*s\n", c->status,
+                (int)(c->raw_len < 512 ? c->raw_len : 512), c->raw);
+    return 0;
+}
+
+static void lg_stall__ws_key(char key[32], char expect[32])
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        for (size_t i = 0; i < sizeof raw; i++)
+            raw[i] = (unsigned char)rand();
+    EVP_EncodeBlock((unsigned char *)key, raw, sizeof raw);
+    char cat[128];
+    unsigned char md[SHA_DIGEST_LENGTH];
+    int n = snprintf(cat, sizeof cat, "%s%s", key, LG_STALL__WS_GUID);
+    SHA1((const unsigned char *)cat, (size_t)n, md);
+    EVP_EncodeBlock((unsigned char *)expect, md, SHA_DIGEST_LENGTH);
+}
+
+int lg_stall_ws_open(struct lg_stall_ws *w, uint16_t port, const char *path, int rcvbuf)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    char key[32];
+    lg_stall__ws_key(key, w->expect);
+    int fd = lg_stall_connect(port, rcvbuf);
+    if (fd < 0)
+        return -1;
+    size_t cap = strlen(path) + 512;
+    char *req = malloc(cap);
+    if (!req) {
+        close(fd);
+        return -1;
+    }
+    int n = snprintf(req, cap,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                     "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: livegate.v1\r\n\r\n",
+                     path, port, key);
+    int rc = lg_send_all(fd, req, (size_t)n);
+    free(req);
+    if (rc < 0) {
+        close(fd);
+        return -1;
+    }
+    w->fd = fd;
+    return 0;
+}
+
+int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeout_ms)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    int fd = w->fd;
+    w->fd = -1;
+    struct lg_test__rbuf b;
+    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
+    size_t head_len;
+    char head[4096], val[256];
+    if (lg_test__read_head(&b, &head_len, "lg_stall_ws_resume") < 0) {
+        lg_test__rbuf_release(&b);
+        close(fd);
+        return -1;
+    }
+    lg_test__copy_head(head, sizeof head, b.p, head_len);
+    c->status = lg_test__parse_status(head);
+    if (c->status != 101 || !lg_test__header_find(head, "Sec-WebSocket-Accept", val, sizeof val) ||
+        strcmp(val, w->expect) != 0) {
+        fprintf(stderr, "lg_stall_ws_resume: bad handshake answer:\n%s\n", head);
+        lg_test__rbuf_release(&b);
+        close(fd);
+        return -1;
+    }
+    lg_test__header_find(head, "Sec-WebSocket-Protocol", c->protocol, sizeof c->protocol);
+    memmove(b.p, b.p + head_len, b.len - head_len);
+    c->buf = (unsigned char *)b.p;
+    c->len = b.len - head_len;
+    c->cap = b.cap;
+    c->fd = fd;
+    return 0;
+}
+
+void lg_stall_ws_close(struct lg_stall_ws *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+}
+
+/* ---- /v1/stats ----------------------------------------------------------------------------- */
+
+int lg_stall_stats_read(uint16_t control_port, struct lg_stall_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    struct lg_http_response r;
+    if (lg_http_request(control_port, "GET", "/v1/stats", NULL, NULL, 0, &r, 10000) < 0 ||
+        r.status != 200) {
+        fprintf(stderr, "lg_stall_stats_read: GET /v1/stats answered %d: %s\n", r.status,
+                r.body ? r.body : "");
+        lg_http_response_free(&r);
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(r.body, r.body_len, 0, &jerr);
+    if (!json_is_object(root)) {
+        fprintf(stderr, "lg_stall_stats_read: not a JSON object: %s\n", r.body);
+        json_decref(root);
+        lg_http_response_free(&r);
+        return -1;
+    }
+    snprintf(out->json, sizeof out->json, "%s", r.body);
+    lg_http_response_free(&r);
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(root, k, v) {
+        if (n == LG_STALL_STATS_MAX || !json_is_integer(v))
+            continue;
+        snprintf(out->name[n], sizeof out->name[n], "%s", k);
+        out->value[n] = (long long)json_integer_value(v);
+        n++;
+    }
+    out->count = n;
+    json_decref(root);
+    return 0;
+}
+
+long long lg_stall_stats_value(const struct lg_stall_stats *s, const char *name)
+{
+    for (size_t i = 0; i < s->count; i++)
+        if (strcmp(s->name[i], name) == 0)
+            return s->value[i];
+    fprintf(stderr, "lg_stall_stats_value: no counter \"%s\" in %s\n", name, s->json);
+    return -1;
+}
+
+long long lg_stall_stat(uint16_t control_port, const char *name)
+{
+    struct lg_stall_stats s;
+    if (lg_stall_stats_read(control_port, &s) < 0)
+        return -1;
+    return lg_stall_stats_value(&s, name);
+}
+
+static void lg_stall__nap_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+long long lg_stall_stat_wait(uint16_t control_port, const char *name, int op, long long value,
+                             int timeout_ms)
+{
+    int64_t deadline = lg_test__deadline(timeout_ms);
+    long long v;
+    for (;;) {
+        v = lg_stall_stat(control_port, name);
+        bool ok = v >= 0 && (op > 0 ? v >= value : op < 0 ? v <= value : v == value);
+        if (ok || lg_test__left_ms(deadline) == 0)
+            break;
+        lg_stall__nap_ms(10); /* poll interval of an observable condition, not a wait for it */
+    }
+    return v;
+}
+
+/* ---- Keep-alive HTTP --------------------------------------------------------------------- */
+
+void lg_stall_ka_init(struct lg_stall_ka *k, uint16_t port)
+{
+    memset(k, 0, sizeof *k);
+    k->fd = -1;
+    k->port = port;
+}
+
+void lg_stall_ka_close(struct lg_stall_ka *k)
+{
+    if (k->fd >= 0)
+        close(k->fd);
+    k->fd = -1;
+}
+
+/* Read one response with Content-Length on k->fd. Return value: 0, or -1 (connection unusable). */
+static int lg_stall_ka__read(struct lg_stall_ka *k, struct lg_http_response *out, int64_t deadline)
+{
+    struct lg_test__rbuf b;
+    lg_test__rbuf_init(&b, k->fd, deadline);
+    size_t head_len;
+    int rc = -1;
+    if (lg_test__read_head(&b, &head_len, "lg_stall_ka_request") < 0)
+        goto out;
+    out->status = lg_test__parse_status(b.p);
+    lg_test__copy_head(out->headers, sizeof out->headers, b.p, head_len);
+    char val[64];
+    if (!lg_test__header_find(out->headers, "Content-Length", val, sizeof val)) {
+        fprintf(stderr, "lg_stall_ka_request: answer %d without Content-Length\n", out->status);
+        goto out;
+    }
+    size_t cl = strtoull(val, NULL, 10);
+    if (cl > LG_TEST__MAX_BUF || lg_test__rbuf_need(&b, head_len + cl) != 0) {
+        fprintf(stderr, "lg_stall_ka_request: answer %d: body incomplete\n", out->status);
+        goto out;
+    }
+    if (b.len != head_len + cl) {
+        fprintf(stderr, "lg_stall_ka_request: %zu unexpected bytes after the answer\n",
+                b.len - head_len - cl);
+        goto out;
+    }
+    out->body = malloc(cl + 1);
+    if (!out->body)
+        goto out;
+    memcpy(out->body, b.p + head_len, cl);
+    out->body[cl] = '\0';
+    out->body_len = cl;
+    rc = 0;
+    if (lg_test__header_find(out->headers, "Connection", val, sizeof val) &&
+        lg_test__header_has_token(val, "close"))
+        lg_stall_ka_close(k);
+out:
+    lg_test__rbuf_release(&b);
+    return rc;
+}
+
+int lg_stall_ka_request(struct lg_stall_ka *k, const char *method, const char *path,
+                        const char *extra_headers, const void *body, size_t body_len,
+                        struct lg_http_response *out, int timeout_ms)
+{
+    memset(out, 0, sizeof *out);
+    int64_t deadline = lg_test__deadline(timeout_ms);
+    const char *extra = extra_headers ? extra_headers : "";
+    char *req = NULL;
+    size_t cap = 0;
+    int rc = -1;
+    if (lg_test__reserve(&req, &cap,
+                         strlen(method) + strlen(path) + strlen(extra) + 128 + body_len) < 0)
+        goto out;
+    int n = snprintf(req, cap,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: %zu\r\n%s\r\n",
+                     method, path, k->port, body_len, extra);
+    if (body_len)
+        memcpy(req + n, body, body_len);
+    /* A kept connection the server has closed meanwhile fails on send or on the answer's head;
+     * nothing was processed then, so one retry on a fresh connection is safe. */
+    for (int attempt = 0; attempt < 2 && rc != 0; attempt++) {
+        bool reused = k->fd >= 0;
+        if (k->fd < 0 && (k->fd = lg_tcp_connect(k->port)) < 0)
+            goto out;
+        if (lg_send_all(k->fd, req, (size_t)n + body_len) == 0 &&
+            lg_stall_ka__read(k, out, deadline) == 0) {
+            rc = 0;
+            break;
+        }
+        lg_stall_ka_close(k);
+        if (out->status != 0 || !reused)
+            break; /* an answer began: do not send the request twice */
+        free(out->body);
+        memset(out, 0, sizeof *out);
+    }
+out:
+    free(req);
+    if (!out->body)
+        out->body = calloc(1, 1);
+    return rc;
+}
