@@ -88,7 +88,10 @@ void lg_http_error_response(struct lg_buf *b, int status, const char *code, cons
 void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const char *message,
                         const char *extra_headers)
 {
+    static struct lg_ratelimit rl;
     LG_STAT_ADD(requests_rejected, 1);
+    lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
+                       "public port answered %d %s: %s", status, code, message);
     lg_buf_reset(&c->out);
     c->out_sent = 0;
     lg_http_error_response(&c->out, status, code, message, extra_headers, false);

@@ -197,6 +197,8 @@ static void take_page(struct lg_subscriber *s, struct lg_subscription *sn,
         owe_gap(s, sn, page->gap_from);
         owe_gap(s, sn, page->gap_to);
     }
+    if (page->count)
+        s->lag_origin_ns = lg_mono_ns(); /* replayed events age from when they were queued */
     for (size_t i = 0; i < page->count; i++) {
         sn->queued_seq = page->events[i]->seq;
         queue_event(s, sn, page->events[i], 0);
@@ -280,7 +282,6 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         owe_gap(s, sn, replay.gap_from);
         owe_gap(s, sn, replay.gap_to);
     }
-    s->lag_origin_ns = lg_mono_ns();
     take_page(s, sn, &replay);
     if (more)
         *more = replay.more;

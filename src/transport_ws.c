@@ -24,12 +24,21 @@
 
 /* ---- Replies ------------------------------------------------------------------------------ */
 
+/* Close now with code and reason (from a receive callback), and say so in the log. */
+static int close_now(struct lg_conn *c, enum lws_close_status code, const char *reason)
+{
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_INFO, "closing a WebSocket client with %d: %s",
+                       (int)code, reason);
+    lws_close_reason(c->wsi, code, (unsigned char *)reason, strlen(reason));
+    return -1;
+}
+
 /* Queue one JSON reply (steals obj). A client that floods requests without reading the
  * answers is closed rather than buffered without bound. */
 static int reply(struct lg_conn *c, json_t *obj)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
-    json_object_set_new(obj, "v", json_integer(1));
     char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(obj);
     if (!text)
@@ -39,18 +48,16 @@ static int reply(struct lg_conn *c, json_t *obj)
     lg_buf_append(&c->out, header, lg_ws_write_header(header, len, 0x1));
     lg_buf_append(&c->out, text, len);
     free(text);
-    if (c->out.len > (size_t)cfg->websocket.max_message_bytes * WS_REPLY_BACKLOG_FACTOR) {
-        lws_close_reason(c->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
-                         (unsigned char *)"client does not read replies", 28);
-        return -1;
-    }
+    if (c->out.len > (size_t)cfg->websocket.max_message_bytes * WS_REPLY_BACKLOG_FACTOR)
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "client does not read replies");
     lg_conn_want_write(c);
     return 0;
 }
 
+/* A new reply object with the envelope every server message starts with. */
 static json_t *message(const char *type)
 {
-    return json_pack("{s:s}", "type", type);
+    return json_pack("{s:s,s:i}", "type", type, "v", 1);
 }
 
 static int reply_error(struct lg_conn *c, const char *code, const char *text)
@@ -182,12 +189,8 @@ static int op_unsubscribe(struct lg_conn *c, json_t *msg)
 static int bad_message(struct lg_conn *c, const char *code, const char *text)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
-    if (++c->ws_bad_messages >= cfg->websocket.max_bad_messages) {
-        static const char reason[] = "too many malformed messages";
-        lws_close_reason(c->wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)reason,
-                         sizeof reason - 1);
-        return -1;
-    }
+    if (++c->ws_bad_messages >= cfg->websocket.max_bad_messages)
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many malformed messages");
     return reply_error(c, code, text);
 }
 
@@ -266,12 +269,10 @@ static int on_receive(struct lg_conn *c, const char *in, size_t len)
     const struct lg_config *cfg = lg_worker_config(c->worker);
     if (c->ws_msg.len + len > cfg->websocket.max_message_bytes) {
         char reason[96];
-        int n = snprintf(reason, sizeof reason,
-                         "control message larger than %u bytes (websocket.max_message_bytes)",
-                         cfg->websocket.max_message_bytes);
-        lws_close_reason(c->wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)reason,
-                         (size_t)n);
-        return -1;
+        snprintf(reason, sizeof reason,
+                 "control message larger than %u bytes (websocket.max_message_bytes)",
+                 cfg->websocket.max_message_bytes);
+        return close_now(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, reason);
     }
     lg_buf_append(&c->ws_msg, in, len);
     if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi))

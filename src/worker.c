@@ -196,6 +196,9 @@ static void pending_refuse(struct lg_worker *w, struct lg_pending *p, int status
         lg_debug("error response not sent: %s", strerror(errno));
     lg_buf_release(&b);
     LG_STAT_ADD(requests_rejected, 1);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
+                       "public port answered %d %s: %s", status, code, message);
     pending_finish(w, p, true);
 }
 
