@@ -345,11 +345,15 @@ static int refusal(const struct lg_control *c, enum lg_publish_status s, const c
     return -1;
 }
 
-/* {"topic":..,"id":..,"seq":..} of one accepted event. Return value: new reference or NULL. */
+/* {"topic":..,"id":..,"seq":..[,"duplicate":true]} of one accepted event.
+ * Return value: new reference or NULL. */
 static json_t *result_json(const struct lg_publish_req *req, const struct lg_publish_result *res)
 {
-    return json_pack("{s:s%, s:s, s:I}", "topic", req->topic, req->topic_len, "id", res->id,
-                     "seq", (json_int_t)res->seq);
+    json_t *obj = json_pack("{s:s%, s:s, s:I}", "topic", req->topic, req->topic_len, "id",
+                            res->id, "seq", (json_int_t)res->seq);
+    if (obj && res->duplicate)
+        json_object_set_new(obj, "duplicate", json_true());
+    return obj;
 }
 
 /* ======================================================================================== */
@@ -401,7 +405,8 @@ static int query_param(struct MHD_Connection *conn, const char *name, char *out,
     return 0;
 }
 
-/* The optional ?type= and ?key= of a single publish, stored in the caller's buffers. */
+/* The optional ?type= and ?key= of a single publish, stored in the caller's buffers, and the
+ * Idempotency-Key header (MHD keeps it for the request's lifetime). */
 static int event_params(struct MHD_Connection *conn, char type[LG_CTL_TYPE_MAX],
                         char key[LG_CTL_KEY_MAX], struct lg_publish_req *req,
                         struct lg_ctl_error *e)
@@ -424,6 +429,14 @@ static int event_params(struct MHD_Connection *conn, char type[LG_CTL_TYPE_MAX],
             return fail(e, 400, "bad_request",
                         "query parameter \"key\" %s; a key is 1..256 bytes of UTF-8", problem);
         req->key = key;
+    }
+    const char *ik = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key");
+    if (ik != NULL) {
+        if ((problem = key_problem(ik, strlen(ik))) != NULL)
+            return fail(e, 400, "bad_request",
+                        "header Idempotency-Key %s; a key is 1..256 bytes of UTF-8", problem);
+        req->idempotency_key = ik;
+        req->idempotency_key_len = strlen(ik);
     }
     return 0;
 }
@@ -661,7 +674,9 @@ static int item_options(json_t *item, size_t i, struct lg_publish_req *req,
     if (id != NULL && (problem = key_problem(id, id_len)) != NULL)
         return fail(e, 400, "bad_request",
                     "batch item %zu: \"id\" %s; an id is 1..256 bytes of UTF-8", i, problem);
-    return 0; /* "id" (idempotency key) is accepted and not used yet */
+    req->idempotency_key = id;
+    req->idempotency_key_len = id_len;
+    return 0;
 }
 
 /* Validate every item into b->reqs before anything is published. */
@@ -797,8 +812,9 @@ static int handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
     (void)c, (void)url, (void)r;
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-        STAT(events_published), STAT(publishes_refused), STAT(events_delivered),
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
+        STAT(events_delivered),
         STAT(events_dropped_overflow), STAT(events_dropped_lag), STAT(events_conflated),
         STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
         STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), STAT(connections_open),

@@ -87,7 +87,9 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     size_t ws_header_len = lg_ws_header_len(json_len);
 
     size_t size = sizeof(struct lg_event) + f->topic_name_len + 1 + id.len + 1 + type_len + 1 +
-                  (f->key ? f->key_len + 1 : 0) + f->data_len + 1 + sse_len + 1 +
+                  (f->key ? f->key_len + 1 : 0) +
+                  (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
+                  sse_len + 1 +
                   ws_header_len + json_len + 1;
     ev = malloc(size);
     if (!ev)
@@ -119,6 +121,11 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     if (f->key) {
         ev->key = p;
         p = put(p, f->key, f->key_len);
+    }
+    ev->idempotency_key = NULL;
+    if (f->idempotency_key) {
+        ev->idempotency_key = p;
+        p = put(p, f->idempotency_key, f->idempotency_key_len);
     }
     ev->data = p;
     p = put(p, f->data, f->data_len);

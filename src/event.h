@@ -33,6 +33,7 @@ struct lg_event {
     size_t id_len;
     const char *type;           /* event type, "message" by default */
     const char *key;            /* conflation key, or NULL */
+    const char *idempotency_key;/* the publisher's retry key, or NULL */
     const char *data;           /* the body as published (JSON re-encoded compactly) */
     size_t data_len;
     bool data_is_json;
@@ -62,6 +63,8 @@ struct lg_event_fields {
     size_t type_len;
     const char *key;      /* NULL = no key */
     size_t key_len;
+    const char *idempotency_key; /* NULL = none */
+    size_t idempotency_key_len;
     const char *data;     /* must be valid UTF-8; JSON text when data_is_json */
     size_t data_len;
     bool data_is_json;

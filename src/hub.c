@@ -245,6 +245,27 @@ static enum lg_publish_status refuse(enum lg_publish_status s)
     return s;
 }
 
+/* The event of topic t still in history that carries this idempotency key, or NULL.
+ * Caller holds t->lock. Newest first: a retry usually follows its original closely. */
+static struct lg_event *find_by_idempotency_key(struct lg_topic *t, const char *key, size_t len)
+{
+    for (uint32_t i = t->history.count; i-- > 0;) {
+        struct lg_event *ev = lg_history_at(&t->history, i);
+        if (ev->idempotency_key && strlen(ev->idempotency_key) == len &&
+            memcmp(ev->idempotency_key, key, len) == 0)
+            return ev;
+    }
+    return NULL;
+}
+
+static void fill_result(struct lg_publish_result *res, const struct lg_event *ev, bool duplicate)
+{
+    res->seq = ev->seq;
+    res->epoch = ev->epoch;
+    memcpy(res->id, ev->id, ev->id_len + 1);
+    res->duplicate = duplicate;
+}
+
 static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_publish_req *req,
                                           struct lg_publish_result *res, uint64_t *wake_mask)
 {
@@ -262,6 +283,16 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
 
     uint64_t now = lg_mono_ns();
     pthread_mutex_lock(&t->lock);
+    struct lg_event *original =
+        req->idempotency_key
+            ? find_by_idempotency_key(t, req->idempotency_key, req->idempotency_key_len)
+            : NULL;
+    if (original) {
+        fill_result(res, original, true);
+        pthread_mutex_unlock(&t->lock);
+        LG_STAT_ADD(publishes_deduplicated, 1);
+        return LG_PUBLISH_OK;
+    }
     uint64_t reserved;
     if (!reserve_inboxes(hub, t, &reserved)) {
         pthread_mutex_unlock(&t->lock);
@@ -280,6 +311,8 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         .data = req->data,
         .data_len = req->data_len,
         .data_is_json = req->data_is_json,
+        .idempotency_key = req->idempotency_key,
+        .idempotency_key_len = req->idempotency_key_len,
         .published_unix_ms = lg_unix_ms(),
         .published_mono_ns = now,
     };
@@ -296,9 +329,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         if ((reserved & (UINT64_C(1) << w)) &&
             lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
             *wake_mask |= UINT64_C(1) << w;
-    res->seq = ev->seq;
-    res->epoch = ev->epoch;
-    memcpy(res->id, ev->id, ev->id_len + 1);
+    fill_result(res, ev, false);
     if (lg_history_append(&t->history, ev, now) != 0)
         lg_warn("topic %s: event %" PRIu64 " not retained in history (out of memory)", t->name,
                 res->seq);

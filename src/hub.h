@@ -51,12 +51,15 @@ struct lg_publish_req {
     const char *data;
     size_t data_len;
     bool data_is_json;
+    const char *idempotency_key; /* NULL = none; see lg_hub_publish() */
+    size_t idempotency_key_len;
 };
 
 struct lg_publish_result {
     uint64_t seq;
     uint32_t epoch;
     char id[LG_CURSOR_ENTRY_MAX];
+    bool duplicate; /* an event with this idempotency key is still in history: it is the answer */
 };
 
 struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers);
@@ -66,7 +69,10 @@ void lg_hub_destroy(struct lg_hub *hub);
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg);
 
-/* Publish one event. Return value: LG_PUBLISH_OK with res filled, or the refusal. */
+/* Publish one event. A request with an idempotency key that an event still in the topic's
+ * history carries publishes nothing: res describes that event and res->duplicate is set, so a
+ * publisher may retry a publish whose answer it lost without creating a duplicate.
+ * Return value: LG_PUBLISH_OK with res filled, or the refusal. */
 enum lg_publish_status lg_hub_publish(struct lg_hub *hub, const struct lg_publish_req *req,
                                       struct lg_publish_result *res);
 

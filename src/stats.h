@@ -16,6 +16,7 @@ struct lg_stats {
     /* publishing */
     _Atomic uint64_t events_published;       /* accepted publishes (2xx) */
     _Atomic uint64_t publishes_refused;      /* 503: hand-off full, retained bytes or topics */
+    _Atomic uint64_t publishes_deduplicated; /* idempotency key already in history: no new event */
     /* delivery */
     _Atomic uint64_t events_delivered;       /* event frames written to clients */
     _Atomic uint64_t events_dropped_overflow;/* drop-oldest: queue full */

@@ -440,6 +440,33 @@ START_TEST(batch_ndjson)
 }
 END_TEST
 
+START_TEST(idempotency_key_deduplicates_retries)
+{
+    struct reply r;
+    char a[160], b[160], want[1024];
+    request(&r, "POST", "/v1/topics/demo/events", "Idempotency-Key: order-17\r\n", "first");
+    snprintf(want, sizeof want, "{\"topic\":\"demo\",\"id\":\"%s\",\"seq\":1}",
+             id_of(a, sizeof a, "demo", 1));
+    assert_reply(&r, 201, want);
+    /* A retry with the same key publishes nothing and answers with the original event. */
+    request(&r, "POST", "/v1/topics/demo/events", "Idempotency-Key: order-17\r\n", "retry");
+    snprintf(want, sizeof want,
+             "{\"topic\":\"demo\",\"id\":\"%s\",\"seq\":1,\"duplicate\":true}", a);
+    assert_reply(&r, 201, want);
+    assert_data(newest("demo"), "first");
+    /* Batch items carry the key in "id"; a new key publishes, a known one does not. */
+    request(&r, "POST", "/v1/publish", NULL,
+            "[{\"topic\":\"demo\",\"data\":\"two\",\"id\":\"k2\"},"
+            "{\"topic\":\"demo\",\"data\":\"again\",\"id\":\"order-17\"}]");
+    snprintf(want, sizeof want,
+             "{\"accepted\":2,\"results\":[{\"topic\":\"demo\",\"id\":\"%s\",\"seq\":2},"
+             "{\"topic\":\"demo\",\"id\":\"%s\",\"seq\":1,\"duplicate\":true}]}",
+             id_of(b, sizeof b, "demo", 2), a);
+    assert_reply(&r, 200, want);
+    assert_data(newest("demo"), "two");
+}
+END_TEST
+
 START_TEST(batch_bad_item_publishes_nothing)
 {
     struct reply r;
@@ -562,6 +589,7 @@ static Suite *control_suite(void)
         {"batch_array", batch_array},
         {"batch_ndjson", batch_ndjson},
         {"batch_bad_item", batch_bad_item_publishes_nothing},
+        {"idempotency_key", idempotency_key_deduplicates_retries},
         {"keep_alive_pipelined", keep_alive_pipelined},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
