@@ -26,7 +26,7 @@
 #include "topic.h"
 
 #define ACCEPTS_PER_WAKE 64
-#define TICK_US (250 * LWS_US_PER_MS)
+#define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
 /* A socket accepted but not yet classified: its request head is being read. */
 struct lg_pending {
