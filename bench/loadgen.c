@@ -56,8 +56,9 @@
 #define MAX_TOPIC_NAME 96
 
 enum target { T_LIVEGATE, T_NCHAN };
-enum transport { X_SSE, X_WS, X_POLL };
-enum role { R_SUB, R_PUB };
+enum transport { X_SSE, X_WS, X_POLL, X_MIXED }; /* X_MIXED: the run only, never a conn */
+static const char *const xport_name[] = {"sse", "ws", "poll", "mixed"};
+enum role { R_SUB, R_PUB, R_STALL }; /* R_STALL: a --stalled subscriber (never reads events) */
 enum cstate { CS_NONE, CS_CONNECTING, CS_HEAD, CS_BODY, CS_WS, CS_CLOSED };
 enum bmode { BM_NONE, BM_LEN, BM_CHUNK, BM_EOF };
 enum ckstate { CK_SIZE, CK_EXT, CK_DATA, CK_DATA_END, CK_TR_BOL, CK_TR_LINE };
@@ -75,6 +76,7 @@ struct conn {
     uint8_t role, state, body_mode, ck_state;
     uint8_t ready, conn_close, sse_type, sse_has;
     uint8_t ws_frag_op, upgraded, closing, dead;
+    uint8_t xport;  /* subscriber's transport (X_SSE, X_WS or X_POLL) */
     uint32_t idx;   /* subscriber index, or publisher connection index */
     uint32_t topic; /* subscriber's topic */
     uint64_t body_left;
@@ -108,6 +110,7 @@ static struct {
     char host[64];
     int sub_port, pub_port;
     uint32_t nsubs, ntopics;
+    uint32_t nstalled; /* --stalled: extra subscribers that never read their events */
     double rate; /* events/s in total; 0 = as fast as possible */
     uint64_t events_per_topic;
     bool events_given;
@@ -130,7 +133,9 @@ static struct {
     int ep, tfd;
     struct conn *subs;
     struct conn *pubs;
-    uint32_t next_sub, connecting;
+    struct conn *stalled;
+    uint32_t next_sub, next_stall, connecting;
+    bool any_ws;
     enum phase phase;
     uint64_t t_start, t_deadline_all;
     char *buf; /* RECV_CHUNK + slack */
@@ -151,6 +156,8 @@ static struct {
     uint64_t t_first_pub, t_last_pub_ack, t_last_delivery, t_pub_end;
     uint64_t bytes_rx;
     struct lg_hist lat, publat;
+    struct lg_hist lat_x[3]; /* latency per transport (X_SSE, X_WS, X_POLL) */
+    uint64_t stalled_made, stalled_failed, stalled_closed;
     bool aborted;
     const char *abort_reason;
 } G;
@@ -328,6 +335,12 @@ static bool start_connect(struct conn *c, int port, bool bind_src)
 {
     int fd = open_socket(c->idx, bind_src);
     if (fd < 0) return false;
+    if (c->role == R_STALL) {
+        /* a small receive window (set before connect, so the window scale follows) fills after
+         * a few KiB: the server then sees a socket that is not writable */
+        int rcv = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+    }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     inet_pton(AF_INET, G.host, &sa.sin_addr);
     int r = connect(fd, (struct sockaddr *)&sa, sizeof sa);
@@ -470,7 +483,9 @@ static void deliver(struct conn *c, uint32_t seq, uint64_t ns, uint64_t now)
     G.unique_total++;
     if (seq < c->max_seen) { c->reord++; G.reord_total++; }
     else c->max_seen = seq;
-    lgb_hist_add(&G.lat, now > ns ? (now - ns) / 1000 : 0);
+    uint64_t us = now > ns ? (now - ns) / 1000 : 0;
+    lgb_hist_add(&G.lat, us);
+    if (G.transport == X_MIXED) lgb_hist_add(&G.lat_x[c->xport], us);
     G.t_last_delivery = now;
 }
 
@@ -504,7 +519,7 @@ static void livegate_json_events(struct conn *c, const char *p, const char *end,
         else if (!strncmp(t, "reset\"", 6)) G.resets++;
         else if (!strncmp(t, "subscribed\"", 11)) {
             G.ws_subscribed++;
-            if (G.transport == X_WS && !c->dead) sub_mark_ready(c);
+            if (c->xport == X_WS && !c->dead) sub_mark_ready(c);
         } else if (!strncmp(t, "error\"", 6)) G.ws_errors++;
         p = obj_end;
     }
@@ -525,12 +540,12 @@ static bool sub_send_request(struct conn *c)
     topic_name(c->topic, tn, sizeof tn);
     int n = 0;
     bool lg = G.target == T_LIVEGATE;
-    if (G.transport == X_SSE) {
+    if (c->xport == X_SSE) {
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n"
                      "Cache-Control: no-cache\r\n\r\n",
                      lg ? "/sse?topic=" : "/sub/", tn, G.host, G.sub_port);
-    } else if (G.transport == X_WS) {
+    } else if (c->xport == X_WS) {
         char key[32];
         ws_key(c->idx, key);
         n = snprintf(req, sizeof req,
@@ -796,14 +811,14 @@ static void poll_again(struct conn *c)
 static void sub_handle_head(struct conn *c, const struct head *h, uint64_t now, bool *closed)
 {
     c->status = h->status;
-    if (G.transport == X_SSE) {
+    if (c->xport == X_SSE) {
         if (h->status != 200) { sub_fail(c, &G.fail_http); *closed = true; return; }
         set_body_mode(c, h, true);
         c->state = CS_BODY;
         c->sse_type = SSE_MSG;
         c->sse_has = 0;
         sub_mark_ready(c);
-    } else if (G.transport == X_WS) {
+    } else if (c->xport == X_WS) {
         char key[32], cat[96], want[32];
         uint8_t dig[20];
         ws_key(c->idx, key);
@@ -861,7 +876,7 @@ static void sub_input(struct conn *c, char *p, size_t n, uint64_t now)
             n = extra;
             sub_handle_head(c, &h, now, &closed);
             if (closed) return;
-            if (c->state == CS_BODY && c->body_mode == BM_LEN && c->body_left == 0 && G.transport == X_POLL) {
+            if (c->state == CS_BODY && c->body_mode == BM_LEN && c->body_left == 0 && c->xport == X_POLL) {
                 poll_body_done(c, now);
                 poll_again(c);
                 if (c->state != CS_HEAD) return;
@@ -872,7 +887,7 @@ static void sub_input(struct conn *c, char *p, size_t n, uint64_t now)
             size_t used;
             bool done;
             size_t dn = body_decode(c, p, n, &used, &done);
-            if (G.transport == X_SSE) {
+            if (c->xport == X_SSE) {
                 if (c->rlen) {
                     carry_append(c, p, dn);
                     carry_shift(c, sse_parse(c, c->rb, c->rlen, now));
@@ -1102,9 +1117,78 @@ static void pub_drive(uint64_t now)
 
 /* ------------------------------------------------------------------ event loop */
 
+/* ------------------------------------------------------------------ stalled subscribers
+ * --stalled N: N more subscribers on the same topics, over SSE (WebSocket when --transport ws),
+ * with SO_RCVBUF 4096. Each reads exactly its response head (peeked, so not one byte of the
+ * stream is taken) to know the subscription stands, then never reads again: epoll watches it
+ * only for the server's close. They are not part of the delivery accounting. */
+
+static void stall_fail(struct conn *c)
+{
+    if (!c->ready) {
+        if (!c->dead) {
+            G.stalled_failed++;
+            if (G.connecting) G.connecting--;
+        }
+    } else if (!c->dead) {
+        G.stalled_closed++;
+    }
+    c->dead = 1;
+    if (c->fd >= 0) epoll_ctl(G.ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close_fd(c, true);
+}
+
+static void stall_event(struct conn *c, uint32_t evs)
+{
+    if (c->state == CS_CONNECTING) {
+        if (!(evs & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err || (evs & (EPOLLERR | EPOLLHUP))) { stall_fail(c); return; }
+        ep_set(c, EPOLLIN, EPOLL_CTL_MOD);
+        if (!sub_send_request(c)) stall_fail(c);
+        return;
+    }
+    if (c->state == CS_HEAD) {
+        if ((evs & EPOLLOUT) && !conn_flush(c)) { stall_fail(c); return; }
+        if (!(evs & (EPOLLIN | EPOLLHUP | EPOLLERR))) return;
+        char pk[4096];
+        ssize_t r = recv(c->fd, pk, sizeof pk, MSG_PEEK);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        if (r <= 0) { stall_fail(c); return; }
+        size_t old = c->rlen;
+        carry_append(c, pk, (size_t)r);
+        size_t from = old > 3 ? old - 3 : 0;
+        const char *e = memmem(c->rb + from, c->rlen - from, "\r\n\n" + 0, 0) ? NULL : NULL;
+        e = memmem(c->rb + from, c->rlen - from, "\r\n\r\n", 4);
+        size_t hl = e ? (size_t)(e - c->rb) + 4 : c->rlen;
+        size_t take = hl - old; /* consume the head only; the stream stays in the kernel */
+        if (recv(c->fd, pk, take, 0) != (ssize_t)take) { stall_fail(c); return; }
+        if (!e) {
+            if (hl > MAX_HEAD) stall_fail(c);
+            return;
+        }
+        struct head h;
+        bool ok = parse_head(c->rb, hl, &h) && h.status == (c->xport == X_WS ? 101 : 200);
+        free(c->rb);
+        c->rb = NULL;
+        c->rlen = c->rcap = 0;
+        if (!ok) { stall_fail(c); return; }
+        c->ready = 1;
+        c->state = CS_BODY;
+        G.stalled_made++;
+        if (G.connecting) G.connecting--;
+        ep_set(c, EPOLLRDHUP, EPOLL_CTL_MOD); /* never EPOLLIN again */
+        return;
+    }
+    if (evs & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) stall_fail(c); /* the server closed it */
+}
+
 static void handle_event(struct conn *c, uint32_t evs, uint64_t now)
 {
     if (c->fd < 0) return;
+    if (c->role == R_STALL) { stall_event(c, evs); return; }
     if (c->state == CS_CONNECTING) {
         if (!(evs & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
         int err = 0;
@@ -1118,7 +1202,7 @@ static void handle_event(struct conn *c, uint32_t evs, uint64_t now)
         ep_set(c, EPOLLIN, EPOLL_CTL_MOD);
         if (c->role == R_SUB) {
             if (!sub_send_request(c)) { sub_fail(c, &G.fail_connect); return; }
-            if (G.transport == X_POLL) sub_mark_ready(c); /* the poll is held: connected = ready */
+            if (c->xport == X_POLL) sub_mark_ready(c); /* the poll is held: connected = ready */
         } else {
             c->state = CS_HEAD;
             c->rlen = 0;
@@ -1145,15 +1229,15 @@ static void handle_event(struct conn *c, uint32_t evs, uint64_t now)
             if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
             /* EOF or error */
             if (c->role == R_SUB) {
-                if (c->state == CS_BODY && c->body_mode == BM_EOF && G.transport == X_SSE) G.server_closes++;
-                if (G.transport == X_POLL && c->ready && c->state == CS_BODY && c->body_mode == BM_EOF) {
+                if (c->state == CS_BODY && c->body_mode == BM_EOF && c->xport == X_SSE) G.server_closes++;
+                if (c->xport == X_POLL && c->ready && c->state == CS_BODY && c->body_mode == BM_EOF) {
                     /* a poll answer delimited by the end of the connection */
                     poll_body_done(c, now);
                     c->conn_close = 1;
                     epoll_ctl(G.ep, EPOLL_CTL_DEL, c->fd, NULL);
                     close_fd(c, false);
                     poll_again(c);
-                } else if (G.transport == X_POLL && c->ready && c->state == CS_HEAD && c->rlen == 0) {
+                } else if (c->xport == X_POLL && c->ready && c->state == CS_HEAD && c->rlen == 0) {
                     /* keep-alive poll connection closed between responses: reconnect */
                     c->conn_close = 1;
                     epoll_ctl(G.ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -1170,8 +1254,17 @@ static void handle_event(struct conn *c, uint32_t evs, uint64_t now)
     }
 }
 
+static void stall_fail(struct conn *c);
+
 static void connect_drive(uint64_t now)
 {
+    /* stalled subscribers first, so they are stalled while the healthy ones connect */
+    while (G.next_stall < G.nstalled && G.connecting < G.connect_conc) {
+        struct conn *c = &G.stalled[G.next_stall++];
+        G.connecting++;
+        c->t_mark = now;
+        if (!start_connect(c, G.sub_port, true)) stall_fail(c);
+    }
     while (G.next_sub < G.nsubs && G.connecting < G.connect_conc) {
         struct conn *c = &G.subs[G.next_sub++];
         G.connecting++;
@@ -1218,7 +1311,7 @@ static bool loop_until(uint64_t deadline, bool (*cond)(uint64_t now))
 
 static bool cond_connected(uint64_t now)
 {
-    if (G.transport == X_WS && G.target == T_LIVEGATE) {
+    if (G.any_ws && G.target == T_LIVEGATE) {
         /* livegate confirms a subscription with a "subscribed" message; accept the upgrade alone
          * after a grace period so an older server without it does not stall the run */
         static uint64_t last;
@@ -1226,13 +1319,13 @@ static bool cond_connected(uint64_t now)
             last = now;
             for (uint32_t i = 0; i < G.next_sub; i++) {
                 struct conn *c = &G.subs[i];
-                if (c->upgraded && !c->ready && !c->dead && c->fd >= 0 &&
+                if (c->xport == X_WS && c->upgraded && !c->ready && !c->dead && c->fd >= 0 &&
                     now - c->t_mark > (uint64_t)(G.ws_sub_grace_ms * 1e6))
                     sub_mark_ready(c);
             }
         }
     }
-    return G.next_sub >= G.nsubs && G.connecting == 0;
+    return G.next_sub >= G.nsubs && G.next_stall >= G.nstalled && G.connecting == 0;
 }
 
 static bool cond_pub_done(uint64_t now)

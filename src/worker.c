@@ -491,7 +491,11 @@ static void lws_log_emit(int level, const char *line)
     size_t n = strlen(line);
     while (n && line[n - 1] == '\n')
         n--;
-    lg_log(level == LLL_ERR ? LG_LOG_ERROR : LG_LOG_WARN, "lws: %.*s", (int)n, line);
+    /* lws 4.1.6 logs every successful WebSocket hand-over (adopt.c) at error level. */
+    bool routine = strstr(line, "adopt_socket_readbuf: calling service") != NULL;
+    enum lg_log_level ours = routine ? LG_LOG_DEBUG : level == LLL_ERR ? LG_LOG_ERROR : LG_LOG_WARN;
+    if (ours <= lg_log_get_level())
+        lg_log(ours, "lws: %.*s", (int)n, line);
 }
 
 static int create_context(struct lg_worker *w, char *err, size_t errlen)
