@@ -314,7 +314,7 @@ START_TEST(test_resume_gap_all_transports)
     ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=g", hdr), 0);
     ck_assert_int_eq(sse.status, 200);
     snprintf(want, sizeof want,
-             RETRY "id: g@%1$s:7\nevent: gap\n"
+             RETRY "id: g@%1$s:2\n\nid: g@%1$s:7\nevent: gap\n"
                    "data: {\"topic\":\"g\",\"from\":3,\"to\":7,\"id\":\"g@%1$s:7\"}\n\n"
                    "id: g@%1$s:8\nevent: message\ndata: g-d8\n\n"
                    "id: g@%1$s:9\nevent: message\ndata: g-d9\n\n"
@@ -412,7 +412,7 @@ START_TEST(test_resume_reset_after_restart)
     ck_assert(lg_sse_wait_raw(&sse, 0, RETRY, WAIT_MS));
     publish_n(s.control_port, "r", 2, 2, NULL, 0);
     snprintf(want, sizeof want,
-             RETRY "id: r@%1$s:1\nevent: reset\n"
+             RETRY "id: r@%1$s:1\n\nid: r@%1$s:1\nevent: reset\n"
                    "data: {\"topic\":\"r\",\"epoch\":\"%1$s\",\"id\":\"r@%1$s:1\"}\n\n"
                    "id: r@%1$s:2\nevent: message\ndata: r-d2\n\n",
              ep);

@@ -157,7 +157,7 @@ START_TEST(test_sse_exact_head_and_frames)
 
     char want[8192];
     snprintf(want, sizeof want,
-             RETRY
+             RETRY "id: frames@%1$s:0\n\n" /* the stream's cursor before any event */
              "id: frames@%1$s:1\nevent: message\ndata: one line\n\n"
              "id: frames@%1$s:2\nevent: message\ndata: a\ndata: b\n\n"
              "id: frames@%1$s:3\nevent: message\ndata: c\ndata: d\ndata: e\n\n"
@@ -212,9 +212,9 @@ START_TEST(test_sse_large_event)
     char *want = malloc(cap);
     char ep[16];
     epoch_of(id, ep, sizeof ep);
-    snprintf(want, cap, RETRY "id: big@%s:1\nevent: message\ndata: %s\n\n"
-                              "id: big@%s:2\nevent: message\ndata: after\n\n",
-             ep, data, ep);
+    snprintf(want, cap, RETRY "id: big@%1$s:0\n\nid: big@%1$s:1\nevent: message\ndata: %2$s\n\n"
+                              "id: big@%1$s:2\nevent: message\ndata: after\n\n",
+             ep, data);
     expect_raw(&c, want);
     struct lg_sse_event ev;
     ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
@@ -246,7 +246,8 @@ START_TEST(test_sse_multi_topic_ids)
 
     char want[2048];
     snprintf(want, sizeof want,
-             RETRY "id: alpha@%1$s:1,beta@%1$s:1\nevent: message\ndata: a1\n\n"
+             RETRY "id: alpha@%1$s:0,beta@%1$s:1\n\n"
+                   "id: alpha@%1$s:1,beta@%1$s:1\nevent: message\ndata: a1\n\n"
                    "id: alpha@%1$s:1,beta@%1$s:2\nevent: message\ndata: b2\n\n"
                    "id: alpha@%1$s:2,beta@%1$s:2\nevent: message\ndata: a2\n\n"
                    "id: alpha@%1$s:3,beta@%1$s:2\nevent: message\ndata: a3\n\n",
@@ -298,10 +299,15 @@ START_TEST(test_sse_heartbeat)
     int64_t took = now_ms() - t0;
     ck_assert_msg(took >= 900 && took <= 2500, "first heartbeat after %lld ms (want ~1000)",
                   (long long)took);
-    ck_assert_str_eq(c.raw, RETRY ": hb\n\n");
+    /* the stream's cursor (topic "quiet" at seq 0), then the comment */
+    const char *hb = strstr(c.raw, ":0\n\n");
+    ck_assert_msg(strncmp(c.raw, RETRY "id: quiet@", strlen(RETRY "id: quiet@")) == 0 && hb,
+                  "stream start: %s", c.raw);
+    hb += strlen(":0\n\n");
+    ck_assert_str_eq(hb, ": hb\n\n");
     /* a second one after another second of silence */
-    ck_assert(lg_sse_wait_raw(&c, strlen(RETRY ": hb\n\n"), ": hb\n", 3000));
-    ck_assert_str_eq(c.raw, RETRY ": hb\n\n: hb\n\n");
+    ck_assert(lg_sse_wait_raw(&c, (size_t)(hb - c.raw) + strlen(": hb\n\n"), ": hb\n", 3000));
+    ck_assert_str_eq(c.raw + (hb - c.raw), ": hb\n\n: hb\n\n");
     /* events still parse around the comments */
     char id[256];
     pub(s.control_port, "quiet", "x", id, sizeof id);
@@ -334,7 +340,7 @@ START_TEST(test_sse_resume_last_event_id)
     open_stream(&c, s.public_port, "/sse?topic=r", hdr);
     pub(s.control_port, "r", "m6", NULL, 0);
     snprintf(want, sizeof want,
-             RETRY "id: r@%1$s:3\nevent: message\ndata: m3\n\n"
+             RETRY "id: r@%1$s:2\n\nid: r@%1$s:3\nevent: message\ndata: m3\n\n"
                    "id: r@%1$s:4\nevent: message\ndata: m4\n\n"
                    "id: r@%1$s:5\nevent: message\ndata: m5\n\n"
                    "id: r@%1$s:6\nevent: message\ndata: m6\n\n",
@@ -347,7 +353,7 @@ START_TEST(test_sse_resume_last_event_id)
     snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:3", ep);
     open_stream(&c, s.public_port, path, NULL);
     snprintf(want, sizeof want,
-             RETRY "id: r@%1$s:4\nevent: message\ndata: m4\n\n"
+             RETRY "id: r@%1$s:3\n\nid: r@%1$s:4\nevent: message\ndata: m4\n\n"
                    "id: r@%1$s:5\nevent: message\ndata: m5\n\n"
                    "id: r@%1$s:6\nevent: message\ndata: m6\n\n",
              ep);
@@ -358,7 +364,8 @@ START_TEST(test_sse_resume_last_event_id)
     snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:1", ep);
     snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:5\r\n", ep);
     open_stream(&c, s.public_port, path, hdr);
-    snprintf(want, sizeof want, RETRY "id: r@%1$s:6\nevent: message\ndata: m6\n\n", ep);
+    snprintf(want, sizeof want, RETRY "id: r@%1$s:5\n\nid: r@%1$s:6\nevent: message\ndata: m6\n\n",
+             ep);
     expect_raw(&c, want);
     lg_sse_close(&c);
 
@@ -366,7 +373,8 @@ START_TEST(test_sse_resume_last_event_id)
     snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:6\r\n", ep);
     open_stream(&c, s.public_port, "/sse?topic=r", hdr);
     pub(s.control_port, "r", "m7", NULL, 0);
-    snprintf(want, sizeof want, RETRY "id: r@%1$s:7\nevent: message\ndata: m7\n\n", ep);
+    snprintf(want, sizeof want, RETRY "id: r@%1$s:6\n\nid: r@%1$s:7\nevent: message\ndata: m7\n\n",
+             ep);
     expect_raw(&c, want);
     lg_sse_close(&c);
 
