@@ -11,7 +11,8 @@
 # alternates), each on a fresh server pinned to CPU 0 with lg_loadgen pinned to CPU 1. Nchan
 # runs under a private prefix in a temp dir (bench/nchan/gen-conf.sh); the system nginx config
 # is never touched. Prints a markdown table (figure, livegate, nchan, livegate/nchan; medians
-# over the reps) and writes every raw result plus the table to bench/results/<date>.json.
+# over the reps), the isolation ratio p99(isolation_stalled) / p99(isolation_base) per server,
+# and writes every raw result plus the table to bench/results/<date>.json.
 # If livegate cannot be built or started, its column reads n/a and Nchan still runs.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --no-install) install=0 ;;
     --nchan-only) targets=nchan ;;
     --livegate-only) targets=livegate ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -169,6 +170,22 @@ echo "LG = a run was load-generator-bound (lg_loadgen above 80 % of its core); b
 echo "processes used more than half a core during a run (figure disturbed); err = a run failed."
 echo "Latencies in microseconds; bytes_per_conn = server RSS growth / connections."
 
+# ---- isolation (issues 4 and 5): healthy p99 with 100 stalled subscribers / without ------------
+iso_json="" iso_any=0
+for tg in $targets; do
+    l=$(lgb_isolation_line "$all" "$tg")
+    [ -n "$l" ] || continue
+    [ $iso_any = 0 ] && echo
+    iso_any=1
+    echo "$l"
+    iso_json="$iso_json${iso_json:+,}\"$l\""
+done
+if [ $iso_any = 1 ]; then
+    echo "(stalled = SO_RCVBUF 4096, never read. livegate applies its drop-oldest ring policy to them"
+    echo "(bench/livegate/isolation.json); Nchan has no slow-consumer policy: nginx keeps their unsent"
+    echo "messages queued until send_timeout, 60 s by default, longer than the run.)"
+fi
+
 # ---- results file --------------------------------------------------------------------------
 resdir=$LGB_BENCH/results
 mkdir -p "$resdir"
@@ -182,7 +199,7 @@ res=$resdir/$stamp.json
         "$(nproc)" "$(uname -r)" "$(ulimit -Hn)" "$(nginx -v 2>&1 | sed 's/.*\///')" \
         "$(dpkg-query -W -f='${Version}' libnginx-mod-nchan 2>/dev/null)" "${lgbin:+$(git -C "$LGB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}" \
         "$LGB_SRV_CPU" "$LGB_GEN_CPU"
-    printf '"table":'
+    printf '"isolation":[%s],"table":' "$iso_json"
     cat "$table_json"
     printf ',"runs":['
     awk 'NR > 1 { printf "," } { printf "%s", $0 }' "$all"

@@ -1,4 +1,5 @@
 # bench/lib.sh - shared by bench/run.sh and bench/compare.sh (source it; bash only).
+# shellcheck shell=bash
 #
 # Server control (livegate and nginx+Nchan on loopback, each pinned to one core), the scenario
 # table, and the JSON helpers (plain awk, so a clean Debian without jq or python works).
@@ -105,8 +106,9 @@ lgb_livegate_bin() {
 # lgb_start TARGET WORKDIR: starts a fresh server, sets LGB_SRV_PID (the process to stop),
 # LGB_MEASURE_PIDS (processes whose RSS/CPU are reported), LGB_SUB_PORT, LGB_PUB_PORT.
 
-lgb_start_livegate() {
+lgb_start_livegate() { # DIR BIN [CONFIG]: CONFIG (a scenario's own file) overrides LGB_LG_CONFIG
     local dir=$1 bin=$2 cfg=${LGB_LG_CONFIG-$LGB_BENCH/livegate/bench.json}
+    [ -n "${3:-}" ] && cfg=$3
     mkdir -p "$dir"
     lgb_check_free "$LGB_LG_PUB" "$LGB_LG_CTL" || return 1
     local try
@@ -163,6 +165,15 @@ lgb_start_nchan() {
     LGB_PUB_PORT=$LGB_NC_PUB
 }
 
+# lgb_lg_stats PORT: livegate's GET /v1/stats body (one JSON object), or nothing (bounded: 3 s)
+lgb_lg_stats() {
+    local body
+    body=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
+        printf "GET /v1/stats HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" "$0" >&3
+        cat <&3' "$LGB_HOST" "$1" 2>/dev/null | tr -d '\r' | awk 'b { print } /^$/ { b = 1 }')
+    case $body in "{"*"}") [[ $body != *$'\n'* ]] && printf '%s' "$body" ;; esac
+}
+
 lgb_stop() {
     [ -n "${LGB_SRV_PID:-}" ] || return 0
     kill -TERM "$LGB_SRV_PID" 2>/dev/null
@@ -179,7 +190,15 @@ lgb_stop() {
 # ---------------------------------------------------------------- scenarios
 # One line per scenario: NAME|TARGETS|LOADGEN ARGS|FIGURES
 # TARGETS: "all" or "livegate" (Nchan has no batch publish). @MAXCONN@ = fd hard limit - 20.
+# @LGCFG=FILE@ in the args: livegate runs this scenario with --config bench/livegate/FILE
+# (instead of bench.json / LGB_LG_CONFIG); Nchan ignores it.
 # FIGURES are the JSON fields shown in the comparison table (lost etc. are always checked).
+# isolation_base / isolation_stalled (issues 4 and 5): the same 1000 healthy SSE subscribers on
+# one topic at 100 events/s for 10 s (1000 events), without and with 100 stalled subscribers
+# (lg_loadgen --stalled: SO_RCVBUF 4096, never read). livegate runs them with
+# bench/livegate/isolation.json (socket_send_buffer_bytes 16384, client_queue.max_events 256),
+# so the stalled clients reach its drop-oldest ring policy within the run. The figure is
+# lat_p99_us(stalled) / lat_p99_us(base), target <= 1.5 (lgb_isolation_line).
 
 lgb_scenarios_full() {
     cat <<'EOF'
@@ -199,6 +218,8 @@ ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 4|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish
 maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --events 1 --settle-ms 1500 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us lost
+isolation_base|all|--transport sse --subscribers 1000 --topics 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|lat_p50_us lat_p99_us lat_max_us lost
+isolation_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|lat_p50_us lat_p99_us lat_max_us lost stalled_made
 EOF
 }
 
@@ -212,6 +233,8 @@ topics_sse_200_20|all|--transport sse --subscribers 200 --topics 20 --pub-conns 
 poll_50|all|--transport poll --subscribers 50 --rate 20 --duration 1 --settle-ms 100|deliveries_per_s lat_p99_us lost
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 0.5 --settle-ms 0|publish_per_s
 ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 10 --rate max --duration 0.5 --settle-ms 0|publish_per_s
+isolation_base|all|--transport sse --subscribers 100 --topics 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|lat_p99_us lost
+isolation_stalled|all|--transport sse --subscribers 100 --stalled 10 --topics 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|lat_p99_us lost stalled_made
 EOF
 }
 
@@ -226,12 +249,16 @@ lgb_maxconn() {
 # lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR : starts a fresh server, runs the scenario,
 # stops the server; prints the JSON line (with "scenario" added), or a JSON error object.
 lgb_run_one() {
-    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-}
+    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-} scfg=""
     args=${args//@MAXCONN@/$(lgb_maxconn)}
+    if [[ $args =~ @LGCFG=([^@ ]+)@ ]]; then
+        scfg=$LGB_BENCH/livegate/${BASH_REMATCH[1]}
+        args=${args//"${BASH_REMATCH[0]}"/}
+    fi
     rm -rf "$dir"; mkdir -p "$dir"
     local started=1
     if [ "$target" = livegate ]; then
-        lgb_start_livegate "$dir" "$lgbin" || started=0
+        lgb_start_livegate "$dir" "$lgbin" "$scfg" || started=0
     else
         lgb_start_nchan "$dir" || started=0
     fi
@@ -246,8 +273,11 @@ lgb_run_one() {
         --sub-port "$LGB_SUB_PORT" --pub-port "$LGB_PUB_PORT" --server-pid "$LGB_MEASURE_PIDS" \
         --label "$name" --max-runtime "${LGB_MAX_RUNTIME:-90}" --quiet $args 2>"$dir/loadgen.err")
     rc=$?
+    local stats=""
     if ! kill -0 "$LGB_SRV_PID" 2>/dev/null; then
         lgb_log "$target died during $name"
+    elif [ "$target" = livegate ] && [ -n "$out" ]; then
+        stats=$(lgb_lg_stats "$LGB_PUB_PORT") # the server's own counters (drops, gaps, queue depth)
     fi
     lgb_stop
     if [ -z "$out" ]; then
@@ -255,6 +285,8 @@ lgb_run_one() {
             "$(tail -n 2 "$dir/loadgen.err" | tr '\n"\\' '   ')"
         return 1
     fi
+    # server_stats goes last, so the flat readers find the generator's fields first
+    [ -n "$stats" ] && out="${out%\}},\"server_stats\":$stats}"
     printf '{"scenario":"%s",%s\n' "$name" "${out#\{}"
 }
 
@@ -281,9 +313,54 @@ lgb_summary_line() {
     {
         nf = split("scenario target conns_made conns_failed published deliveries lost duplicated reordered " \
                    "deliveries_per_s publish_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn " \
-                   "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound error", f, " ")
+                   "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound stalled_made " \
+                   "events_dropped_overflow error", f, " ")
         out = ""
-        for (i = 1; i <= nf; i++) { v = getf(f[i]); if (v != "" && v != "null") out = out f[i] "=" v " " }
+        for (i = 1; i <= nf; i++) {
+            v = getf(f[i])
+            if (v == "" || v == "null") continue
+            if ((f[i] == "stalled_made" || f[i] == "events_dropped_overflow") && v == 0) continue
+            out = out f[i] "=" v " "
+        }
         print out
     }'
+}
+
+# lgb_isolation_line JSONL TARGET: the isolation figure from the isolation_base and
+# isolation_stalled runs of TARGET in JSONL (medians over reps; failed runs skipped), as one
+# line: "isolation TARGET: p99 base X us, p99 with N stalled Y us, ratio R (target <= 1.5)".
+# Prints nothing when either scenario has no result.
+lgb_isolation_line() {
+    awk -v tg="$2" '
+    function getf(line, k,   i, s, n) {
+        i = index(line, "\"" k "\":"); if (!i) return ""
+        s = substr(line, i + length(k) + 3)
+        if (substr(s, 1, 1) == "\"") { s = substr(s, 2); return substr(s, 1, index(s, "\"") - 1) }
+        n = match(s, /[,}]/); return substr(s, 1, n - 1)
+    }
+    function median(sc,   n, i, j, t, a) {
+        n = cnt[sc]; if (!n) return ""
+        for (i = 1; i <= n; i++) a[i] = val[sc, i]
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    {
+        sc = getf($0, "scenario")
+        if (sc != "isolation_base" && sc != "isolation_stalled") next
+        if (getf($0, "target") != tg || getf($0, "error") != "") next
+        v = getf($0, "lat_p99_us"); if (v == "" || v == "null") next
+        val[sc, ++cnt[sc]] = v + 0
+        lost[sc] += getf($0, "lost") + 0
+        if (sc == "isolation_stalled") { st = getf($0, "stalled_made"); dr = getf($0, "events_dropped_overflow") }
+    }
+    END {
+        b = median("isolation_base"); s = median("isolation_stalled")
+        if (b == "" || s == "") exit
+        r = b > 0 ? sprintf("%.2f", s / b) : "n/a"
+        printf "isolation %s: p99 base %d us, p99 with %s stalled %d us, ratio %s (target <= 1.5; %d+%d reps", \
+            tg, b, st == "" ? "?" : st, s, r, cnt["isolation_base"], cnt["isolation_stalled"]
+        if (lost["isolation_base"] + lost["isolation_stalled"]) printf "; LOST %d", lost["isolation_base"] + lost["isolation_stalled"]
+        if (dr != "") printf "; last stalled run: server dropped %s events for slow clients", dr
+        printf ")\n"
+    }' "$1"
 }

@@ -8,6 +8,8 @@
  * "<seq> <send_time_ns>" (seq 1..M per topic, CLOCK_MONOTONIC), so each subscriber counts
  * deliveries, losses, duplicates and reorderings per topic and the latency of each delivery.
  * Prints one JSON object on stdout (see bench/README.md for the fields).
+ * --transport mixed spreads the subscribers over all three transports (per-transport figures
+ * in "per_transport"); --stalled N adds N subscribers that never read (isolation runs).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see
@@ -1160,8 +1162,7 @@ static void stall_event(struct conn *c, uint32_t evs)
         size_t old = c->rlen;
         carry_append(c, pk, (size_t)r);
         size_t from = old > 3 ? old - 3 : 0;
-        const char *e = memmem(c->rb + from, c->rlen - from, "\r\n\n" + 0, 0) ? NULL : NULL;
-        e = memmem(c->rb + from, c->rlen - from, "\r\n\r\n", 4);
+        const char *e = memmem(c->rb + from, c->rlen - from, "\r\n\r\n", 4);
         size_t hl = e ? (size_t)(e - c->rb) + 4 : c->rlen;
         size_t take = hl - old; /* consume the head only; the stream stays in the kernel */
         if (recv(c->fd, pk, take, 0) != (ssize_t)take) { stall_fail(c); return; }
@@ -1380,12 +1381,14 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: lg_loadgen --target livegate|nchan [--host 127.0.0.1] --sub-port P --pub-port Q\n"
-            "  --transport sse|ws|poll --subscribers N --topics T --rate R|max --events M\n"
+            "  --transport sse|ws|poll|mixed --subscribers N --topics T --rate R|max --events M\n"
+            "  [--stalled N (extra subscribers that never read; SO_RCVBUF 4096)]\n"
             "  [--duration S] [--pub-conns P] [--pipeline D] [--batch B (livegate)]\n"
             "  [--server-pid PID[,PID..]] [--src-addrs K] [--src-base X] [--connect-concurrency C]\n"
             "  [--connect-timeout S] [--settle-ms MS] [--idle-ms MS] [--drain-ms MS]\n"
             "  [--poll-timeout S] [--max-runtime S] [--label NAME] [--json] [--quiet]\n"
-            "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n");
+            "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
+            "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n");
 }
 
 int main(int argc, char **argv)
@@ -1418,7 +1421,7 @@ int main(int argc, char **argv)
         {"connect-concurrency", 1, 0, 'c'}, {"connect-timeout", 1, 0, 'C'}, {"settle-ms", 1, 0, 'w'},
         {"idle-ms", 1, 0, 'i'}, {"drain-ms", 1, 0, 'W'}, {"poll-timeout", 1, 0, 'T'},
         {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"stalled", 1, 0, 'z'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -1434,9 +1437,11 @@ int main(int argc, char **argv)
             if (!strcmp(optarg, "sse")) G.transport = X_SSE;
             else if (!strcmp(optarg, "ws")) G.transport = X_WS;
             else if (!strcmp(optarg, "poll")) G.transport = X_POLL;
+            else if (!strcmp(optarg, "mixed")) G.transport = X_MIXED;
             else die("unknown transport %s", optarg);
             break;
         case 'n': G.nsubs = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'z': G.nstalled = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 't': G.ntopics = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'r': G.rate = !strcmp(optarg, "max") ? 0 : atof(optarg); break;
         case 'e': G.events_per_topic = strtoull(optarg, NULL, 10); G.events_given = true; break;
@@ -1473,7 +1478,8 @@ int main(int argc, char **argv)
         die("--src-base/--src-addrs must stay within 127.0.0.1..127.0.0.254");
     if (G.ntopics < 1 || G.ntopics > 1000000) die("--topics must be 1..1000000");
     if (G.nsubs > 1000000) die("--subscribers must be <= 1000000");
-    if (G.nsubs && (G.sub_port <= 0 || G.sub_port > 65535)) die("--sub-port required");
+    if (G.nstalled > 1000000) die("--stalled must be <= 1000000");
+    if ((G.nsubs || G.nstalled) && (G.sub_port <= 0 || G.sub_port > 65535)) die("--sub-port required");
     if (G.pub_conns < 1 || G.pub_conns > 256) die("--pub-conns must be 1..256");
     if (G.pipeline < 1 || G.pipeline > 1024) die("--pipeline must be 1..1024");
     if (G.batch < 1 || G.batch > 10000) die("--batch must be 1..10000");
@@ -1510,14 +1516,27 @@ int main(int argc, char **argv)
     G.buf = malloc(RECV_CHUNK + 64);
     G.subs = calloc(G.nsubs ? G.nsubs : 1, sizeof *G.subs);
     G.pubs = calloc(G.pub_conns, sizeof *G.pubs);
+    G.stalled = calloc(G.nstalled ? G.nstalled : 1, sizeof *G.stalled);
     G.ready_on_topic = calloc(G.ntopics, sizeof *G.ready_on_topic);
     G.acked = calloc(G.ntopics, sizeof *G.acked);
-    if (!G.buf || !G.subs || !G.pubs || !G.ready_on_topic || !G.acked) exit(3);
+    if (!G.buf || !G.subs || !G.pubs || !G.stalled || !G.ready_on_topic || !G.acked) exit(3);
     for (uint32_t i = 0; i < G.nsubs; i++) {
         G.subs[i].fd = -1;
         G.subs[i].role = R_SUB;
         G.subs[i].idx = i;
         G.subs[i].topic = i % G.ntopics;
+        /* mixed: row i / T of the topic table shifts the cycle, so every topic gets all three
+         * transports and the totals are near-equal thirds */
+        G.subs[i].xport = (uint8_t)(G.transport == X_MIXED ? (i % G.ntopics + i / G.ntopics) % 3 : G.transport);
+        if (G.subs[i].xport == X_WS) G.any_ws = true;
+    }
+    for (uint32_t i = 0; i < G.nstalled; i++) {
+        struct conn *c = &G.stalled[i];
+        c->fd = -1;
+        c->role = R_STALL;
+        c->idx = G.nsubs + i; /* source address and WS key */
+        c->topic = i % G.ntopics;
+        c->xport = G.transport == X_WS ? X_WS : X_SSE;
     }
     G.ep = epoll_create1(EPOLL_CLOEXEC);
     G.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -1537,6 +1556,11 @@ int main(int argc, char **argv)
         struct conn *c = &G.subs[i];
         if (i >= G.next_sub) { G.conns_failed++; G.fail_timeout++; continue; }
         if (!c->ready && !c->dead) sub_fail(c, &G.fail_timeout);
+    }
+    for (uint32_t i = 0; i < G.nstalled; i++) {
+        struct conn *c = &G.stalled[i];
+        if (i >= G.next_stall) { G.stalled_failed++; continue; }
+        if (!c->ready && !c->dead) stall_fail(c);
     }
     G.connecting = 0;
     snap_take(&s1);
@@ -1613,6 +1637,22 @@ int main(int argc, char **argv)
         received += c->unique < G.acked[c->topic] ? c->unique : G.acked[c->topic];
     }
     uint64_t lost = expected - received;
+    /* the same per transport (reported for --transport mixed) */
+    struct { uint64_t subs, made, failed, disc, expected, received, unique, dups, reord; } px[3];
+    memset(px, 0, sizeof px);
+    for (uint32_t i = 0; i < G.nsubs; i++) {
+        struct conn *c = &G.subs[i];
+        uint8_t x = c->xport < 3 ? c->xport : 0;
+        px[x].subs++;
+        px[x].unique += c->unique;
+        px[x].dups += c->dups;
+        px[x].reord += c->reord;
+        if (!c->ready) { px[x].failed++; continue; }
+        px[x].made++;
+        if (c->dead) px[x].disc++;
+        px[x].expected += G.acked[c->topic];
+        px[x].received += c->unique < G.acked[c->topic] ? c->unique : G.acked[c->topic];
+    }
 
     /* ---- teardown (RST, no TIME_WAIT) ---- */
     for (uint32_t i = 0; i < G.nsubs; i++) {
@@ -1620,6 +1660,12 @@ int main(int argc, char **argv)
         free(G.subs[i].seen); free(G.subs[i].rb); free(G.subs[i].ob); free(G.subs[i].cursor); free(G.subs[i].frag);
     }
     for (uint32_t i = 0; i < G.pub_conns; i++) close_fd(&G.pubs[i], true);
+    uint64_t stalled_alive = 0;
+    for (uint32_t i = 0; i < G.nstalled; i++) {
+        if (G.stalled[i].ready && !G.stalled[i].dead) stalled_alive++;
+        close_fd(&G.stalled[i], true);
+        free(G.stalled[i].rb); free(G.stalled[i].ob);
+    }
 
     /* ---- report ---- */
     double connect_s = (double)(tc1 - tc0) / 1e9;
@@ -1642,9 +1688,9 @@ int main(int argc, char **argv)
     bool lg_connect_bound = connect_measured && lg_cpu_connect > 0.8;
 
     printf("{\"label\":\"%s\",\"target\":\"%s\",\"transport\":\"%s\"", G.label,
-           G.target == T_LIVEGATE ? "livegate" : "nchan",
-           G.transport == X_SSE ? "sse" : G.transport == X_WS ? "ws" : "poll");
+           G.target == T_LIVEGATE ? "livegate" : "nchan", xport_name[G.transport]);
     jint("subscribers", G.nsubs);
+    jint("stalled", G.nstalled);
     jint("topics", G.ntopics);
     if (G.rate > 0) jnum("rate", G.rate, 3, true); else printf(",\"rate\":\"max\"");
     jint("events_per_topic", G.events_per_topic);
@@ -1728,10 +1774,34 @@ int main(int argc, char **argv)
                           : NAN;
         jnum("other_cpu_pct", ok ? (other > 0 ? other : 0) / span * 100 : NAN, 1, ok);
     }
+    jint("stalled_made", G.stalled_made);
+    jint("stalled_failed", G.stalled_failed);
+    jint("stalled_closed", G.stalled_closed);
+    jint("stalled_open_at_end", stalled_alive);
     jint("bytes_rx", G.bytes_rx);
     jnum("elapsed_s", (double)(lgb_now_ns() - G.t_start) / 1e9, 3, true);
     printf(",\"aborted\":%s", G.aborted ? "true" : "false");
     if (G.aborted) printf(",\"abort_reason\":\"%s\"", G.abort_reason);
+    if (G.transport == X_MIXED) {
+        /* last, so a flat reader (bench/lib.sh lgb_field) finds the totals above first */
+        printf(",\"per_transport\":{");
+        for (int x = 0; x < 3; x++) {
+            printf("%s\"%s\":{\"subscribers\":%" PRIu64, x ? "," : "", xport_name[x], px[x].subs);
+            jint("conns_made", px[x].made);
+            jint("conns_failed", px[x].failed);
+            jint("sub_disconnects", px[x].disc);
+            jint("expected_deliveries", px[x].expected);
+            jint("deliveries", px[x].unique);
+            jint("lost", px[x].expected - px[x].received);
+            jint("duplicated", px[x].dups);
+            jint("reordered", px[x].reord);
+            jint("lat_p50_us", lgb_hist_quantile(&G.lat_x[x], 0.50));
+            jint("lat_p99_us", lgb_hist_quantile(&G.lat_x[x], 0.99));
+            jint("lat_max_us", G.lat_x[x].max_us);
+            printf("}");
+        }
+        printf("}");
+    }
     printf("}\n");
     fflush(stdout);
     if (!G.quiet)

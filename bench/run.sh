@@ -9,7 +9,8 @@
 #
 # Each scenario starts a fresh server pinned to CPU $LGB_SRV_CPU (0) and runs lg_loadgen pinned
 # to CPU $LGB_GEN_CPU (1). One JSON object per run goes to stdout (and --out), a one-line
-# summary per run to stderr. Exit status: 0 when every run produced a result, 1 otherwise.
+# summary per run to stderr (and, after isolation_base + isolation_stalled, the ratio of their
+# healthy-subscriber p99). Exit status: 0 when every run produced a result, 1 otherwise.
 # Environment: LIVEGATE (binary), LG_LOADGEN (binary), LGB_BUILD (build dir, default build/),
 # LGB_LG_CONFIG (livegate --config file; "" for none), LGB_* ports and CPUs (see bench/lib.sh).
 set -uo pipefail
@@ -48,6 +49,7 @@ cleanup() { lgb_stop; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 [ -n "$out" ] && : >"$out"
+: >"$work/all.jsonl"
 
 if [ $mode = smoke ]; then scen=$(lgb_scenarios_smoke); else scen=$(lgb_scenarios_full); fi
 start=$SECONDS fail=0
@@ -59,9 +61,12 @@ for ((rep = 1; rep <= reps; rep++)); do
         line=$(lgb_run_one "$target" "$name" "$args" "$lg" "$work/run" "$lgbin") || fail=1
         line="{\"rep\":$rep,${line#\{}"
         echo "$line"
+        echo "$line" >>"$work/all.jsonl"
         [ -n "$out" ] && echo "$line" >>"$out"
         lgb_log "$(lgb_summary_line "$line")"
     done <<<"$scen"
 done
+iso=$(lgb_isolation_line "$work/all.jsonl" "$target")
+[ -n "$iso" ] && lgb_log "$iso"
 lgb_log "done in $((SECONDS - start)) s"
 exit $fail

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# bench/mixed_check.sh - the mixed-transport delivery check (ctest integration/mixed_1000).
+#
+#   bench/mixed_check.sh [LIVEGATE [LG_LOADGEN]]     (defaults: build/livegate, build/bench/lg_loadgen)
+#
+# Starts LIVEGATE on 127.0.0.1 port 0 (public and control) with --workers 2, reads the ports
+# from its "listening public=H:P control=H:P" line, runs
+#   lg_loadgen --transport mixed --subscribers 1000 --topics 10 --rate 2000 --events 200
+# (subscribers split evenly over SSE, WebSocket and long-poll; every topic gets all three),
+# stops the server with SIGTERM, and passes only when the server exits 0 and the report says
+# every subscriber connected, every event was acknowledged, deliveries == expected, and lost,
+# duplicated, reordered and invalid are 0, in total and for each transport.
+# Environment: LG_MIXED_SUBS, LG_MIXED_TOPICS, LG_MIXED_RATE, LG_MIXED_EVENTS override the
+# numbers (the defaults are the issue's; the ASan build keeps them). Every wait is bounded:
+# 20 s for the server to start, --max-runtime 50 s for the generator, 15 s for the shutdown.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+lgbin=${1:-$root/build/livegate}
+loadgen=${2:-$root/build/bench/lg_loadgen}
+subs=${LG_MIXED_SUBS:-1000}
+topics=${LG_MIXED_TOPICS:-10}
+rate=${LG_MIXED_RATE:-2000}
+events=${LG_MIXED_EVENTS:-200}
+
+say() { printf 'mixed_check: %s\n' "$*" >&2; }
+for b in "$lgbin" "$loadgen"; do
+    [ -x "$b" ] || { say "not executable: $b"; exit 2; }
+done
+
+work=$(mktemp -d /tmp/lgmixed.XXXXXX)
+srv=""
+cleanup() {
+    if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
+        kill -KILL "$srv" 2>/dev/null
+        wait "$srv" 2>/dev/null
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# 1000 subscribers need more than the usual soft limit of 1024 descriptors (server and client)
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+printf '{"log_level": "info"}\n' >"$work/livegate.json"
+"$lgbin" --config "$work/livegate.json" --public 127.0.0.1:0 --control 127.0.0.1:0 --workers 2 \
+    >"$work/livegate.out" 2>"$work/livegate.log" &
+srv=$!
+
+pub="" ctl=""
+for ((i = 0; i < 400; i++)); do # 20 s
+    line=$(grep -m1 -o 'listening public=[^ ]* control=[^ ]*' "$work/livegate.log" 2>/dev/null)
+    if [ -n "$line" ]; then
+        pub=${line#*public=}; pub=${pub%% *}
+        ctl=${line##*control=}
+        break
+    fi
+    kill -0 "$srv" 2>/dev/null || break
+    sleep 0.05
+done
+if [ -z "$pub" ] || [ -z "$ctl" ]; then
+    say "livegate did not report its ports; its log:"
+    tail -n 20 "$work/livegate.log" >&2
+    exit 1
+fi
+say "livegate pid $srv public=$pub control=$ctl; $subs subscribers (mixed), $topics topics, $rate events/s, $events events/topic"
+
+t0=$SECONDS
+"$loadgen" --transport mixed --host "${pub%:*}" --sub-port "${pub##*:}" --pub-port "${ctl##*:}" \
+    --subscribers "$subs" --topics "$topics" --rate "$rate" --events "$events" \
+    --settle-ms 1000 --drain-ms 20000 --max-runtime 50 --server-pid "$srv" --label mixed_1000 \
+    >"$work/report.json" 2>"$work/loadgen.err"
+lrc=$?
+report=$(cat "$work/report.json")
+say "lg_loadgen exit $lrc after $((SECONDS - t0)) s"
+cat "$work/loadgen.err" >&2
+
+alive=1
+kill -0 "$srv" 2>/dev/null || alive=0
+kill -TERM "$srv" 2>/dev/null
+src=""
+for ((i = 0; i < 300; i++)); do # 15 s
+    if ! kill -0 "$srv" 2>/dev/null; then
+        wait "$srv"
+        src=$?
+        break
+    fi
+    sleep 0.05
+done
+if [ -z "$src" ]; then
+    say "livegate did not exit within 15 s of SIGTERM"
+    src=timeout
+fi
+srv=""
+
+# ---- verdict (flat JSON, awk only) --------------------------------------------------------
+# field JSON KEY: the first "KEY": value (the totals come before the per-transport objects)
+field() {
+    printf '%s\n' "$1" | awk -v k="\"$2\":" '{
+        i = index($0, k); if (!i) { print ""; exit }
+        s = substr($0, i + length(k)); n = match(s, /[,}]/); print substr(s, 1, n - 1) }'
+}
+# section JSON NAME: the text of the per-transport object NAME
+section() {
+    printf '%s\n' "$1" | awk -v k="\"$2\":{" '{
+        p = index($0, "\"per_transport\":"); if (!p) exit
+        s = substr($0, p); i = index(s, k); if (!i) exit
+        s = substr(s, i + length(k)); print substr(s, 1, index(s, "}")) }'
+}
+
+fail=0
+bad() { say "FAIL: $*"; fail=1; }
+[ "$alive" = 1 ] || bad "livegate died during the run"
+[ "$src" = 0 ] || bad "livegate exit status after SIGTERM: $src (want 0)"
+if [ -z "$report" ]; then
+    bad "no report from lg_loadgen (exit $lrc)"
+else
+    [ "$lrc" = 0 ] || bad "lg_loadgen exit $lrc"
+    want_pub=$((topics * events))
+    want_exp=$((subs * events))
+    for kv in "conns_made=$subs" "conns_failed=0" "sub_disconnects=0" "published=$want_pub" \
+        "publish_failed=0" "expected_deliveries=$want_exp" "deliveries=$want_exp" "lost=0" \
+        "duplicated=0" "reordered=0" "invalid=0" "gaps=0" "resets=0" "aborted=false" "drained=true"; do
+        k=${kv%%=*} w=${kv#*=} v=$(field "$report" "${kv%%=*}")
+        [ "$v" = "$w" ] || bad "$k = ${v:-missing} (want $w)"
+    done
+    for x in sse ws poll; do
+        sec=$(section "$report" "$x")
+        [ -n "$sec" ] || { bad "no per_transport.$x in the report"; continue; }
+        n=$(field "{$sec" subscribers)
+        [ -n "$n" ] && [ "$n" -gt 0 ] || bad "$x: no subscribers"
+        for k in lost duplicated reordered conns_failed sub_disconnects; do
+            v=$(field "{$sec" "$k")
+            [ "$v" = 0 ] || bad "$x.$k = ${v:-missing} (want 0)"
+        done
+        e=$(field "{$sec" expected_deliveries) d=$(field "{$sec" deliveries)
+        [ -n "$e" ] && [ "$e" = "$d" ] || bad "$x: deliveries $d != expected $e"
+        say "$x: subscribers $n deliveries $d/$e lost $(field "{$sec" lost) dup $(field "{$sec" duplicated) reord $(field "{$sec" reordered) p99 $(field "{$sec" lat_p99_us) us"
+    done
+fi
+
+if [ $fail = 0 ]; then
+    say "PASS: $(field "$report" deliveries) deliveries, 0 lost/duplicated/reordered, livegate exited 0"
+    exit 0
+fi
+say "report: $report"
+say "livegate log (last 20 lines):"
+grep -v 'adopt_socket_readbuf' "$work/livegate.log" | tail -n 20 >&2
+exit 1
