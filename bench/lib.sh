@@ -214,6 +214,7 @@ fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --rate 10 --duration 5
 fanout_ws_5k_10hz|all|--transport ws --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
 topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 20|deliveries_per_s publish_per_s server_cpu_us_per_delivery lost
 poll_1k_50hz|all|--transport poll --subscribers 1000 --rate 50 --duration 5|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
+poll_1k_max|all|--transport poll --subscribers 1000 --rate max --events 1000 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
 ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 4|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish

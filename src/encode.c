@@ -61,6 +61,11 @@ static bool buf_grow(struct lg_buf *b, size_t n)
 
 /* p == NULL appends n bytes left for the caller to fill in (e.g. read(2) straight into the
  * buffer at its old length), after checking b->oom. */
+void lg_buf_reserve(struct lg_buf *b, size_t n)
+{
+    buf_grow(b, n);
+}
+
 void lg_buf_append(struct lg_buf *b, const void *p, size_t n)
 {
     if (n == 0 || !buf_grow(b, n))

@@ -23,6 +23,8 @@ struct lg_buf {
 void lg_buf_init(struct lg_buf *b);
 void lg_buf_release(struct lg_buf *b);
 void lg_buf_reset(struct lg_buf *b); /* len = 0, keeps the allocation */
+/* Make room for n more bytes now, so the appends that follow do not reallocate. */
+void lg_buf_reserve(struct lg_buf *b, size_t n);
 void lg_buf_append(struct lg_buf *b, const void *p, size_t n);
 void lg_buf_append_str(struct lg_buf *b, const char *s);
 void lg_buf_append_u64(struct lg_buf *b, uint64_t v);

@@ -7,25 +7,30 @@
 #include "event.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cursor.h"
 #include "encode.h"
 #include "stats.h"
 
 static const char default_type[] = "message";
 
-static void append_id(struct lg_buf *b, const struct lg_event_fields *f)
+/* The id "<topic>@<epoch>:<seq>" into out (LG_CURSOR_ENTRY_MAX bytes); returns its length. */
+static size_t format_id(char *out, const struct lg_event_fields *f)
 {
-    lg_buf_append(b, f->topic_name, f->topic_name_len);
-    lg_buf_appendf(b, "@%08" PRIx32 ":%" PRIu64, f->epoch, f->seq);
+    memcpy(out, f->topic_name, f->topic_name_len);
+    int n = snprintf(out + f->topic_name_len, LG_CURSOR_ENTRY_MAX - f->topic_name_len,
+                     "@%08" PRIx32 ":%" PRIu64, f->epoch, f->seq);
+    return f->topic_name_len + (size_t)n;
 }
 
-static void append_sse(struct lg_buf *b, const struct lg_buf *id, const char *type,
+static void append_sse(struct lg_buf *b, const char *id, size_t id_len, const char *type,
                        size_t type_len, const struct lg_event_fields *f)
 {
     lg_buf_append(b, "id: ", 4);
-    lg_buf_append(b, id->data, id->len);
+    lg_buf_append(b, id, id_len);
     lg_buf_append(b, "\nevent: ", 8);
     lg_buf_append(b, type, type_len);
     lg_buf_append(b, "\n", 1);
@@ -33,18 +38,20 @@ static void append_sse(struct lg_buf *b, const struct lg_buf *id, const char *ty
     lg_buf_append(b, "\n", 1);
 }
 
-static void append_json(struct lg_buf *b, const struct lg_buf *id, const char *type,
+static void append_json(struct lg_buf *b, const char *id, size_t id_len, const char *type,
                         size_t type_len, const struct lg_event_fields *f)
 {
     lg_buf_append_str(b, "{\"type\":\"event\",\"v\":1,\"topic\":");
     lg_encode_json_string(b, f->topic_name, f->topic_name_len);
     lg_buf_append_str(b, ",\"id\":");
-    lg_encode_json_string(b, id->data, id->len);
+    lg_encode_json_string(b, id, id_len);
     lg_buf_append_str(b, ",\"seq\":");
     lg_buf_append_u64(b, f->seq);
     lg_buf_append_str(b, ",\"event\":");
     lg_encode_json_string(b, type, type_len);
-    lg_buf_appendf(b, ",\"time\":%" PRId64 ",\"data\":", f->published_unix_ms);
+    lg_buf_append_str(b, ",\"time\":");
+    lg_buf_append_u64(b, f->published_unix_ms > 0 ? (uint64_t)f->published_unix_ms : 0);
+    lg_buf_append_str(b, ",\"data\":");
     if (f->data_is_json)
         lg_buf_append(b, f->data, f->data_len);
     else
@@ -70,23 +77,24 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     const char *type = f->type ? f->type : default_type;
     size_t type_len = f->type ? f->type_len : sizeof default_type - 1;
     struct lg_event *ev = NULL;
-    struct lg_buf id, enc; /* enc holds the SSE frame, then the JSON object */
-    lg_buf_init(&id);
+    char id[LG_CURSOR_ENTRY_MAX];
+    size_t id_len = format_id(id, f);
+    struct lg_buf enc; /* the SSE frame, then the JSON object */
     lg_buf_init(&enc);
+    /* Both forms hold the data once plus framing; escaping rarely doubles it. One allocation
+     * up front instead of a chain of reallocs on the publish path. */
+    lg_buf_reserve(&enc, 2 * (f->data_len + id_len + type_len + f->topic_name_len) + 192);
 
-    append_id(&id, f);
-    if (id.oom)
-        goto out;
-    append_sse(&enc, &id, type, type_len, f);
+    append_sse(&enc, id, id_len, type, type_len, f);
     size_t sse_len = enc.len;
-    size_t sse_body_offset = 4 + id.len + 1; /* "id: " <id> "\n" */
-    append_json(&enc, &id, type, type_len, f);
+    size_t sse_body_offset = 4 + id_len + 1; /* "id: " <id> "\n" */
+    append_json(&enc, id, id_len, type, type_len, f);
     if (enc.oom)
         goto out;
     size_t json_len = enc.len - sse_len;
     size_t ws_header_len = lg_ws_header_len(json_len);
 
-    size_t size = sizeof(struct lg_event) + f->topic_name_len + 1 + id.len + 1 + type_len + 1 +
+    size_t size = sizeof(struct lg_event) + f->topic_name_len + 1 + id_len + 1 + type_len + 1 +
                   (f->key ? f->key_len + 1 : 0) +
                   (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
                   sse_len + 1 +
@@ -99,7 +107,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     ev->topic = f->topic;
     ev->epoch = f->epoch;
     ev->seq = f->seq;
-    ev->id_len = id.len;
+    ev->id_len = id_len;
     ev->data_len = f->data_len;
     ev->data_is_json = f->data_is_json;
     ev->published_unix_ms = f->published_unix_ms;
@@ -114,7 +122,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     ev->topic_name = p;
     p = put(p, f->topic_name, f->topic_name_len);
     ev->id = p;
-    p = put(p, id.data, id.len);
+    p = put(p, id, id_len);
     ev->type = p;
     p = put(p, type, type_len);
     ev->key = NULL;
@@ -140,7 +148,6 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     LG_STAT_ADD(events_live, 1);
 out:
     lg_buf_release(&enc);
-    lg_buf_release(&id);
     return ev;
 }
 
