@@ -30,6 +30,7 @@
 #include <microhttpd.h>
 
 #include "encode.h"
+#include "http_request.h"
 #include "hub.h"
 #include "log.h"
 #include "stats.h"
@@ -115,46 +116,6 @@ static void ascii_safe(char *s)
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
             *s = '?';
-}
-
-static int hex_value(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/*
- * Decode the %XX escapes of in[0..len) into out (at most cap bytes, not NUL-terminated).
- * Return value: 0 with *out_len set; -1 for a malformed escape (*bad = its offset in in);
- * -2 when the decoded text would be longer than cap.
- */
-static int pct_decode(const char *in, size_t len, char *out, size_t cap, size_t *out_len,
-                      size_t *bad)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        char ch = in[i];
-        if (ch == '%') {
-            int hi = i + 2 < len ? hex_value(in[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value(in[i + 2]) : -1;
-            if (lo < 0) {
-                *bad = i;
-                return -1;
-            }
-            ch = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (n == cap)
-            return -2;
-        out[n++] = ch;
-    }
-    *out_len = n;
-    return 0;
 }
 
 static bool type_char_ok(char ch)
@@ -397,7 +358,7 @@ static int topic_from_path(const struct lg_ctl_route *route, const char *url, ch
     const char *seg = url + pre;
     size_t seg_len = strlen(url) - pre - strlen(route->suffix);
     size_t bad = 0;
-    int rc = pct_decode(seg, seg_len, topic, LG_TOPIC_NAME_MAX, topic_len, &bad);
+    int rc = lg_percent_decode(seg, seg_len, topic, LG_TOPIC_NAME_MAX + 1, false, &bad);
     if (rc == -1)
         return fail(e, 400, "bad_request",
                     "the topic in the path has a malformed percent-escape at byte %zu; "
@@ -405,13 +366,14 @@ static int topic_from_path(const struct lg_ctl_route *route, const char *url, ch
     if (rc == -2)
         return fail(e, 422, "invalid_topic", "topic name is longer than %d bytes",
                     LG_TOPIC_NAME_MAX);
-    topic[*topic_len] = '\0';
+    *topic_len = (size_t)rc;
     return 0;
 }
 
 /*
- * Read query parameter name into out (cap bytes), percent-decoded. *present tells whether it
- * was given. Return value: 0, or -1 with e filled (malformed escape, longer than cap).
+ * Read query parameter name into out (room for cap bytes of text plus a NUL), percent-decoded.
+ * *present tells whether it was given. Return value: 0, or -1 with e filled (malformed escape,
+ * longer than cap).
  */
 static int query_param(struct MHD_Connection *conn, const char *name, char *out, size_t cap,
                        size_t *len, bool *present, struct lg_ctl_error *e)
@@ -423,7 +385,7 @@ static int query_param(struct MHD_Connection *conn, const char *name, char *out,
     *len = 0;
     if (!*present || raw == NULL)
         return 0;
-    int rc = pct_decode(raw, raw_len, out, cap, len, &bad);
+    int rc = lg_percent_decode(raw, raw_len, out, cap + 1, false, &bad);
     if (rc == -1)
         return fail(e, 400, "bad_request",
                     "query parameter \"%s\" has a malformed percent-escape at byte %zu", name,
@@ -431,13 +393,14 @@ static int query_param(struct MHD_Connection *conn, const char *name, char *out,
     if (rc == -2)
         return fail(e, 400, "bad_request", "query parameter \"%s\" is longer than %zu bytes",
                     name, cap);
+    *len = (size_t)rc;
     return 0;
 }
 
 /* The optional ?type= and ?key= of a single publish, stored in the caller's buffers, and the
  * Idempotency-Key header (MHD keeps it for the request's lifetime). */
-static int event_params(struct MHD_Connection *conn, char type[LG_CTL_TYPE_MAX],
-                        char key[LG_CTL_KEY_MAX], struct lg_publish_req *req,
+static int event_params(struct MHD_Connection *conn, char type[LG_CTL_TYPE_MAX + 1],
+                        char key[LG_CTL_KEY_MAX + 1], struct lg_publish_req *req,
                         struct lg_ctl_error *e)
 {
     bool present;
@@ -526,8 +489,8 @@ static int handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
 {
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     char topic[LG_TOPIC_NAME_MAX + 1];
-    char type[LG_CTL_TYPE_MAX];
-    char key[LG_CTL_KEY_MAX];
+    char type[LG_CTL_TYPE_MAX + 1];
+    char key[LG_CTL_KEY_MAX + 1];
     char *json_text = NULL;
     struct lg_publish_req req = {.topic = topic};
     struct lg_publish_result res;

@@ -166,25 +166,27 @@ static int hex_value(char c)
     return -1;
 }
 
-int lg_percent_decode(const char *src, size_t len, char *out, size_t cap, bool plus_is_space)
+int lg_percent_decode(const char *src, size_t len, char *out, size_t cap, bool plus_is_space,
+                      size_t *bad_at)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         char c = src[i];
         if (c == '%') {
-            if (i + 2 >= len)
+            int hi = i + 2 < len ? hex_value(src[i + 1]) : -1;
+            int lo = hi >= 0 ? hex_value(src[i + 2]) : -1;
+            if (lo < 0) {
+                if (bad_at)
+                    *bad_at = i;
                 return -1;
-            int hi = hex_value(src[i + 1]);
-            int lo = hex_value(src[i + 2]);
-            if (hi < 0 || lo < 0)
-                return -1;
+            }
             c = (char)(hi * 16 + lo);
             i += 2;
         } else if (c == '+' && plus_is_space) {
             c = ' ';
         }
         if (o + 1 >= cap)
-            return -1;
+            return -2;
         out[o++] = c;
     }
     out[o] = '\0';
@@ -204,10 +206,10 @@ int lg_query_next(const char *q, size_t len, size_t *pos, char *name, size_t nam
     const char *eq = memchr(q + start, '=', end - start);
     size_t name_end = eq ? (size_t)(eq - q) : end;
     *pos = end;
-    if (lg_percent_decode(q + start, name_end - start, name, name_cap, true) < 0)
+    if (lg_percent_decode(q + start, name_end - start, name, name_cap, true, NULL) < 0)
         return -1;
     size_t vstart = eq ? name_end + 1 : end;
-    if (lg_percent_decode(q + vstart, end - vstart, value, value_cap, true) < 0)
+    if (lg_percent_decode(q + vstart, end - vstart, value, value_cap, true, NULL) < 0)
         return -1;
     return 1;
 }

@@ -74,7 +74,10 @@ int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t le
 int lg_query_next(const char *q, size_t len, size_t *pos, char *name, size_t name_cap,
                   char *value, size_t value_cap);
 
-/* Percent-decode src[0..len) into out (NUL-terminated). Return value: length, or -1. */
-int lg_percent_decode(const char *src, size_t len, char *out, size_t cap, bool plus_is_space);
+/* Percent-decode src[0..len) into out (NUL-terminated, so at most cap - 1 bytes of text).
+ * Return value: the decoded length; -1 for a malformed escape (its offset in *bad_at when
+ * bad_at is not NULL); -2 when the text does not fit. */
+int lg_percent_decode(const char *src, size_t len, char *out, size_t cap, bool plus_is_space,
+                      size_t *bad_at);
 
 #endif

@@ -224,7 +224,8 @@ static int resolve_static(const char *dir, const char *decoded_path, char *resol
 static void serve_static(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
     char decoded[1024], resolved[PATH_MAX];
-    int len = lg_percent_decode(buf + req->path.off, req->path.len, decoded, sizeof decoded, false);
+    int len = lg_percent_decode(buf + req->path.off, req->path.len, decoded, sizeof decoded, false,
+                                NULL);
     if (len < 0 || memchr(decoded, '\0', (size_t)len) || decoded[0] != '/') {
         lg_conn_http_error(c, 400, "bad_request", "malformed request path", NULL);
         return;

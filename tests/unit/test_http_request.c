@@ -112,11 +112,14 @@ END_TEST
 START_TEST(rejects_bad_escapes)
 {
     char out[16];
-    ck_assert_int_eq(lg_percent_decode("%4", 2, out, sizeof out, false), -1);
-    ck_assert_int_eq(lg_percent_decode("%zz", 3, out, sizeof out, false), -1);
-    ck_assert_int_eq(lg_percent_decode("abc%", 4, out, sizeof out, false), -1);
-    ck_assert_int_eq(lg_percent_decode("0123456789abcdefgh", 18, out, sizeof out, false), -1);
-    ck_assert_int_eq(lg_percent_decode("a+b%20c", 7, out, sizeof out, false), 5);
+    size_t bad = 99;
+    ck_assert_int_eq(lg_percent_decode("%4", 2, out, sizeof out, false, &bad), -1);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_int_eq(lg_percent_decode("ab%zz", 5, out, sizeof out, false, &bad), -1);
+    ck_assert_uint_eq(bad, 2);
+    ck_assert_int_eq(lg_percent_decode("abc%", 4, out, sizeof out, false, NULL), -1);
+    ck_assert_int_eq(lg_percent_decode("0123456789abcdefgh", 18, out, sizeof out, false, NULL), -2);
+    ck_assert_int_eq(lg_percent_decode("a+b%20c", 7, out, sizeof out, false, NULL), 5);
     ck_assert_str_eq(out, "a+b c");
 }
 END_TEST
