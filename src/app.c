@@ -101,8 +101,8 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
         struct timespec one_second = {.tv_sec = 1};
         int sig = sigtimedwait(signals, NULL, &one_second);
         if (sig == SIGINT || sig == SIGTERM) {
-            lg_info("received %s: draining (at most %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                    app->cfg->drain_timeout_ms);
+            lg_log_lifecycle("received %s: draining (at most %u ms)",
+                             sig == SIGINT ? "SIGINT" : "SIGTERM", app->cfg->drain_timeout_ms);
             return;
         }
         lg_hub_expire(app->hub);
@@ -168,12 +168,12 @@ int lg_app_run(const struct lg_config *cfg)
     char pub[96], ctl[96];
     print_addr(pub, sizeof pub, cfg->public_addr.host, app.public_port);
     print_addr(ctl, sizeof ctl, cfg->control_addr.host, app.control_port);
-    lg_info("livegate %s listening public=%s control=%s workers=%u", LG_VERSION, pub, ctl,
-            app.worker_count);
+    lg_log_lifecycle("livegate %s listening public=%s control=%s workers=%u", LG_VERSION, pub, ctl,
+                     app.worker_count);
 
     serve_until_signal(&app, &signals);
     drain(&app);
     stop(&app);
-    lg_info("livegate stopped cleanly");
+    lg_log_lifecycle("livegate stopped cleanly");
     return 0;
 }

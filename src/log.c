@@ -87,6 +87,14 @@ void lg_log(enum lg_log_level level, const char *fmt, ...)
     va_end(ap);
 }
 
+void lg_log_lifecycle(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_emit(LG_LOG_INFO, 0, fmt, ap);
+    va_end(ap);
+}
+
 void lg_log_ratelimited(struct lg_ratelimit *rl, uint32_t interval_ms, enum lg_log_level level,
                         const char *fmt, ...)
 {

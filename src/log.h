@@ -20,6 +20,10 @@ enum lg_log_level lg_log_get_level(void);
 
 void lg_log(enum lg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Start, drain and stop lines, printed at INFO whatever the level: tools read the chosen
+ * ports from the startup line, and an operator must always see why the process ended. */
+void lg_log_lifecycle(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /*
  * A rate limiter for one kind of warning. Initialise with {0}; one per call site, static.
  * The first line in each interval is printed with the number suppressed since the last one.
