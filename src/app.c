@@ -111,9 +111,10 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
 
 static void drain(struct lg_app *app)
 {
-    atomic_store(&app->lifecycle, LG_LIFECYCLE_DRAINING);
+    /* Workers first: once readyz says draining, no worker takes a new subscriber. */
     for (uint32_t i = 0; i < app->worker_count; i++)
         lg_worker_drain(app->workers[i]);
+    atomic_store(&app->lifecycle, LG_LIFECYCLE_DRAINING);
     uint64_t deadline = lg_mono_ms() + app->cfg->drain_timeout_ms;
     for (uint32_t i = 0; i < app->worker_count; i++) {
         while (!lg_worker_drained(app->workers[i]) && lg_mono_ms() < deadline) {

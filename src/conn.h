@@ -46,6 +46,7 @@ struct lg_conn {
     enum lg_conn_kind kind;
     bool released;            /* lg_conn_release() ran */
     bool closing;             /* send what is in `out`, then close */
+    bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */
     bool keep_alive;          /* after `out` is sent, read the next request */
     bool heartbeat_owed;      /* SSE: send a comment line */
     struct lg_subscriber sub; /* SSE, WS, POLL */

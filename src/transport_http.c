@@ -377,6 +377,11 @@ static int on_writable(struct lg_conn *c)
         return 0;
     if (write_stream(c) != 0)
         return -1;
+    if (c->draining && !lg_subscriber_has_output(&c->sub) && !c->closing) {
+        /* Everything accepted before the shutdown is out: the retry hint ends the stream. */
+        lg_buf_appendf(&c->out, "retry: %u\n\n", lg_worker_config(c->worker)->sse.retry_ms);
+        c->closing = true;
+    }
     if (c->closing || lg_subscriber_has_output(&c->sub)) {
         c->sub.write_wanted = true;
         lg_conn_want_write(c);
@@ -407,16 +412,14 @@ void lg_conn_drain(struct lg_conn *c)
 {
     switch (c->kind) {
     case LG_CONN_SSE:
-        lg_buf_appendf(&c->out, "retry: %u\n\n", lg_worker_config(c->worker)->sse.retry_ms);
-        c->closing = true;
+        c->draining = true; /* on_writable sends what is queued, then the retry hint */
         break;
     case LG_CONN_POLL:
         c->keep_alive = false;
         answer_poll(c);
         return;
     case LG_CONN_WS:
-        c->closing = true;
-        c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
+        c->draining = true; /* the WS writable sends what is queued, then closes with 1001 */
         break;
     default:
         if (!c->out.len)

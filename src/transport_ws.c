@@ -309,7 +309,12 @@ static int on_writable(struct lg_conn *c)
                   LWS_WRITE_RAW) < 0)
         return -1;
     c->last_write_ms = lg_mono_ms();
-    if (lg_subscriber_has_output(&c->sub)) {
+    if (c->draining && !lg_subscriber_has_output(&c->sub)) {
+        /* Everything accepted before the shutdown is out: close once lws has sent it. */
+        c->closing = true;
+        c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
+    }
+    if (c->closing || lg_subscriber_has_output(&c->sub)) {
         c->sub.write_wanted = true;
         lg_conn_want_write(c);
     }

@@ -75,7 +75,12 @@ const struct lg_config *lg_worker_config(const struct lg_worker *w) { return w->
 struct lg_hub *lg_worker_hub(const struct lg_worker *w) { return w->shared.hub; }
 uint32_t lg_worker_index(const struct lg_worker *w) { return w->index; }
 const char *lg_worker_static_dir(const struct lg_worker *w) { return w->shared.static_dir; }
-bool lg_worker_is_draining(const struct lg_worker *w) { return w->draining; }
+/* The request flag too: a request classified between lg_worker_drain() and the worker's
+ * next wake-up is refused like the ones after it. */
+bool lg_worker_is_draining(const struct lg_worker *w)
+{
+    return w->draining || atomic_load(&w->drain_requested);
+}
 
 struct lg_buf *lg_worker_scratch(struct lg_worker *w)
 {
