@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git curl ca-certificates
   libwebsockets-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev
-  check libsubunit-dev
+  check libsubunit-dev libssl-dev
   valgrind procps util-linux
 )
 if [[ "${LG_SETUP_BENCH:-0}" == 1 ]]; then
