@@ -235,7 +235,7 @@ static void page_replays(struct lg_subscriber *s)
 
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
-                      bool *more, const char **problem)
+                      const char **problem)
 {
     struct lg_subscription *sn = lg_subscriber_find(s, t);
     if (sn && sn->listening)
@@ -283,8 +283,6 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         owe_gap(s, sn, replay.gap_to);
     }
     take_page(s, sn, &replay);
-    if (more)
-        *more = replay.more;
     lg_replay_release(&replay);
     if (listen)
         link_listener(sn, s->worker);

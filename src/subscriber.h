@@ -84,7 +84,7 @@ void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, ui
  */
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
-                      bool *more, const char **problem);
+                      const char **problem);
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
 void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);

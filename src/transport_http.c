@@ -43,7 +43,7 @@ static int subscribe_all(struct lg_conn *c, const struct lg_subscribe_params *p,
         }
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
                                                             : NULL;
-        if (lg_subscriber_add(&c->sub, hub, t, since, listen, max_replay, NULL, &problem) < 0) {
+        if (lg_subscriber_add(&c->sub, hub, t, since, listen, max_replay, &problem) < 0) {
             lg_subscriber_release(&c->sub, hub);
             lg_conn_http_error(c, 400, "invalid_cursor", problem, NULL);
             return -1;

@@ -111,7 +111,7 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
             return reply_error(c, "unavailable", problem);
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
                                                             : NULL;
-        if (lg_subscriber_add(&c->sub, hub, t, since, true, SIZE_MAX, NULL, &problem) < 0) {
+        if (lg_subscriber_add(&c->sub, hub, t, since, true, SIZE_MAX, &problem) < 0) {
             char text[256];
             snprintf(text, sizeof text, "topic %s: %s", t->name, problem);
             return reply_error(c, "invalid_cursor", text);

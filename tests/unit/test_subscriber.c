@@ -91,7 +91,7 @@ static void subscribe(struct lg_subscriber *s, const char *name, const char *cur
         since = &c.entries[0];
     }
     const char *problem = NULL;
-    ck_assert_int_eq(lg_subscriber_add(s, hub, topic(name), since, true, SIZE_MAX, NULL, &problem),
+    ck_assert_int_eq(lg_subscriber_add(s, hub, topic(name), since, true, SIZE_MAX, &problem),
                      0);
 }
 
@@ -223,7 +223,7 @@ START_TEST(cursor_ahead_of_topic_is_refused)
     ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, err, sizeof err), 0);
     const char *problem = NULL;
     ck_assert_int_eq(
-        lg_subscriber_add(&s, hub, topic("a"), &c.entries[0], true, SIZE_MAX, NULL, &problem), -1);
+        lg_subscriber_add(&s, hub, topic("a"), &c.entries[0], true, SIZE_MAX, &problem), -1);
     ck_assert_ptr_nonnull(problem);
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
     lg_subscriber_release(&s, hub);
