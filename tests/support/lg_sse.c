@@ -189,6 +189,22 @@ static int lg_test__sse_parse(struct lg_sse_client *c, struct lg_sse_event *ev)
     return 0;
 }
 
+int lg_test__send_sse_request(int fd, uint16_t port, const char *path, const char *extra_headers)
+{
+    char *req = NULL;
+    size_t req_cap = 0;
+    const char *extra = extra_headers ? extra_headers : "";
+    if (lg_test__reserve(&req, &req_cap, strlen(path) + strlen(extra) + 160) < 0)
+        return -1;
+    int n = snprintf(req, req_cap,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAccept: text/event-stream\r\n"
+                     "Cache-Control: no-cache\r\n%s\r\n",
+                     path, port, extra);
+    int rc = lg_send_all(fd, req, (size_t)n);
+    free(req);
+    return rc;
+}
+
 int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const char *extra_headers)
 {
     memset(c, 0, sizeof *c);
@@ -197,20 +213,7 @@ int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const 
     int fd = lg_tcp_connect(port);
     if (fd < 0)
         return -1;
-    char *req = NULL;
-    size_t req_cap = 0;
-    const char *extra = extra_headers ? extra_headers : "";
-    if (lg_test__reserve(&req, &req_cap, strlen(path) + strlen(extra) + 160) < 0) {
-        close(fd);
-        return -1;
-    }
-    int n = snprintf(req, req_cap,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAccept: text/event-stream\r\n"
-                     "Cache-Control: no-cache\r\n%s\r\n",
-                     path, port, extra);
-    int rc = lg_send_all(fd, req, (size_t)n);
-    free(req);
-    if (rc < 0) {
+    if (lg_test__send_sse_request(fd, port, path, extra_headers) < 0) {
         close(fd);
         return -1;
     }

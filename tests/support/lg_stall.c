@@ -19,21 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 #include <jansson.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 
 #include "lg_internal.h"
 #include "lg_test.h"
 
 #define LG_STALL__HEAD_TIMEOUT_MS 10000
-#define LG_STALL__WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 /* ---- Stalled sockets --------------------------------------------------------------------- */
 
@@ -72,20 +68,7 @@ int lg_stall_sse_open(uint16_t port, const char *path, const char *extra_headers
     int fd = lg_stall_connect(port, rcvbuf);
     if (fd < 0)
         return -1;
-    char *req = NULL;
-    size_t cap = 0;
-    const char *extra = extra_headers ? extra_headers : "";
-    if (lg_test__reserve(&req, &cap, strlen(path) + strlen(extra) + 160) < 0) {
-        close(fd);
-        return -1;
-    }
-    int n = snprintf(req, cap,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAccept: text/event-stream\r\n"
-                     "Cache-Control: no-cache\r\n%s\r\n",
-                     path, port, extra);
-    int rc = lg_send_all(fd, req, (size_t)n);
-    free(req);
-    if (rc < 0) {
+    if (lg_test__send_sse_request(fd, port, path, extra_headers) < 0) {
         close(fd);
         return -1;
     }
@@ -119,43 +102,14 @@ int lg_stall_sse_resume(struct lg_sse_client *c, int fd, int timeout_ms)
     return 0;
 }
 
-static void lg_stall__ws_key(char key[32], char expect[32])
-{
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        for (size_t i = 0; i < sizeof raw; i++)
-            raw[i] = (unsigned char)rand();
-    EVP_EncodeBlock((unsigned char *)key, raw, sizeof raw);
-    char cat[128];
-    unsigned char md[SHA_DIGEST_LENGTH];
-    int n = snprintf(cat, sizeof cat, "%s%s", key, LG_STALL__WS_GUID);
-    SHA1((const unsigned char *)cat, (size_t)n, md);
-    EVP_EncodeBlock((unsigned char *)expect, md, SHA_DIGEST_LENGTH);
-}
-
 int lg_stall_ws_open(struct lg_stall_ws *w, uint16_t port, const char *path, int rcvbuf)
 {
     memset(w, 0, sizeof *w);
     w->fd = -1;
-    char key[32];
-    lg_stall__ws_key(key, w->expect);
     int fd = lg_stall_connect(port, rcvbuf);
     if (fd < 0)
         return -1;
-    size_t cap = strlen(path) + 512;
-    char *req = malloc(cap);
-    if (!req) {
-        close(fd);
-        return -1;
-    }
-    int n = snprintf(req, cap,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                     "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: livegate.v1\r\n\r\n",
-                     path, port, key);
-    int rc = lg_send_all(fd, req, (size_t)n);
-    free(req);
-    if (rc < 0) {
+    if (lg_test__send_ws_upgrade(fd, port, path, "livegate.v1", w->expect) < 0) {
         close(fd);
         return -1;
     }

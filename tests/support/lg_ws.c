@@ -312,27 +312,20 @@ static int lg_test__ws_next(struct lg_ws_client *c, char **msg, int timeout_ms, 
 
 /* ---- Public API --------------------------------------------------------------------------- */
 
-int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const char *subprotocol)
+int lg_test__send_ws_upgrade(int fd, uint16_t port, const char *path, const char *subprotocol,
+                             char expect[32])
 {
-    memset(c, 0, sizeof *c);
-    c->fd = -1;
     unsigned char raw_key[16];
-    char key[32], expect[32], proto_line[128] = "";
+    char key[32], proto_line[128] = "";
     lg_test__random(raw_key, sizeof raw_key);
     EVP_EncodeBlock((unsigned char *)key, raw_key, sizeof raw_key);
     lg_test__ws_accept(key, expect);
     if (subprotocol)
         snprintf(proto_line, sizeof proto_line, "Sec-WebSocket-Protocol: %s\r\n", subprotocol);
-
-    int fd = lg_tcp_connect(port);
-    if (fd < 0)
-        return -1;
     size_t req_cap = strlen(path) + 512;
     char *req = malloc(req_cap);
-    if (!req) {
-        close(fd);
+    if (!req)
         return -1;
-    }
     int n = snprintf(req, req_cap,
                      "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
@@ -340,7 +333,18 @@ int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const ch
                      path, port, key, proto_line);
     int rc = lg_send_all(fd, req, (size_t)n);
     free(req);
-    if (rc < 0) {
+    return rc;
+}
+
+int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const char *subprotocol)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    char expect[32];
+    int fd = lg_tcp_connect(port);
+    if (fd < 0)
+        return -1;
+    if (lg_test__send_ws_upgrade(fd, port, path, subprotocol, expect) < 0) {
         close(fd);
         return -1;
     }
