@@ -153,6 +153,25 @@ out:
     return rc;
 }
 
+/* Read what the stream has into c->raw, until data or the deadline. Return value: 0 (data
+ * read, or the stream ended: c->closed), -1 out of memory, -2 deadline passed. */
+static int sse_read_more(struct lg_sse_client *c, int64_t deadline)
+{
+    if (lg_test__reserve(&c->raw, &c->raw_cap, c->raw_len + 16384) < 0)
+        return -1;
+    ssize_t n = lg_test__recv_deadline(c->fd, c->raw + c->raw_len, c->raw_cap - 1 - c->raw_len,
+                                       deadline);
+    if (n == -2)
+        return -2;
+    if (n <= 0) {
+        c->closed = true;
+        return 0;
+    }
+    c->raw_len += (size_t)n;
+    c->raw[c->raw_len] = '\0';
+    return 0;
+}
+
 /* ---- SSE raw bytes -------------------------------------------------------------------------- */
 
 bool lg_sse_wait_raw(struct lg_sse_client *c, size_t from, const char *needle, int timeout_ms)
@@ -162,20 +181,8 @@ bool lg_sse_wait_raw(struct lg_sse_client *c, size_t from, const char *needle, i
     for (;;) {
         if (c->raw && c->raw_len >= from + nlen && memmem(c->raw + from, c->raw_len - from, needle, nlen))
             return true;
-        if (c->closed || c->fd < 0)
+        if (c->closed || c->fd < 0 || sse_read_more(c, deadline) != 0)
             return false;
-        if (lg_test__reserve(&c->raw, &c->raw_cap, c->raw_len + 16384) < 0)
-            return false;
-        ssize_t n = lg_test__recv_deadline(c->fd, c->raw + c->raw_len,
-                                           c->raw_cap - 1 - c->raw_len, deadline);
-        if (n == -2)
-            return false;
-        if (n <= 0) {
-            c->closed = true;
-            continue;
-        }
-        c->raw_len += (size_t)n;
-        c->raw[c->raw_len] = '\0';
     }
 }
 
@@ -185,18 +192,8 @@ bool lg_sse_wait_eof(struct lg_sse_client *c, int timeout_ms)
     for (;;) {
         if (c->closed || c->fd < 0)
             return true;
-        if (lg_test__reserve(&c->raw, &c->raw_cap, c->raw_len + 16384) < 0)
+        if (sse_read_more(c, deadline) != 0)
             return false;
-        ssize_t n = lg_test__recv_deadline(c->fd, c->raw + c->raw_len,
-                                           c->raw_cap - 1 - c->raw_len, deadline);
-        if (n == -2)
-            return false;
-        if (n <= 0) {
-            c->closed = true;
-            continue;
-        }
-        c->raw_len += (size_t)n;
-        c->raw[c->raw_len] = '\0';
     }
 }
 

@@ -233,11 +233,17 @@ bool lg_test__header_has_token(const char *value, const char *token)
 
 /* ---- Plain TCP ---------------------------------------------------------------------------- */
 
-int lg_tcp_connect(uint16_t port)
+int lg_test__connect(uint16_t port, int rcvbuf)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         fprintf(stderr, "lg_tcp_connect: socket: %s\n", strerror(errno));
+        return -1;
+    }
+    /* Before connect(), so the window the server sees is small from the start. */
+    if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) != 0) {
+        fprintf(stderr, "lg_tcp_connect: SO_RCVBUF: %s\n", strerror(errno));
+        close(fd);
         return -1;
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -257,6 +263,8 @@ int lg_tcp_connect(uint16_t port)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     return fd;
 }
+
+int lg_tcp_connect(uint16_t port) { return lg_test__connect(port, 0); }
 
 int lg_send_all(int fd, const void *buf, size_t len)
 {

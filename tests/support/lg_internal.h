@@ -61,6 +61,9 @@ int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *wh
 /* Status code of "HTTP/1.x NNN ...", or 0 if the line does not parse. */
 int lg_test__parse_status(const char *head);
 
+/* Blocking connect to 127.0.0.1:port, with SO_RCVBUF set first when rcvbuf > 0. */
+int lg_test__connect(uint16_t port, int rcvbuf);
+
 /* Send the GET of an SSE stream on fd. Return value: 0 or -1 (fd left open either way). */
 int lg_test__send_sse_request(int fd, uint16_t port, const char *path, const char *extra_headers);
 

@@ -33,35 +33,7 @@
 
 /* ---- Stalled sockets --------------------------------------------------------------------- */
 
-int lg_stall_connect(uint16_t port, int rcvbuf)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        fprintf(stderr, "lg_stall_connect: socket: %s\n", strerror(errno));
-        return -1;
-    }
-    if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) != 0) {
-        fprintf(stderr, "lg_stall_connect: SO_RCVBUF: %s\n", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int rc;
-    do
-        rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-    while (rc < 0 && errno == EINTR);
-    if (rc < 0) {
-        fprintf(stderr, "lg_stall_connect: 127.0.0.1:%u: %s\n", port, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval tv = {.tv_sec = 10};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    return fd;
-}
+int lg_stall_connect(uint16_t port, int rcvbuf) { return lg_test__connect(port, rcvbuf); }
 
 int lg_stall_sse_open(uint16_t port, const char *path, const char *extra_headers, int rcvbuf)
 {
