@@ -100,6 +100,34 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
     lg_conn_want_write(c);
 }
 
+/* Plain event output of a stream whose socket took everything written so far. */
+static bool writes_directly(const struct lg_conn *c)
+{
+    return (c->kind == LG_CONN_SSE || c->kind == LG_CONN_WS) && !c->closing && !c->draining &&
+           !c->sub.slow_disconnect && !lws_partial_buffered(c->wsi);
+}
+
+void lg_conn_write_now(struct lg_conn *c)
+{
+    if (c->released || !lg_subscriber_has_output(&c->sub))
+        return;
+    if (!writes_directly(c)) {
+        lg_conn_want_write(c);
+        return;
+    }
+    int rc = c->kind == LG_CONN_WS ? lg_ws_write_events(c) : lg_http_write_events(c);
+    if (rc != 0) {
+        c->closing = true; /* the writable callback closes it */
+        if (!c->ws_close_code)
+            c->ws_close_code = LWS_CLOSE_STATUS_UNEXPECTED_CONDITION;
+    }
+    /* Left over: a policy decision to send, or what a full socket did not take. lws asks for
+     * POLLOUT itself after a partial write; asking again is harmless. */
+    if (c->closing || lg_subscriber_has_output(&c->sub))
+        lg_conn_want_write(c);
+    lg_worker_conn_backlog(c->worker, c);
+}
+
 int lg_conn_flush_out(struct lg_conn *c)
 {
     size_t left = c->out.len - c->out_sent;
@@ -113,7 +141,7 @@ int lg_conn_flush_out(struct lg_conn *c)
         return -1;
     if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, left, LWS_WRITE_RAW) < 0)
         return -1;
-    c->last_write_ms = lg_mono_ms();
+    lg_worker_conn_wrote(c->worker, c);
     lg_buf_reset(&c->out);
     c->out_sent = 0;
     return 0;

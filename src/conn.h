@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dlist.h"
 #include "encode.h"
 #include "http_request.h"
 #include "subscriber.h"
@@ -59,6 +60,11 @@ struct lg_conn {
     uint16_t ws_close_code;   /* when closing: the code to send (1001 at shutdown) */
     struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
     struct lg_conn *prev, *next; /* the worker's list of connections */
+    struct lg_conn *dirty_next;  /* the worker's list of connections the batch gave output */
+    bool dirty;                  /* on that list */
+    struct lg_dlink quiet_link;  /* SSE: the worker's streams in order of their last write */
+    struct lg_dlink backlog_link;/* the worker's connections holding events their socket did
+                                    not take yet (checked against max_lag_ms each tick) */
 };
 
 /* What the classifier parsed, handed to the connection that serves it. */
@@ -77,6 +83,10 @@ bool lg_worker_is_draining(const struct lg_worker *w);
 struct lg_buf *lg_worker_scratch(struct lg_worker *w);
 void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c);
 void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
+/* c wrote to its socket now: an SSE stream moves to the end of the heartbeat order. */
+void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
+/* After a write: whether c still holds queued events (its socket is full). */
+void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
 /* Keep the raw query of a WebSocket upgrade until lws reports the connection established. */
 char *lg_worker_take_ws_query(struct lg_worker *w, int fd);
 
@@ -100,10 +110,20 @@ extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / sta
 extern const struct lws_protocols lg_protocol_ws;   /* "livegate.v1" */
 /* Serve a parsed request on an adopted raw connection (first or keep-alive request). */
 void lg_http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req);
-/* An event batch was offered: write it if the client can take it. */
-void lg_conn_on_output(struct lg_conn *c);
-/* Periodic tick: heartbeats, poll deadlines, lag. now in monotonic ms. */
-void lg_conn_tick(struct lg_conn *c, uint64_t now_ms);
+/*
+ * Events were queued for c (called by the worker, outside any lws callback): write them to
+ * the socket now, as many write_batch_bytes-sized writes as it takes without blocking. Only a
+ * write that does not go out whole (lws keeps the rest and asks for POLLOUT) leaves events
+ * queued, so a client's queue grows only while its own socket is full. Anything but plain
+ * event output (closing, draining, a held poll's answer) goes through the writable callback.
+ */
+void lg_conn_write_now(struct lg_conn *c);
+/* The transports' halves of lg_conn_write_now(): write queued events until the queue is empty
+ * or the socket is full. Return value: 0, or -1 if the socket failed. */
+int lg_http_write_events(struct lg_conn *c);
+int lg_ws_write_events(struct lg_conn *c);
+/* Periodic tick of a connection with queued events: apply max_lag_ms. */
+void lg_conn_check_lag(struct lg_conn *c);
 /* Begin a clean end: SSE retry hint, WS 1001, answer held polls, close idle ones. */
 void lg_conn_drain(struct lg_conn *c);
 

@@ -126,6 +126,11 @@ static bool over_bounds(const struct lg_subscriber *s, size_t incoming_bytes)
     return s->ring.live >= b->max_events || s->ring.bytes + incoming_bytes > b->max_bytes;
 }
 
+bool lg_subscriber_would_overflow(const struct lg_subscriber *s, const struct lg_event *ev)
+{
+    return over_bounds(s, ev->size);
+}
+
 static bool too_old(struct lg_subscriber *s, uint64_t now_ns)
 {
     if (s->bounds->max_lag_ms == 0)

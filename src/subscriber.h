@@ -98,6 +98,9 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub);
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
                          struct lg_event *ev, uint64_t now_ns);
 
+/* Queueing ev now would make a bound fire (the caller may write the queue out first). */
+bool lg_subscriber_would_overflow(const struct lg_subscriber *s, const struct lg_event *ev);
+
 /* Apply max_lag_ms to what is queued (called from the worker's periodic tick). */
 void lg_subscriber_check_lag(struct lg_subscriber *s, uint64_t now_ns);
 

@@ -351,7 +351,7 @@ static int write_stream(struct lg_conn *c)
     if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
                   LWS_WRITE_RAW) < 0)
         return -1;
-    c->last_write_ms = lg_mono_ms();
+    lg_worker_conn_wrote(c->worker, c);
     return 0;
 }
 
@@ -386,26 +386,27 @@ static int on_writable(struct lg_conn *c)
         c->sub.write_wanted = true;
         lg_conn_want_write(c);
     }
+    lg_worker_conn_backlog(c->worker, c);
     return 0;
 }
 
-void lg_conn_on_output(struct lg_conn *c) { lg_conn_want_write(c); }
-
-void lg_conn_tick(struct lg_conn *c, uint64_t now_ms)
+int lg_http_write_events(struct lg_conn *c)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    if (lg_conn_flush_out(c) != 0)
+        return -1;
+    while (!c->closing && !lws_partial_buffered(c->wsi) && lg_subscriber_has_output(&c->sub))
+        if (write_stream(c) != 0)
+            return -1;
+    return 0;
+}
+
+void lg_conn_check_lag(struct lg_conn *c)
+{
     if (c->kind != LG_CONN_SSE && c->kind != LG_CONN_WS)
         return;
-    if (c->sub.ring.live) {
-        lg_subscriber_check_lag(&c->sub, lg_mono_ns());
-        if (c->sub.slow_disconnect)
-            lg_conn_want_write(c);
-    }
-    if (c->kind == LG_CONN_SSE && now_ms - c->last_write_ms >= cfg->sse.heartbeat_ms) {
-        c->heartbeat_owed = true;
-        c->last_write_ms = now_ms; /* one heartbeat per quiet interval */
+    lg_subscriber_check_lag(&c->sub, lg_mono_ns());
+    if (c->sub.slow_disconnect)
         lg_conn_want_write(c);
-    }
 }
 
 void lg_conn_drain(struct lg_conn *c)

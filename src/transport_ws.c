@@ -290,25 +290,43 @@ static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
     return -1;
 }
 
-static int on_writable(struct lg_conn *c)
+/* One coalesced write: queued replies, then notices and events up to write_batch_bytes.
+ * Return value: 0, or -1 if the socket failed or memory ran out. */
+static int write_batch(struct lg_conn *c)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
-    c->sub.write_wanted = false;
-    if (c->closing)
-        return close_with(c, c->ws_close_code, "server shutting down");
-    if (c->sub.slow_disconnect)
-        return close_with(c, 4000, c->sub.disconnect_reason);
     struct lg_buf *scratch = lg_worker_scratch(c->worker);
     lg_buf_append(scratch, c->out.data, c->out.len);
     lg_buf_reset(&c->out);
     lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
     if (scratch->oom)
-        return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
+        return -1;
     if (scratch->len > LWS_PRE &&
         lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
                   LWS_WRITE_RAW) < 0)
         return -1;
-    c->last_write_ms = lg_mono_ms();
+    lg_worker_conn_wrote(c->worker, c);
+    return 0;
+}
+
+int lg_ws_write_events(struct lg_conn *c)
+{
+    while (!c->sub.slow_disconnect && !lws_partial_buffered(c->wsi) &&
+           (c->out.len || lg_subscriber_has_output(&c->sub)))
+        if (write_batch(c) != 0)
+            return -1;
+    return 0;
+}
+
+static int on_writable(struct lg_conn *c)
+{
+    c->sub.write_wanted = false;
+    if (c->closing)
+        return close_with(c, c->ws_close_code, "server shutting down");
+    if (c->sub.slow_disconnect)
+        return close_with(c, 4000, c->sub.disconnect_reason);
+    if (write_batch(c) != 0)
+        return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "write failed");
     if (c->draining && !lg_subscriber_has_output(&c->sub)) {
         /* Everything accepted before the shutdown is out: close once lws has sent it. */
         c->closing = true;
@@ -318,6 +336,7 @@ static int on_writable(struct lg_conn *c)
         c->sub.write_wanted = true;
         lg_conn_want_write(c);
     }
+    lg_worker_conn_backlog(c->worker, c);
     return 0;
 }
 

@@ -16,8 +16,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <ev.h>
+
 #include "clock.h"
 #include "conn.h"
+#include "dlist.h"
 #include "event.h"
 #include "hub.h"
 #include "inbox.h"
@@ -46,6 +49,8 @@ struct lg_worker {
     bool fds_adopted;                   /* lws owns listen_fd and classify_epfd now */
     struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
     lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
+    struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
+    ev_check after_events;              /* end of each loop iteration: drained? stop? */
     struct lws_context *ctx;
     struct lws_vhost *vhost;
     struct lws *listen_wsi;
@@ -60,6 +65,9 @@ struct lg_worker {
     struct lg_pending *pending_head, *pending_tail;
     struct lg_conn *conns;              /* every adopted connection */
     uint32_t conn_count;
+    struct lg_conn *dirty;              /* connections given output by the current batch */
+    struct lg_dlist quiet;              /* SSE streams, least recently written first */
+    struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
     struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
     char **ws_queries;                  /* [fd]: raw query of a WebSocket upgrade in flight */
     size_t ws_queries_cap;
@@ -109,8 +117,25 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
     if (c->next)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
+    lg_dlist_remove(&w->quiet, &c->quiet_link);
+    lg_dlist_remove(&w->backlogged, &c->backlog_link);
     w->conn_count--;
     LG_STAT_SUB(connections_open, 1);
+}
+
+void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
+{
+    c->last_write_ms = lg_mono_ms();
+    if (c->kind == LG_CONN_SSE)
+        lg_dlist_move_tail(&w->quiet, &c->quiet_link);
+}
+
+void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c)
+{
+    if (c->sub.ring.live > 0 && !c->released)
+        lg_dlist_move_tail(&w->backlogged, &c->backlog_link);
+    else
+        lg_dlist_remove(&w->backlogged, &c->backlog_link);
 }
 
 char *lg_worker_take_ws_query(struct lg_worker *w, int fd)
@@ -375,16 +400,48 @@ static void wake(void *arg)
     lws_cancel_service(w->ctx);
 }
 
+static struct lg_conn *conn_of(struct lg_subscriber *s)
+{
+    return (struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub));
+}
+
+static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
+{
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    c->dirty_next = w->dirty;
+    w->dirty = c;
+}
+
+/* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
+ * would overflow is written out first when its socket has room: a client that keeps up is
+ * never judged slow because this batch is longer than its queue. */
 static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
 {
     struct lg_subscription *sn = ev->topic->slots[w->index].head;
     for (; sn; sn = sn->next) {
         struct lg_subscriber *s = sn->owner;
+        if (lg_subscriber_would_overflow(s, ev))
+            lg_conn_write_now(conn_of(s));
         lg_subscriber_offer(s, sn, ev, now_ns);
-        if (!s->write_wanted && lg_subscriber_has_output(s)) {
-            s->write_wanted = true;
-            lg_conn_on_output((struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub)));
-        }
+        if (lg_subscriber_has_output(s))
+            mark_dirty(w, conn_of(s));
+    }
+}
+
+/* Write every connection the batch gave output to, straight to its socket where it has room;
+ * the others wait for their writable callback. */
+static void write_dirty(struct lg_worker *w)
+{
+    struct lg_conn *c = w->dirty;
+    w->dirty = NULL;
+    while (c) {
+        struct lg_conn *next = c->dirty_next;
+        c->dirty = false;
+        c->dirty_next = NULL;
+        lg_conn_write_now(c);
+        c = next;
     }
 }
 
@@ -399,7 +456,12 @@ static void drain_inbox(struct lg_worker *w)
         dispatch_event(w, batch[i], now);
         lg_event_unref(&batch[i]);
     }
+    write_dirty(w);
+    /* Room is given back once the batch is written, not when it is taken: publishers are
+     * paced to what this worker writes, and at most limits.worker_inbox_events events are
+     * ever between a publish and its subscribers' sockets. */
     lg_inbox_done(&w->inbox, n);
+    lg_hub_worker_done(w->shared.hub, w->index);
 }
 
 /* ---- Drain and tick ---------------------------------------------------------------------- */
@@ -425,14 +487,35 @@ static void begin_drain(struct lg_worker *w)
     }
 }
 
+/* SSE streams quiet for sse.heartbeat_ms get a comment line. The quiet list is in write
+ * order, so the walk stops at the first stream that wrote recently: a tick costs the streams
+ * that need a heartbeat, not every connection. */
+static void send_heartbeats(struct lg_worker *w, uint64_t now_ms)
+{
+    uint32_t interval = w->shared.cfg->sse.heartbeat_ms;
+    struct lg_dlink *link = w->quiet.first;
+    while (link) {
+        struct lg_dlink *next = link->next;
+        struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, quiet_link);
+        if (now_ms - c->last_write_ms < interval)
+            break;
+        c->heartbeat_owed = true;
+        c->last_write_ms = now_ms; /* one heartbeat per quiet interval */
+        lg_dlist_move_tail(&w->quiet, link);
+        lg_conn_want_write(c);
+        link = next;
+    }
+}
+
 static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
     expire_pending(w, now);
-    for (struct lg_conn *c = w->conns, *next; c; c = next) {
-        next = c->next;
-        lg_conn_tick(c, now);
+    send_heartbeats(w, now);
+    for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
+        next = link->next; /* the check may close the connection */
+        lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, backlog_link));
     }
     lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
 }
@@ -442,6 +525,17 @@ static void on_cancel(struct lg_worker *w)
     drain_inbox(w);
     if (atomic_load(&w->drain_requested) && !w->draining)
         begin_drain(w);
+}
+
+/* Runs after the callbacks of every loop iteration. */
+static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
+{
+    struct lg_worker *w = watcher->data;
+    (void)revents;
+    if (w->draining && w->conn_count == 0 && !w->pending_head)
+        atomic_store(&w->drained, true);
+    if (atomic_load(&w->stop_requested))
+        ev_break(loop, EVBREAK_ALL);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */
@@ -520,8 +614,20 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
 
     struct rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
+    /* epoll: a wake-up costs what is ready, not what is open (lws' own loop is poll()). */
+    w->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOSIGMASK);
+    if (!w->loop) {
+        snprintf(err, errlen, "worker %u: cannot create its epoll loop", w->index);
+        return -1;
+    }
+    ev_check_init(&w->after_events, after_events);
+    w->after_events.data = w;
+    ev_check_start(w->loop, &w->after_events);
+    void *foreign_loops[1] = {w->loop};
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
+    info.options = LWS_SERVER_OPTION_LIBEV;
+    info.foreign_loops = foreign_loops;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.protocols = w->protocols;
     info.user = w;
@@ -593,12 +699,8 @@ static void *worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "lg-worker-%u", w->index);
     pthread_setname_np(pthread_self(), name);
-    while (!atomic_load(&w->stop_requested)) {
-        if (lws_service(w->ctx, 0) < 0)
-            break;
-        if (w->draining && w->conn_count == 0 && !w->pending_head)
-            atomic_store(&w->drained, true);
-    }
+    if (!atomic_load(&w->stop_requested))
+        ev_run(w->loop, 0); /* until after_events() sees stop_requested */
     return NULL;
 }
 
@@ -641,6 +743,10 @@ void lg_worker_destroy(struct lg_worker *w)
     if (w->ctx) {
         lws_sul_cancel(&w->tick);
         lws_context_destroy(w->ctx);
+    }
+    if (w->loop) {
+        ev_check_stop(w->loop, &w->after_events);
+        ev_loop_destroy(w->loop);
     }
     if (!w->fds_adopted && w->listen_fd >= 0)
         close(w->listen_fd);
