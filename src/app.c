@@ -14,6 +14,7 @@
 #include "control.h"
 #include "hub.h"
 #include "log.h"
+#include "publish_pacer.h"
 #include "worker.h"
 
 #define LG_MAX_WORKERS 64
@@ -23,6 +24,7 @@ struct lg_app {
     _Atomic int lifecycle;                   /* enum lg_lifecycle, read by the control port */
     char static_dir[PATH_MAX];
     struct lg_hub *hub;
+    struct lg_pacer *pacer;                  /* publishes held for room; after the workers */
     struct lg_worker *workers[LG_MAX_WORKERS];
     uint32_t worker_count;
     uint16_t public_port, control_port;
@@ -63,6 +65,12 @@ static int start(struct lg_app *app)
         lg_err("cannot create the hub: out of memory");
         return -1;
     }
+    app->pacer = lg_pacer_start(app->cfg->limits.control_max_connections);
+    if (!app->pacer) {
+        lg_err("cannot start the publish pacer thread");
+        return -1;
+    }
+    lg_hub_on_room(app->hub, lg_pacer_room, app->pacer);
     struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub,
                                       .static_dir = app->static_dir};
     uint16_t port = app->cfg->public_addr.port;
@@ -80,8 +88,8 @@ static int start(struct lg_app *app)
             return -1;
         }
     }
-    app->control = lg_control_start(app->cfg, app->hub, &app->lifecycle, &app->control_port, err,
-                                    sizeof err);
+    app->control = lg_control_start(app->cfg, app->hub, app->pacer, &app->lifecycle,
+                                    &app->control_port, err, sizeof err);
     if (!app->control) {
         lg_err("%s", err);
         return -1;
@@ -128,6 +136,7 @@ static void drain(struct lg_app *app)
 
 static void stop(struct lg_app *app)
 {
+    lg_pacer_stop(app->pacer);     /* held publishes are answered 503, nothing published */
     lg_control_stop(app->control); /* no publish can reach an inbox after this */
     app->control = NULL;
     for (uint32_t i = 0; i < app->worker_count; i++)
@@ -140,6 +149,8 @@ static void stop(struct lg_app *app)
             app->workers[i] = NULL;
         }
     }
+    lg_pacer_destroy(app->pacer); /* no worker can signal room any more */
+    app->pacer = NULL;
     lg_hub_destroy(app->hub);
     app->hub = NULL;
 }

@@ -32,7 +32,9 @@
 #include "encode.h"
 #include "http_request.h"
 #include "hub.h"
+#include "clock.h"
 #include "log.h"
+#include "publish_pacer.h"
 #include "stats.h"
 #include "topic.h"
 
@@ -45,6 +47,7 @@ struct lg_control {
     struct MHD_Daemon *daemon;
     const struct lg_config *cfg;  /* borrowed, immutable */
     struct lg_hub *hub;           /* borrowed */
+    struct lg_pacer *pacer;       /* borrowed: publishes waiting for a worker's room */
     const _Atomic int *lifecycle; /* borrowed; enum lg_lifecycle, loaded atomically */
     pthread_mutex_t err_lock;
     bool capturing;               /* {err_lock} lg_control_start() is running */
@@ -73,10 +76,15 @@ struct lg_ctl_request {
     size_t limit;      /* largest body accepted (limits.max_event_bytes / max_batch_bytes) */
     uint64_t received; /* every body byte the client sent, including discarded ones */
     bool oom;          /* the body buffer could not grow: answer 503 */
+    /* Overload pacing: a publish that found no room waits here (connection suspended). */
+    struct lg_pacer_hold hold;
+    uint64_t held_since_ms;   /* monotonic; 0 = never held */
+    size_t batch_done;        /* batch items accepted before the request was held */
+    struct lg_publish_result *batch_results; /* [batch size], kept across holds */
 };
 
 typedef int lg_ctl_handler(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                           const struct lg_ctl_request *r);
+                           struct lg_ctl_request *r);
 
 struct lg_ctl_route {
     const char *prefix;      /* the path, or its start when suffix is set */
@@ -292,10 +300,11 @@ static int refusal(const struct lg_control *c, enum lg_publish_status s, const c
              "(limits.max_topics); publish to an existing topic or raise the limit",
              tl, topic, cfg->limits.max_topics);
         break;
-    case LG_PUBLISH_INBOX_FULL:
-        fail(e, 503, "unavailable",
-             "a worker's hand-off queue is full (limits.worker_inbox_events = %u); "
-             "retry in a second", cfg->limits.worker_inbox_events);
+    case LG_PUBLISH_WORKERS_BEHIND:
+        fail(e, 503, "overloaded",
+             "subscribers' workers are behind: the publish waited %u ms "
+             "(limits.publish_wait_ms) for room and nothing was published; retry later or "
+             "publish more slowly", cfg->limits.publish_wait_ms);
         break;
     case LG_PUBLISH_MEMORY_FULL:
         fail(e, 503, "unavailable",
@@ -344,6 +353,52 @@ static int queue_result(struct MHD_Connection *conn, const struct lg_publish_req
     lg_buf_init(&b);
     append_result(&b, req, res);
     return queue_text(conn, 201, buf_text(&b), NULL, false);
+}
+
+/* ======================================================================================== */
+/* Overload pacing                                                                          */
+/* ======================================================================================== */
+
+/*
+ * The workers had no room for r's publish: hold the connection until they do (the handler
+ * runs again on resume and retries), unless it has waited limits.publish_wait_ms already.
+ * Return value: true if held (no response is queued now), false if the caller refuses.
+ */
+static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
+                          struct lg_ctl_request *r, uint64_t generation)
+{
+    uint64_t now = lg_mono_ms();
+    uint32_t wait_ms = c->cfg->limits.publish_wait_ms;
+    if (r->held_since_ms == 0) {
+        r->held_since_ms = now ? now : 1;
+        LG_STAT_ADD(publishes_held, 1);
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_INFO,
+                           "publishes held: subscribers' workers are behind "
+                           "(limits.worker_inbox_events); pacing the publisher");
+    }
+    if (r->hold.expired || now - r->held_since_ms >= wait_ms)
+        return false;
+    MHD_suspend_connection(conn);
+    lg_pacer_hold(c->pacer, &r->hold, conn, generation, r->held_since_ms + wait_ms);
+    return true;
+}
+
+/* The request is answered now: account for the time it was held. */
+static void end_hold(struct lg_ctl_request *r, bool refused)
+{
+    if (r->held_since_ms == 0)
+        return;
+    LG_STAT_ADD(publish_wait_ms_total, lg_mono_ms() - r->held_since_ms);
+    r->held_since_ms = 0;
+    if (refused) {
+        LG_STAT_ADD(publishes_refused, 1);
+        LG_STAT_ADD(publishes_refused_overload, 1);
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                           "publish refused: subscribers' workers stayed behind for "
+                           "limits.publish_wait_ms");
+    }
 }
 
 /* ======================================================================================== */
@@ -485,7 +540,7 @@ static int event_data(const struct lg_control *c, struct MHD_Connection *conn,
 }
 
 static int handle_topic_event(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                              const struct lg_ctl_request *r)
+                              struct lg_ctl_request *r)
 {
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     char topic[LG_TOPIC_NAME_MAX + 1];
@@ -501,10 +556,15 @@ static int handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
         event_data(c, conn, r, &req, &json_text, &e) != 0) {
         rc = queue_error(conn, &e, NULL);
     } else {
+        uint64_t generation = lg_pacer_generation(c->pacer);
         enum lg_publish_status s = lg_hub_publish(c->hub, &req, &res);
-        if (s == LG_PUBLISH_OK) {
+        if (s == LG_PUBLISH_WORKERS_BEHIND && hold_for_room(c, conn, r, generation)) {
+            rc = 0; /* answered when resumed */
+        } else if (s == LG_PUBLISH_OK) {
+            end_hold(r, false);
             rc = queue_result(conn, &req, &res);
         } else {
+            end_hold(r, s == LG_PUBLISH_WORKERS_BEHIND);
             refusal(c, s, req.topic, req.topic_len, &e);
             rc = queue_error(conn, &e, NULL);
         }
@@ -699,17 +759,28 @@ static int batch_validate(const struct lg_config *cfg, struct lg_ctl_batch *b,
     return 0;
 }
 
+/* Publish the items not yet accepted, holding the request when the workers have no room.
+ * Return value: as any handler; r->batch_done counts the items accepted so far. */
 static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
-                         struct lg_ctl_batch *b)
+                         struct lg_ctl_request *r, struct lg_ctl_batch *b)
 {
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
-    struct lg_publish_result *res = calloc(b->n, sizeof *res);
+    if (r->batch_results == NULL)
+        r->batch_results = calloc(b->n, sizeof *r->batch_results);
+    struct lg_publish_result *res = r->batch_results;
     if (res == NULL) {
         fail(&e, 503, "unavailable", "out of memory publishing the batch; nothing was published");
         return queue_error(conn, &e, NULL);
     }
     enum lg_publish_status s = LG_PUBLISH_OK;
-    size_t accepted = lg_hub_publish_many(c->hub, b->reqs, b->n, res, &s);
+    uint64_t generation = lg_pacer_generation(c->pacer);
+    size_t done = r->batch_done;
+    size_t accepted = done + lg_hub_publish_many(c->hub, b->reqs + done, b->n - done,
+                                                 res + done, &s);
+    r->batch_done = accepted;
+    if (accepted < b->n && s == LG_PUBLISH_WORKERS_BEHIND && hold_for_room(c, conn, r, generation))
+        return 0; /* the rest is published when resumed */
+    end_hold(r, accepted < b->n && s == LG_PUBLISH_WORKERS_BEHIND);
     char *head; /* the body's members before "accepted", without the closing brace */
     if (accepted == b->n) {
         e.status = 200;
@@ -745,12 +816,11 @@ static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
         append_result(&body, &b->reqs[i], &res[i]);
     }
     lg_buf_append_str(&body, "]}");
-    free(res);
     return queue_text(conn, e.status, buf_text(&body), NULL, e.retry);
 }
 
 static int handle_batch(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                        const struct lg_ctl_request *r)
+                        struct lg_ctl_request *r)
 {
     (void)url;
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
@@ -763,7 +833,7 @@ static int handle_batch(struct lg_control *c, struct MHD_Connection *conn, const
     if (parsed != 0 || batch_validate(c->cfg, &b, &e) != 0)
         rc = queue_error(conn, &e, NULL);
     else
-        rc = batch_publish(c, conn, &b);
+        rc = batch_publish(c, conn, r, &b);
     batch_release(&b);
     return rc;
 }
@@ -773,14 +843,14 @@ static int handle_batch(struct lg_control *c, struct MHD_Connection *conn, const
 /* ======================================================================================== */
 
 static int handle_healthz(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                          const struct lg_ctl_request *r)
+                          struct lg_ctl_request *r)
 {
     (void)c, (void)url, (void)r;
     return queue_json(conn, 200, json_pack("{s:s}", "status", "ok"), NULL, false);
 }
 
 static int handle_readyz(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                         const struct lg_ctl_request *r)
+                         struct lg_ctl_request *r)
 {
     (void)url, (void)r;
     int state = atomic_load_explicit(c->lifecycle, memory_order_acquire);
@@ -794,13 +864,15 @@ static int handle_readyz(struct lg_control *c, struct MHD_Connection *conn, cons
 /* A JSON snapshot of lg_stats: what the operator (and the tests) can see of the data plane
  * until the Prometheus endpoint of the observability work exists. */
 static int handle_stats(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                        const struct lg_ctl_request *r)
+                        struct lg_ctl_request *r)
 {
     (void)c, (void)url, (void)r;
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:I,s:I,s:I}",
         STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
+        STAT(publishes_held), STAT(publish_wait_ms_total), STAT(publishes_refused_overload),
         STAT(events_delivered),
         STAT(events_dropped_overflow), STAT(events_dropped_lag), STAT(events_conflated),
         STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
@@ -968,6 +1040,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)cls, (void)conn, (void)toe;
     if (r != NULL) {
         free(r->body);
+        free(r->batch_results);
         free(r);
         *con_cls = NULL;
     }
@@ -1023,8 +1096,8 @@ static int resolve(const struct lg_listen_addr *a, struct sockaddr_storage *ss, 
 }
 
 struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *hub,
-                                    const _Atomic int *lifecycle, uint16_t *bound_port, char *err,
-                                    size_t errlen)
+                                    struct lg_pacer *pacer, const _Atomic int *lifecycle,
+                                    uint16_t *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     if (resolve(&cfg->control_addr, &ss, err, errlen) != 0)
@@ -1036,11 +1109,13 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     }
     c->cfg = cfg;
     c->hub = hub;
+    c->pacer = pacer;
     c->lifecycle = lifecycle;
     pthread_mutex_init(&c->err_lock, NULL);
     c->capturing = true;
 
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+                         MHD_ALLOW_SUSPEND_RESUME;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     c->daemon = MHD_start_daemon(
@@ -1074,6 +1149,9 @@ void lg_control_stop(struct lg_control *c)
 {
     if (c == NULL)
         return;
+    /* Held publishes are answered 503 (nothing was published) before the daemon stops. */
+    if (c->pacer != NULL)
+        lg_pacer_stop(c->pacer);
     if (c->daemon != NULL)
         MHD_stop_daemon(c->daemon);
     pthread_mutex_destroy(&c->err_lock);

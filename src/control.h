@@ -33,6 +33,7 @@
 #include "config.h"
 
 struct lg_hub;
+struct lg_pacer;
 struct lg_control;
 
 /* What GET /readyz reports; app.c stores it, the control threads only load it. */
@@ -44,15 +45,18 @@ enum lg_lifecycle {
 
 /*
  * Start listening on cfg->control_addr (numeric IPv4, numeric IPv6 or "localhost"; port 0 = let
- * the kernel pick). cfg, hub and lifecycle are borrowed and must outlive the control port.
+ * the kernel pick). cfg, hub, pacer and lifecycle are borrowed and must outlive the control
+ * port; pacer holds the publishes that find no room (publish_pacer.h; the caller has it
+ * called by the hub with lg_hub_on_room()).
  * Return value: the running control port with *bound_port set to the real port, or NULL with
  * a message in err (nothing is left running).
  */
 struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *hub,
-                                    const _Atomic int *lifecycle, uint16_t *bound_port, char *err,
-                                    size_t errlen);
+                                    struct lg_pacer *pacer, const _Atomic int *lifecycle,
+                                    uint16_t *bound_port, char *err, size_t errlen);
 
-/* Stop the daemon, join its threads and free c. NULL is ignored. */
+/* Answer every held publish (lg_pacer_stop), stop the daemon, join its threads and free c.
+ * NULL is ignored. */
 void lg_control_stop(struct lg_control *c);
 
 #endif

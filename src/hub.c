@@ -39,6 +39,8 @@ struct lg_hub {
     const struct lg_config *cfg;
     uint32_t workers;
     struct lg_worker_link *links;   /* [workers], set before publishing starts */
+    lg_room_proc *room;             /* set before publishing starts */
+    void *room_arg;
     uint32_t epoch;                 /* every topic of this process shares it (memory store) */
     pthread_rwlock_t registry_lock;
     struct lg_topic **buckets;      /* {registry_lock} chained hash table */
@@ -118,6 +120,19 @@ void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox
     hub->links[w] = (struct lg_worker_link){.inbox = inbox, .wake = wake, .wake_arg = wake_arg};
 }
 
+void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg)
+{
+    hub->room = room;
+    hub->room_arg = arg;
+}
+
+void lg_hub_worker_done(struct lg_hub *hub, uint32_t w)
+{
+    (void)w; /* any worker's room may be what a held publish waits for */
+    if (hub->room)
+        hub->room(hub->room_arg);
+}
+
 /* ---- Registry ------------------------------------------------------------------------- */
 
 static struct lg_topic *find_locked(struct lg_hub *hub, const char *name, size_t len, uint32_t h)
@@ -186,7 +201,7 @@ const char *lg_publish_status_message(enum lg_publish_status s)
         return "event data must be UTF-8 text or JSON";
     case LG_PUBLISH_TOO_MANY_TOPICS:
         return "the gateway holds limits.max_topics topics; retry later or raise the limit";
-    case LG_PUBLISH_INBOX_FULL:
+    case LG_PUBLISH_WORKERS_BEHIND:
         return "subscribers' workers are behind (limits.worker_inbox_events); retry shortly";
     case LG_PUBLISH_MEMORY_FULL:
         return "retained events reached limits.max_retained_bytes; retry shortly";
@@ -296,7 +311,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     uint64_t reserved;
     if (!reserve_inboxes(hub, t, &reserved)) {
         pthread_mutex_unlock(&t->lock);
-        return refuse(LG_PUBLISH_INBOX_FULL);
+        return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
     }
     struct lg_event_fields f = {
         .topic = t,

@@ -10,8 +10,11 @@
  *          under `registry_lock`, sequence + history + inbox pushes under the topic's lock.
  *          No lock is held while a worker is woken, and nothing here does I/O.
  * Bounds:  topics (limits.max_topics), live event bytes (limits.max_retained_bytes), each
- *          inbox (limits.worker_inbox_events). Over any of them a publish is refused, never
- *          accepted and then dropped.
+ *          inbox (limits.worker_inbox_events: events accepted for a worker and not yet
+ *          processed by it). Over any of them a publish is refused, never accepted and then
+ *          dropped; a full inbox is LG_PUBLISH_WORKERS_BEHIND, which the control port answers
+ *          by holding the publisher until the worker has room (the pressure goes back to
+ *          whoever publishes faster than the subscribers' workers write).
  */
 #ifndef LG_HUB_H
 #define LG_HUB_H
@@ -29,6 +32,7 @@ struct lg_event;
 struct lg_topic;
 
 typedef void lg_wake_proc(void *arg);
+typedef void lg_room_proc(void *arg);
 
 enum lg_publish_status {
     LG_PUBLISH_OK = 0,
@@ -36,7 +40,9 @@ enum lg_publish_status {
     LG_PUBLISH_RESERVED_TOPIC, /* "$..." topics are the gateway's own (422) */
     LG_PUBLISH_BAD_DATA,       /* not UTF-8 text (400) */
     LG_PUBLISH_TOO_MANY_TOPICS,/* limits.max_topics reached (503) */
-    LG_PUBLISH_INBOX_FULL,     /* a worker's hand-off is full (503) */
+    LG_PUBLISH_WORKERS_BEHIND, /* a worker holds limits.worker_inbox_events unprocessed events:
+                                  nothing was published; the caller waits for room
+                                  (lg_hub_on_room) or refuses (503) */
     LG_PUBLISH_MEMORY_FULL,    /* limits.max_retained_bytes reached (503) */
     LG_PUBLISH_OOM,            /* allocation failed (503) */
 };
@@ -68,6 +74,14 @@ void lg_hub_destroy(struct lg_hub *hub);
 /* Register worker w's inbox and how to wake it (before any publish). */
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg);
+
+/* Call room(arg) from a worker thread each time that worker finished a batch, so publishes
+ * refused with LG_PUBLISH_WORKERS_BEHIND can be retried. Set before any publish; room must be
+ * cheap and must not call back into the hub. */
+void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg);
+
+/* Worker w processed what it took from its inbox (worker thread). */
+void lg_hub_worker_done(struct lg_hub *hub, uint32_t w);
 
 /* Publish one event. A request with an idempotency key that an event still in the topic's
  * history carries publishes nothing: res describes that event and res->duplicate is set, so a

@@ -128,11 +128,12 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.limits.max_batch_bytes, 1048576);
     ck_assert_uint_eq(cfg.limits.max_topics, 100000);
     ck_assert_uint_eq(cfg.limits.max_topics_per_client, 64);
-    ck_assert_uint_eq(cfg.limits.max_connections, 19000);
+    ck_assert_uint_eq(cfg.limits.max_connections, 19400);
     ck_assert_uint_eq(cfg.limits.max_request_head_bytes, 8192);
     ck_assert_uint_eq(cfg.limits.request_timeout_ms, 10000);
     ck_assert_uint_eq(cfg.limits.max_retained_bytes, 1073741824);
-    ck_assert_uint_eq(cfg.limits.worker_inbox_events, 65536);
+    ck_assert_uint_eq(cfg.limits.worker_inbox_events, 128);
+    ck_assert_uint_eq(cfg.limits.publish_wait_ms, 2000);
     ck_assert_uint_eq(cfg.limits.control_max_connections, 512);
     ck_assert_uint_eq(cfg.socket_send_buffer_bytes, 131072);
     ck_assert_uint_eq(cfg.write_batch_bytes, 65536);

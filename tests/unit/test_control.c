@@ -18,6 +18,7 @@
 #include "control.h"
 #include "event.h"
 #include "hub.h"
+#include "publish_pacer.h"
 #include "log.h"
 #include "topic.h"
 
@@ -28,6 +29,7 @@ static struct lg_hub *hub;
 static struct lg_control *ctl;
 static _Atomic int lifecycle;
 static uint16_t port;
+static struct lg_pacer *pacer;
 
 static void start(uint32_t max_topics)
 {
@@ -42,7 +44,10 @@ static void start(uint32_t max_topics)
     atomic_store(&lifecycle, LG_LIFECYCLE_READY);
     hub = lg_hub_create(&cfg, 0);
     ck_assert_ptr_nonnull(hub);
-    ctl = lg_control_start(&cfg, hub, &lifecycle, &port, err, sizeof err);
+    pacer = lg_pacer_start(cfg.limits.control_max_connections);
+    ck_assert_ptr_nonnull(pacer);
+    lg_hub_on_room(hub, lg_pacer_room, pacer);
+    ctl = lg_control_start(&cfg, hub, pacer, &lifecycle, &port, err, sizeof err);
     ck_assert_msg(ctl != NULL, "lg_control_start: %s", err);
     ck_assert_uint_ne(port, 0);
 }
@@ -53,6 +58,7 @@ static void setup_two_topics(void) { start(2); }
 static void teardown(void)
 {
     lg_control_stop(ctl);
+    lg_pacer_destroy(pacer);
     lg_hub_destroy(hub);
     lg_config_release(&cfg);
 }

@@ -1,0 +1,193 @@
+#include "publish_pacer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "clock.h"
+#include "log.h"
+
+struct lg_pacer {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;          /* {lock} room made, a hold added, or stop */
+    struct lg_pacer_hold *first, *last; /* {lock} oldest hold first */
+    uint32_t holds;                  /* {lock} */
+    uint32_t max_holds;              /* immutable */
+    bool stopping;                   /* {lock} */
+    bool joined;                     /* the thread was joined (owner's thread only) */
+    _Atomic uint64_t generation;     /* bumped by every room() */
+    _Atomic uint32_t waiting;        /* holds on the list: room() skips the lock at 0 */
+    struct MHD_Connection **resume;  /* [max_holds] the pacer thread's scratch */
+};
+
+static void unlink_hold(struct lg_pacer *p, struct lg_pacer_hold *h)
+{
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        p->first = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    else
+        p->last = h->prev;
+    h->prev = h->next = NULL;
+    h->held = false;
+    p->holds--;
+    atomic_fetch_sub(&p->waiting, 1);
+}
+
+/* Take every hold that room or its deadline released off the list (caller holds the lock).
+ * Return value: how many connections were put in p->resume; *next_deadline_ms is the nearest
+ * deadline of those left (0 = none). */
+static uint32_t collect_released(struct lg_pacer *p, uint64_t *next_deadline_ms)
+{
+    uint64_t now = lg_mono_ms(), generation = atomic_load(&p->generation);
+    uint32_t n = 0;
+    *next_deadline_ms = 0;
+    for (struct lg_pacer_hold *h = p->first, *next; h; h = next) {
+        next = h->next;
+        bool room = h->generation != generation;
+        if (room || p->stopping || now >= h->deadline_ms) {
+            h->expired = !room;
+            unlink_hold(p, h);
+            p->resume[n++] = h->conn; /* h may be freed as soon as its connection resumes */
+        } else if (*next_deadline_ms == 0 || h->deadline_ms < *next_deadline_ms) {
+            *next_deadline_ms = h->deadline_ms;
+        }
+    }
+    return n;
+}
+
+static void wait_until(struct lg_pacer *p, uint64_t deadline_ms)
+{
+    if (deadline_ms == 0) {
+        pthread_cond_wait(&p->changed, &p->lock);
+        return;
+    }
+    uint64_t left = deadline_ms - lg_mono_ms(); /* collect_released() left only later ones */
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    at.tv_sec += (time_t)(left / 1000);
+    at.tv_nsec += (long)(left % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&p->changed, &p->lock, &at);
+}
+
+static void *pacer_main(void *arg)
+{
+    struct lg_pacer *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        uint64_t next_deadline;
+        uint32_t n = collect_released(p, &next_deadline);
+        if (n > 0) {
+            pthread_mutex_unlock(&p->lock);
+            for (uint32_t i = 0; i < n; i++)
+                MHD_resume_connection(p->resume[i]);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (p->stopping)
+            break;
+        wait_until(p, next_deadline);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+struct lg_pacer *lg_pacer_start(uint32_t max_holds)
+{
+    struct lg_pacer *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->max_holds = max_holds;
+    p->resume = calloc(max_holds ? max_holds : 1, sizeof *p->resume);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    bool ok = p->resume && pthread_mutex_init(&p->lock, NULL) == 0 &&
+              pthread_cond_init(&p->changed, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    if (!ok || pthread_create(&p->thread, NULL, pacer_main, p) != 0) {
+        free(p->resume);
+        free(p);
+        return NULL;
+    }
+    pthread_setname_np(p->thread, "lg-pacer");
+    return p;
+}
+
+void lg_pacer_stop(struct lg_pacer *p)
+{
+    if (!p || p->joined)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_signal(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL); /* it resumed every hold on its way out */
+    p->joined = true;
+}
+
+void lg_pacer_destroy(struct lg_pacer *p)
+{
+    if (!p)
+        return;
+    lg_pacer_stop(p);
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->lock);
+    free(p->resume);
+    free(p);
+}
+
+uint64_t lg_pacer_generation(const struct lg_pacer *p) { return atomic_load(&p->generation); }
+
+void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
+                   uint64_t generation, uint64_t deadline_ms)
+{
+    h->conn = conn;
+    h->generation = generation;
+    h->deadline_ms = deadline_ms;
+    h->expired = false;
+    pthread_mutex_lock(&p->lock);
+    bool refused = p->stopping || p->holds >= p->max_holds;
+    if (!refused) {
+        h->prev = p->last;
+        h->next = NULL;
+        if (p->last)
+            p->last->next = h;
+        else
+            p->first = h;
+        p->last = h;
+        h->held = true;
+        p->holds++;
+        atomic_fetch_add(&p->waiting, 1);
+        /* Room made since the attempt (room() may not have seen this hold yet): the pacer
+         * thread releases it on this signal, as it does any hold whose generation is old. */
+        pthread_cond_signal(&p->changed);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (refused) {
+        h->expired = true;
+        MHD_resume_connection(conn);
+    }
+}
+
+void lg_pacer_room(void *pacer)
+{
+    struct lg_pacer *p = pacer;
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->waiting) == 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    pthread_cond_signal(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,64 @@
+/*
+ * publish_pacer.h - publish requests held until the workers have room (overload pacing).
+ *
+ * A publish that finds a worker's inbox full (LG_PUBLISH_WORKERS_BEHIND) is not refused at
+ * once: its control-port connection is suspended (MHD_suspend_connection) and held here. Each
+ * time a worker finishes a batch (lg_pacer_room, from the worker thread) the held requests are
+ * resumed and retry; a request still held at its deadline (limits.publish_wait_ms after it was
+ * first held) is resumed with `expired` set and answered 503 + Retry-After, nothing published.
+ * So a publisher faster than fan-out is paced to what the workers write, and only one that is
+ * still too fast after the wait is refused. Subscribers never pay for it.
+ *
+ * Owns:    the list of held requests (struct lg_pacer_hold, embedded in the control port's
+ *          per-request state, which outlives the hold: MHD frees it only after the connection
+ *          was resumed) and one thread, lg-pacer, that resumes them.
+ * Frees:   lg_pacer_stop() resumes every held request as expired and joins the thread (call it
+ *          before MHD_stop_daemon: MHD must not hold suspended connections then); later holds
+ *          are resumed at once as expired. lg_pacer_destroy() frees it once no worker can call
+ *          lg_pacer_room() any more (after the workers were joined). The app owns both calls.
+ * Threads: lg_pacer_hold() on MHD threads; lg_pacer_room() on worker threads (one atomic load
+ *          when nothing is held); the pacer thread calls MHD_resume_connection(), which
+ *          libmicrohttpd allows from any thread. `lock` guards the list; it is never held while
+ *          MHD is called.
+ * Bounds:  at most one held request per control connection (limits.control_max_connections).
+ *          Wake-up race: a hold records the room generation read before its publish attempt;
+ *          room() bumps the generation before it looks for holders and hold() looks at the
+ *          generation after it registered, so one of them always sees the other.
+ */
+#ifndef LG_PUBLISH_PACER_H
+#define LG_PUBLISH_PACER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct MHD_Connection;
+struct lg_pacer;
+
+struct lg_pacer_hold {
+    struct MHD_Connection *conn;
+    uint64_t generation;        /* room generation seen before the publish attempt */
+    uint64_t deadline_ms;       /* monotonic */
+    bool expired;               /* resumed by the deadline (or shutdown), not by room */
+    struct lg_pacer_hold *prev, *next; /* {lock} */
+    bool held;                  /* {lock} on the list */
+};
+
+/* Return value: the pacer, or NULL (out of memory, thread not started). */
+struct lg_pacer *lg_pacer_start(uint32_t max_holds);
+void lg_pacer_stop(struct lg_pacer *p);
+void lg_pacer_destroy(struct lg_pacer *p);
+
+/* Read before a publish attempt; pass it to lg_pacer_hold() if the attempt found no room. */
+uint64_t lg_pacer_generation(const struct lg_pacer *p);
+
+/* Hold h's connection, which the caller has just suspended, until room is made after
+ * `generation`, or until deadline_ms. When it cannot be held (shutting down, more holds than
+ * max_holds) it is resumed at once with h->expired set. Either way MHD calls the request's
+ * handler again once it is resumed. */
+void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
+                   uint64_t generation, uint64_t deadline_ms);
+
+/* A worker made room (lg_room_proc for lg_hub_on_room). */
+void lg_pacer_room(void *pacer);
+
+#endif
