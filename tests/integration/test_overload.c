@@ -1,0 +1,461 @@
+/*
+ * test_overload.c - overload pacing end to end (issue 9): a publisher faster than fan-out is
+ * held, then refused with 503 + Retry-After once limits.publish_wait_ms passes, nothing
+ * published; every event it was told was accepted reaches every healthy subscriber exactly
+ * once, in order; a subscriber whose socket is full keeps its slow-consumer policy and does
+ * not pace the publisher.
+ *
+ * "The worker is behind" is made deterministic by freezing the worker thread with ptrace
+ * (PTRACE_SEIZE + PTRACE_INTERRUPT on the thread named lg-worker-0 stops that thread alone;
+ * PTRACE_DETACH lets it go on). Frozen, it takes nothing from its inbox, so once the inbox
+ * holds limits.worker_inbox_events events the next publish must wait.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "lg_test.h"
+
+#define READ_TIMEOUT_MS 20000
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void start_server(struct lg_server *s, const char *config)
+{
+    ck_assert_msg(lg_server_start(s, config, NULL) == 0, "server did not start with %s", config);
+}
+
+static void stop_server(struct lg_server *s)
+{
+    int rc = lg_server_stop(s, 10000);
+    lg_server_pump_log(s);
+    ck_assert_msg(rc == 0, "server exit status %d; log:\n%s", rc, s->log);
+}
+
+static long long stat_of(const struct lg_server *s, const char *name)
+{
+    long long v = lg_stall_stat(s->control_port, name);
+    ck_assert_msg(v >= 0, "no counter %s in /v1/stats", name);
+    return v;
+}
+
+/* ---- Freezing the worker thread ------------------------------------------------------------ */
+
+static pid_t worker_tid(pid_t pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    pid_t tid = -1;
+    struct dirent *e;
+    while (tid < 0 && (e = readdir(d))) {
+        char path[384], comm[32] = "";
+        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && strncmp(comm, "lg-worker-0", 11) == 0)
+            tid = (pid_t)atoi(e->d_name);
+        fclose(f);
+    }
+    closedir(d);
+    ck_assert_msg(tid > 0, "no thread lg-worker-0 in %s", dir);
+    return tid;
+}
+
+static pid_t freeze_worker(const struct lg_server *s)
+{
+    pid_t tid = worker_tid(s->pid);
+    ck_assert_msg(ptrace(PTRACE_SEIZE, tid, NULL, NULL) == 0, "PTRACE_SEIZE: %s",
+                  strerror(errno));
+    ck_assert_msg(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s",
+                  strerror(errno));
+    int status;
+    ck_assert_int_eq(waitpid(tid, &status, __WALL), tid);
+    ck_assert(WIFSTOPPED(status));
+    return tid;
+}
+
+static void thaw_worker(pid_t tid)
+{
+    ck_assert_msg(ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0, "PTRACE_DETACH: %s",
+                  strerror(errno));
+}
+
+/* ---- Publishing ------------------------------------------------------------------------------ */
+
+struct answer {
+    int status;
+    uint64_t seq;
+    char error[64];
+    char retry_after[16];
+    int64_t took_ms;
+};
+
+/* One POST /v1/topics/{topic}/events on the kept-alive connection k. */
+static void publish(struct lg_stall_ka *k, const char *topic, const char *data, struct answer *a)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/topics/%s/events", topic);
+    struct lg_http_response r;
+    int64_t t0 = now_ms();
+    ck_assert_int_eq(lg_stall_ka_request(k, "POST", path, NULL, data, strlen(data), &r, 15000),
+                     0);
+    memset(a, 0, sizeof *a);
+    a->took_ms = now_ms() - t0;
+    a->status = r.status;
+    json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
+    ck_assert_msg(root != NULL, "answer %d is not JSON: %s", r.status, r.body);
+    if (r.status == 201)
+        a->seq = (uint64_t)json_integer_value(json_object_get(root, "seq"));
+    const char *err = json_string_value(json_object_get(root, "error"));
+    snprintf(a->error, sizeof a->error, "%s", err ? err : "");
+    if (!lg_http_header(&r, "Retry-After", a->retry_after, sizeof a->retry_after))
+        a->retry_after[0] = '\0';
+    json_decref(root);
+    lg_http_response_free(&r);
+}
+
+struct async_publish {
+    pthread_t thread;
+    uint16_t port;
+    const char *topic, *data;
+    struct answer answer;
+};
+
+static void *async_publish_main(void *arg)
+{
+    struct async_publish *p = arg;
+    struct lg_stall_ka k;
+    lg_stall_ka_init(&k, p->port);
+    publish(&k, p->topic, p->data, &p->answer);
+    lg_stall_ka_close(&k);
+    return NULL;
+}
+
+/* ---- Reading ------------------------------------------------------------------------------- */
+
+/* seq of an SSE event id "topic@epoch:seq". */
+static uint64_t seq_of(const char *id)
+{
+    unsigned long long seq = 0;
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, NULL, 0, &seq), 0);
+    return seq;
+}
+
+/* The next `message` event on c must carry seq `want` (no gap, duplicate or reorder). */
+static void expect_seq(struct lg_sse_client *c, uint64_t want)
+{
+    struct lg_sse_event ev;
+    int rc = lg_sse_next(c, &ev, READ_TIMEOUT_MS);
+    ck_assert_msg(rc == 1, "no event seq %" PRIu64 " (%s)", want, rc == 0 ? "timeout" : "closed");
+    ck_assert_msg(strcmp(ev.event, "message") == 0, "got \"%s\" instead of seq %" PRIu64 ": %s",
+                  ev.event, want, ev.data);
+    ck_assert_uint_eq(seq_of(ev.id), want);
+    lg_sse_event_free(&ev);
+}
+
+/* Nothing more arrives within ms. */
+static void expect_quiet(struct lg_sse_client *c, int ms)
+{
+    struct lg_sse_event ev;
+    int rc = lg_sse_next(c, &ev, ms);
+    if (rc == 1) {
+        ck_abort_msg("unexpected event %s \"%s\": %s", ev.id, ev.event, ev.data);
+        lg_sse_event_free(&ev);
+    }
+}
+
+static void open_stream(struct lg_sse_client *c, const struct lg_server *s, const char *topic)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/sse?topic=%s", topic);
+    ck_assert_int_eq(lg_sse_open(c, s->public_port, path, NULL), 0);
+    ck_assert_int_eq(c->status, 200);
+}
+
+/* ---- 1. Held, then refused after the wait ---------------------------------------------------- */
+
+#define FROZEN_CONFIG                                                                              \
+    "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,\"publish_wait_ms\":300}}"
+
+START_TEST(test_held_then_refused_after_the_wait)
+{
+    struct lg_server s;
+    start_server(&s, FROZEN_CONFIG);
+    struct lg_sse_client sub;
+    open_stream(&sub, &s, "frozen");
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, 5000));
+
+    pid_t tid = freeze_worker(&s);
+    struct lg_stall_ka k;
+    lg_stall_ka_init(&k, s.control_port);
+    struct answer a;
+    publish(&k, "frozen", "one", &a);
+    ck_assert_int_eq(a.status, 201);
+    publish(&k, "frozen", "two", &a);
+    ck_assert_int_eq(a.status, 201);
+    ck_assert_uint_eq(a.seq, 2);
+
+    /* The inbox holds 2 unprocessed events: the third publish waits 300 ms, then is refused. */
+    publish(&k, "frozen", "three", &a);
+    ck_assert_int_eq(a.status, 503);
+    ck_assert_str_eq(a.error, "overloaded");
+    ck_assert_str_eq(a.retry_after, "1");
+    ck_assert_msg(a.took_ms >= 290, "refused after %" PRId64 " ms, before the 300 ms wait",
+                  a.took_ms);
+    ck_assert_int_eq(stat_of(&s, "publishes_held"), 1);
+    ck_assert_int_eq(stat_of(&s, "publishes_refused_overload"), 1);
+    ck_assert_int_ge(stat_of(&s, "publish_wait_ms_total"), 290);
+    thaw_worker(tid);
+
+    /* What was accepted arrives; what was refused was never published: the next is seq 3. */
+    expect_seq(&sub, 1);
+    expect_seq(&sub, 2);
+    publish(&k, "frozen", "four", &a);
+    ck_assert_int_eq(a.status, 201);
+    ck_assert_uint_eq(a.seq, 3);
+    expect_seq(&sub, 3);
+    expect_quiet(&sub, 200);
+    ck_assert(lg_server_wait_log(&s, "publish refused: subscribers' workers stayed behind", 2000));
+
+    lg_stall_ka_close(&k);
+    lg_sse_close(&sub);
+    stop_server(&s);
+}
+END_TEST
+
+/* ---- 2. Held, then accepted when the worker catches up --------------------------------------- */
+
+START_TEST(test_held_publish_is_accepted_when_the_worker_catches_up)
+{
+    struct lg_server s;
+    start_server(&s, "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
+                     "\"publish_wait_ms\":20000}}");
+    struct lg_sse_client sub;
+    open_stream(&sub, &s, "catchup");
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, 5000));
+
+    pid_t tid = freeze_worker(&s);
+    struct lg_stall_ka k;
+    lg_stall_ka_init(&k, s.control_port);
+    struct answer a;
+    publish(&k, "catchup", "one", &a);
+    ck_assert_int_eq(a.status, 201);
+    publish(&k, "catchup", "two", &a);
+    ck_assert_int_eq(a.status, 201);
+
+    struct async_publish third = {.port = s.control_port, .topic = "catchup", .data = "three"};
+    ck_assert_int_eq(pthread_create(&third.thread, NULL, async_publish_main, &third), 0);
+    ck_assert(lg_wait_stat(s.control_port, "publishes_held", 1, 5000));
+    int64_t thawed = now_ms();
+    thaw_worker(tid);
+    pthread_join(third.thread, NULL);
+    ck_assert_int_eq(third.answer.status, 201);
+    ck_assert_uint_eq(third.answer.seq, 3);
+    ck_assert_msg(now_ms() - thawed < 5000, "the held publish took %" PRId64 " ms after the thaw",
+                  now_ms() - thawed);
+    ck_assert_int_eq(stat_of(&s, "publishes_refused_overload"), 0);
+
+    for (uint64_t seq = 1; seq <= 3; seq++)
+        expect_seq(&sub, seq);
+    expect_quiet(&sub, 200);
+    lg_stall_ka_close(&k);
+    lg_sse_close(&sub);
+    stop_server(&s);
+}
+END_TEST
+
+/* ---- 3. A batch faster than fan-out is paced, and nobody loses anything ----------------------- */
+
+#define BATCH_N 1000
+#define BATCH_SUBS 20
+
+START_TEST(test_paced_batch_reaches_every_subscriber)
+{
+    struct lg_server s;
+    start_server(&s, "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
+                     "\"publish_wait_ms\":20000}}");
+    struct lg_sse_client subs[BATCH_SUBS];
+    for (int i = 0; i < BATCH_SUBS; i++)
+        open_stream(&subs[i], &s, "paced");
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", BATCH_SUBS, 5000));
+
+    /* 1000 events of ~70 bytes fit in each subscriber's socket buffers, so every subscriber
+     * keeps up even though this test reads them only after the batch was answered. */
+    size_t cap = BATCH_N * 40, len = 0;
+    char *body = malloc(cap);
+    ck_assert_ptr_nonnull(body);
+    for (int i = 1; i <= BATCH_N; i++)
+        len += (size_t)snprintf(body + len, cap - len, "{\"topic\":\"paced\",\"data\":\"e%d\"}\n",
+                                i);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "POST", "/v1/publish",
+                                     "Content-Type: application/x-ndjson\r\n", body, len, &r,
+                                     30000),
+                     0);
+    free(body);
+    ck_assert_msg(r.status == 200, "batch answered %d: %s", r.status, r.body);
+    json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "accepted")), BATCH_N);
+    json_decref(root);
+    lg_http_response_free(&r);
+    /* The inbox holds 2 events and the worker writes 20 sockets per batch: the batch must
+     * have waited for room. */
+    ck_assert_int_gt(stat_of(&s, "publishes_held"), 0);
+
+    for (int i = 0; i < BATCH_SUBS; i++) {
+        for (uint64_t seq = 1; seq <= BATCH_N; seq++)
+            expect_seq(&subs[i], seq);
+        lg_sse_close(&subs[i]);
+    }
+    ck_assert_int_eq(stat_of(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(stat_of(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(stat_of(&s, "publishes_refused"), 0);
+    stop_server(&s);
+}
+END_TEST
+
+/* ---- 4. A stalled subscriber gets its policy; healthy ones lose nothing ------------------- */
+
+#define STALL_N 2000
+#define STALL_DATA 256 /* bytes of data per event: 2000 of them overfill a stalled socket */
+
+struct closed_loop {
+    pthread_t thread;
+    uint16_t port;
+    int accepted, refused;
+};
+
+static void *closed_loop_main(void *arg)
+{
+    struct closed_loop *p = arg;
+    struct lg_stall_ka k;
+    lg_stall_ka_init(&k, p->port);
+    for (int i = 1; i <= STALL_N; i++) {
+        char data[STALL_DATA + 1];
+        int n = snprintf(data, sizeof data, "e%d:", i);
+        memset(data + n, 'x', STALL_DATA - (size_t)n);
+        data[STALL_DATA] = '\0';
+        struct answer a;
+        publish(&k, "mixed", data, &a);
+        if (a.status == 201)
+            p->accepted++;
+        else
+            p->refused++;
+    }
+    lg_stall_ka_close(&k);
+    return NULL;
+}
+
+START_TEST(test_stalled_subscriber_keeps_its_policy)
+{
+    struct lg_server s;
+    /* Default socket buffers: the healthy subscribers, read continuously, never fill theirs;
+     * the stalled one (4 KiB receive buffer, never read) fills its socket and then its
+     * 64-event queue. */
+    start_server(&s, "{\"workers\":1,\"client_queue\":{\"max_events\":64},"
+                     "\"limits\":{\"worker_inbox_events\":8}}");
+    int stalled = lg_stall_sse_open(s.public_port, "/sse?topic=mixed", NULL, 4096);
+    ck_assert_int_ge(stalled, 0);
+    struct lg_sse_client healthy[2];
+    open_stream(&healthy[0], &s, "mixed");
+    open_stream(&healthy[1], &s, "mixed");
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 3, 5000));
+
+    struct closed_loop pub = {.port = s.control_port};
+    ck_assert_int_eq(pthread_create(&pub.thread, NULL, closed_loop_main, &pub), 0);
+    uint64_t next[2] = {1, 1};
+    int64_t deadline = now_ms() + 60000;
+    while ((next[0] <= STALL_N || next[1] <= STALL_N) && now_ms() < deadline) {
+        for (int i = 0; i < 2; i++) { /* a few events each in turn: both keep up */
+            struct lg_sse_event ev;
+            for (int n = 0; n < 8 && next[i] <= STALL_N && lg_sse_next(&healthy[i], &ev, 1) == 1;
+                 n++) {
+                ck_assert_msg(strcmp(ev.event, "message") == 0,
+                              "healthy subscriber %d got \"%s\" at seq %" PRIu64 ": %s", i,
+                              ev.event, next[i], ev.data);
+                ck_assert_uint_eq(seq_of(ev.id), next[i]);
+                next[i]++;
+                lg_sse_event_free(&ev);
+            }
+        }
+    }
+    pthread_join(pub.thread, NULL);
+    ck_assert_int_eq(pub.accepted, STALL_N);
+    ck_assert_int_eq(pub.refused, 0);
+    ck_assert_uint_eq(next[0], STALL_N + 1);
+    ck_assert_uint_eq(next[1], STALL_N + 1);
+
+    /* The stalled one's socket filled: its ring overflowed and drop-oldest fired on it alone;
+     * what it reads now covers every seq exactly once as events or gap ranges. */
+    ck_assert_int_gt(stat_of(&s, "events_dropped_overflow"), 0);
+    struct lg_sse_client slow;
+    ck_assert_int_eq(lg_stall_sse_resume(&slow, stalled, 5000), 0);
+    uint64_t covered = 0, gaps = 0;
+    while (covered < STALL_N) {
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&slow, &ev, READ_TIMEOUT_MS), 1);
+        uint64_t seq = seq_of(ev.id);
+        if (strcmp(ev.event, "gap") == 0) {
+            json_t *g = json_loads(ev.data, 0, NULL);
+            uint64_t from = (uint64_t)json_integer_value(json_object_get(g, "from"));
+            uint64_t to = (uint64_t)json_integer_value(json_object_get(g, "to"));
+            json_decref(g);
+            ck_assert_uint_eq(from, covered + 1);
+            ck_assert_uint_eq(to, seq);
+            covered = to;
+            gaps++;
+        } else {
+            ck_assert_str_eq(ev.event, "message");
+            ck_assert_uint_eq(seq, covered + 1);
+            covered = seq;
+        }
+        lg_sse_event_free(&ev);
+    }
+    ck_assert_uint_gt(gaps, 0);
+    lg_sse_close(&slow);
+    lg_sse_close(&healthy[0]);
+    lg_sse_close(&healthy[1]);
+    stop_server(&s);
+}
+END_TEST
+
+static Suite *overload_suite(void)
+{
+    Suite *s = suite_create("overload");
+    TCase *tc = tcase_create("pacing");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_held_then_refused_after_the_wait);
+    tcase_add_test(tc, test_held_publish_is_accepted_when_the_worker_catches_up);
+    tcase_add_test(tc, test_paced_batch_reaches_every_subscriber);
+    tcase_add_test(tc, test_stalled_subscriber_keeps_its_policy);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(overload_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
