@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -55,6 +57,35 @@ static void resolve_static_dir(struct lg_app *app)
         lg_warn("static_dir %s: %s; static files will answer 404", wanted, strerror(errno));
         snprintf(app->static_dir, sizeof app->static_dir, "/nonexistent");
     }
+}
+
+/* Events are allocated on control threads and freed on workers, so glibc's per-thread arenas
+ * grow and shrink their heaps (an mprotect() each time) at the publish rate. Keeping a few MiB
+ * of free top memory per arena stops that churn. */
+static void tune_allocator(void)
+{
+    mallopt(M_TRIM_THRESHOLD, 4 << 20);
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}
+
+/* Connections are bounded by limits.max_connections, not by a soft descriptor limit that a
+ * shell or service manager happened to leave low: raise it to the hard limit, as nginx's
+ * worker_rlimit_nofile does. */
+static void raise_descriptor_limit(const struct lg_config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = was;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)cfg->limits.max_connections + 64)
+        lg_warn("the descriptor limit (%llu) is below limits.max_connections (%u) + 64: "
+                "connections past it are refused by accept(); raise ulimit -n",
+                (unsigned long long)rl.rlim_cur, cfg->limits.max_connections);
 }
 
 static int start(struct lg_app *app)
@@ -172,6 +203,8 @@ int lg_app_run(const struct lg_config *cfg)
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    tune_allocator();
+    raise_descriptor_limit(cfg);
     if (start(&app) != 0) {
         stop(&app);
         return 1;
