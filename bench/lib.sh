@@ -106,39 +106,40 @@ lgb_livegate_bin() {
 # lgb_start TARGET WORKDIR: starts a fresh server, sets LGB_SRV_PID (the process to stop),
 # LGB_MEASURE_PIDS (processes whose RSS/CPU are reported), LGB_SUB_PORT, LGB_PUB_PORT.
 
+# livegate runs with its built-in defaults: no --config, unless LGB_LG_CONFIG names a file (an
+# override for every scenario, empty by default) or the scenario names its own file
+# (@LGCFG=FILE@, for scenarios about a setting, which is then in the scenario's name). A config
+# that does not start is an error: the run never falls back to another configuration.
 lgb_start_livegate() { # DIR BIN [CONFIG]: CONFIG (a scenario's own file) overrides LGB_LG_CONFIG
-    local dir=$1 bin=$2 cfg=${LGB_LG_CONFIG-$LGB_BENCH/livegate/bench.json}
+    local dir=$1 bin=$2 cfg=${LGB_LG_CONFIG:-}
     [ -n "${3:-}" ] && cfg=$3
     mkdir -p "$dir"
     lgb_check_free "$LGB_LG_PUB" "$LGB_LG_CTL" || return 1
-    local try
-    for try in config noconfig; do
-        local sargs=(--public "$LGB_HOST:$LGB_LG_PUB" --control "$LGB_HOST:$LGB_LG_CTL" --workers 1)
-        if [ "$try" = config ]; then
-            if [ -z "$cfg" ] || [ ! -f "$cfg" ]; then continue; fi
-            sargs+=(--config "$cfg")
-        fi
-        : >"$dir/livegate.log"
-        lgb_pin_argv "$LGB_SRV_CPU"
-        (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "${sargs[@]}") 2>"$dir/livegate.log" >/dev/null &
-        LGB_SRV_PID=$!
-        local i ok=0
-        for ((i = 0; i < 200; i++)); do
-            # ready when both listeners accept (the "listening" line is info-level; the bench
-            # config logs at warn)
-            if lgb_port_open "$LGB_LG_PUB" && lgb_port_open "$LGB_LG_CTL"; then ok=1; break; fi
-            kill -0 "$LGB_SRV_PID" 2>/dev/null || break
-            sleep 0.05
-        done
-        if [ $ok = 1 ]; then
+    local sargs=(--public "$LGB_HOST:$LGB_LG_PUB" --control "$LGB_HOST:$LGB_LG_CTL" --workers 1)
+    if [ -n "$cfg" ]; then
+        [ -f "$cfg" ] || { lgb_log "livegate config $cfg not found"; return 1; }
+        sargs+=(--config "$cfg")
+    fi
+    : >"$dir/livegate.log"
+    lgb_pin_argv "$LGB_SRV_CPU"
+    # the log (stderr; info level by default) goes to the run dir, never to the terminal
+    (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "${sargs[@]}") >>"$dir/livegate.log" 2>&1 &
+    LGB_SRV_PID=$!
+    local i
+    for ((i = 0; i < 200; i++)); do
+        # ready when both listeners accept (the port check does not depend on the log level)
+        if lgb_port_open "$LGB_LG_PUB" && lgb_port_open "$LGB_LG_CTL"; then
             LGB_MEASURE_PIDS=$LGB_SRV_PID
             LGB_SUB_PORT=$LGB_LG_PUB
             LGB_PUB_PORT=$LGB_LG_CTL
             return 0
         fi
-        lgb_log "livegate did not start ($try): $(tail -n 3 "$dir/livegate.log" | tr '\n' ' ')"
-        kill "$LGB_SRV_PID" 2>/dev/null; wait "$LGB_SRV_PID" 2>/dev/null
+        kill -0 "$LGB_SRV_PID" 2>/dev/null || break
+        sleep 0.05
     done
+    lgb_log "livegate did not start${cfg:+ (--config $cfg)}: $(tail -n 3 "$dir/livegate.log" | tr '\n' ' ')"
+    kill "$LGB_SRV_PID" 2>/dev/null; wait "$LGB_SRV_PID" 2>/dev/null
+    LGB_SRV_PID=
     return 1
 }
 
@@ -189,62 +190,84 @@ lgb_stop() {
 
 # ---------------------------------------------------------------- scenarios
 # One line per scenario: NAME|TARGETS|LOADGEN ARGS|FIGURES
-# TARGETS: "all" or "livegate" (Nchan has no batch publish). @MAXCONN@ = fd hard limit - 20.
-# @LGCFG=FILE@ in the args: livegate runs this scenario with --config bench/livegate/FILE
-# (instead of bench.json / LGB_LG_CONFIG); Nchan ignores it.
-# FIGURES are the JSON fields shown in the comparison table (lost etc. are always checked).
-# isolation_base / isolation_stalled (issues 4 and 5): the same 1000 healthy SSE subscribers on
-# one topic at 100 events/s for 10 s (1000 events), without and with 100 stalled subscribers
-# (lg_loadgen --stalled: SO_RCVBUF 4096, never read). livegate runs them with
+# TARGETS: "all" or "livegate" (Nchan has no batch publish).
+# @MAXCONN@ = 19400 (livegate's default limits.max_connections), capped at the fd hard limit
+# (at most 20000) - 20; both servers get the same number (lgb_maxconn).
+# Rules (bench/README.md, "Scenario rules"):
+# * livegate runs with its DEFAULT configuration. A scenario about a setting names its own file
+#   with @LGCFG=FILE@ (livegate runs it with --config bench/livegate/FILE; Nchan ignores it),
+#   and the setting is in the scenario's name (isolation_sndbuf16k_q256_*).
+# * one publisher connection (--pub-conns 1), the shape of a backend, unless the name says
+#   otherwise (ingest_8conn, ingest_batch100_8conn, topics_sse_5k_1k_8conn).
+# * every scenario that publishes lists publish_per_s (achieved; the table shows the offered
+#   rate beside it); lost / duplicated / reordered are shown for every scenario (compare.sh).
+# FIGURES are the JSON fields shown in the comparison table.
+# isolation_sndbuf16k_q256_base / _stalled (issues 4 and 5): the same 1000 healthy SSE
+# subscribers on one topic at 100 events/s for 10 s (1000 events), without and with 100 stalled
+# subscribers (lg_loadgen --stalled: SO_RCVBUF 4096, never read). livegate runs them with
 # bench/livegate/isolation.json (socket_send_buffer_bytes 16384, client_queue.max_events 256),
 # so the stalled clients reach its drop-oldest ring policy within the run. The figure is
 # lat_p99_us(stalled) / lat_p99_us(base), target <= 1.5 (lgb_isolation_line).
 
 lgb_scenarios_full() {
     cat <<'EOF'
-idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1500 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
-idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1500 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
-fanout_sse_1k_max|all|--transport sse --subscribers 1000 --rate max --events 1000 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
-fanout_ws_1k_max|all|--transport ws --subscribers 1000 --rate max --events 1000 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
-fanout_sse_5k_max|all|--transport sse --subscribers 5000 --rate max --events 200 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
-fanout_ws_5k_max|all|--transport ws --subscribers 5000 --rate max --events 200 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
-fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
-fanout_ws_1k_10hz|all|--transport ws --subscribers 1000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
-fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
-fanout_ws_5k_10hz|all|--transport ws --subscribers 5000 --rate 10 --duration 5|lat_p50_us lat_p99_us lat_max_us server_cpu_pct lost
-topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 20|deliveries_per_s publish_per_s server_cpu_us_per_delivery lost
-poll_1k_50hz|all|--transport poll --subscribers 1000 --rate 50 --duration 5|deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery lost
-poll_1k_max|all|--transport poll --subscribers 1000 --rate max --events 1000 --duration 3|deliveries_per_s server_cpu_us_per_delivery lost
-ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
-ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 4|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
-ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 4|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish
-maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --events 1 --settle-ms 1500 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us lost
-isolation_base|all|--transport sse --subscribers 1000 --topics 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|lat_p50_us lat_p99_us lat_max_us lost
-isolation_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|lat_p50_us lat_p99_us lat_max_us lost stalled_made
+idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
+idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
+fanout_sse_1k_max|all|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
+fanout_ws_1k_max|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
+fanout_sse_5k_max|all|--transport sse --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
+fanout_ws_5k_max|all|--transport ws --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
+fanout_sse_1k_max_stalled100|all|--transport sse --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
+fanout_ws_1k_max_stalled100|all|--transport ws --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
+fanout_sse_5k_max_stalled100|all|--transport sse --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
+fanout_ws_5k_max_stalled100|all|--transport ws --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
+fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_ws_1k_10hz|all|--transport ws --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_ws_5k_10hz|all|--transport ws --subscribers 5000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 1 --rate max --events 20 --duration 3|publish_per_s deliveries_per_s lat_p99_us server_cpu_us_per_delivery
+topics_sse_5k_1k_8conn|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 20 --duration 3|publish_per_s deliveries_per_s lat_p99_us server_cpu_us_per_delivery
+users_sse_15k|all|--transport sse --subscribers 15000 --topics 15000 --pub-conns 1 --rate 2000 --duration 5 --connect-concurrency 512|publish_per_s server_cpu_pct lat_p50_us lat_p99_us lat_max_us
+users_ws_15k|all|--transport ws --subscribers 15000 --topics 15000 --pub-conns 1 --rate 2000 --duration 5 --connect-concurrency 512|publish_per_s server_cpu_pct lat_p50_us lat_p99_us lat_max_us
+idle19k_active100_1khz|all|--transport sse --idle 19000 --subscribers 100 --topics 1 --pub-conns 1 --rate 1000 --duration 5 --settle-ms 1000 --connect-concurrency 512|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct idle_made
+poll_1k_50hz|all|--transport poll --subscribers 1000 --pub-conns 1 --rate 50 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery
+poll_1k_max|all|--transport poll --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
+ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 2|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
+ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 2|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
+ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 2|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish
+maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --pub-conns 1 --events 1 --settle-ms 1000 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us publish_per_s
+isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 1000 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us
+isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us stalled_made
 EOF
 }
 
 lgb_scenarios_smoke() {
     cat <<'EOF'
 idle_sse_200|all|--transport sse --subscribers 200 --events 0 --settle-ms 100 --idle-ms 100|conns_made bytes_per_conn
-fanout_sse_100|all|--transport sse --subscribers 100 --rate max --events 50 --settle-ms 100|deliveries_per_s lat_p99_us lost
-fanout_ws_100|all|--transport ws --subscribers 100 --rate max --events 50 --settle-ms 100|deliveries_per_s lat_p99_us lost
-fanout_ws_100_20hz|all|--transport ws --subscribers 100 --rate 20 --duration 1 --settle-ms 100|lat_p99_us lost
-topics_sse_200_20|all|--transport sse --subscribers 200 --topics 20 --pub-conns 4 --rate max --events 20 --settle-ms 100|deliveries_per_s lost
-poll_50|all|--transport poll --subscribers 50 --rate 20 --duration 1 --settle-ms 100|deliveries_per_s lat_p99_us lost
+fanout_sse_100|all|--transport sse --subscribers 100 --pub-conns 1 --rate max --events 50 --settle-ms 100|deliveries_per_s publish_per_s lat_p99_us
+fanout_ws_100|all|--transport ws --subscribers 100 --pub-conns 1 --rate max --events 50 --settle-ms 100|deliveries_per_s publish_per_s lat_p99_us
+fanout_ws_100_20hz|all|--transport ws --subscribers 100 --pub-conns 1 --rate 20 --duration 1 --settle-ms 100|publish_per_s lat_p99_us
+topics_sse_200_20|all|--transport sse --subscribers 200 --topics 20 --pub-conns 1 --rate max --events 20 --settle-ms 100|publish_per_s deliveries_per_s
+idle100_active20_50hz|all|--transport sse --idle 100 --subscribers 20 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100|publish_per_s lat_p99_us idle_made
+poll_50|all|--transport poll --subscribers 50 --pub-conns 1 --rate 20 --duration 1 --settle-ms 100|publish_per_s deliveries_per_s lat_p99_us
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 0.5 --settle-ms 0|publish_per_s
 ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 10 --rate max --duration 0.5 --settle-ms 0|publish_per_s
-isolation_base|all|--transport sse --subscribers 100 --topics 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|lat_p99_us lost
-isolation_stalled|all|--transport sse --subscribers 100 --stalled 10 --topics 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|lat_p99_us lost stalled_made
+isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 100 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|publish_per_s lat_p99_us
+isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 100 --stalled 10 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|publish_per_s lat_p99_us stalled_made
 EOF
 }
 
+# the subscriber count of maxconn_sse: livegate's default limits.max_connections (19400), capped
+# so that both servers fit the fd hard limit (at most 20000: nginx's worker_rlimit_nofile); the
+# generator needs N+6 fds, the server N+~15
+LGB_MAXCONN_DEFAULT=${LGB_MAXCONN_DEFAULT:-19400}
 lgb_maxconn() {
-    local h
+    local h n=$LGB_MAXCONN_DEFAULT
     h=$(ulimit -Hn)
     [ "$h" = unlimited ] && h=20000
     [ "$h" -gt 20000 ] && h=20000
-    echo $((h - 20)) # lg_loadgen needs N+6 fds, the server N+~15
+    [ $((h - 20)) -lt "$n" ] && n=$((h - 20))
+    echo "$n"
 }
 
 # lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR : starts a fresh server, runs the scenario,
@@ -313,24 +336,25 @@ lgb_summary_line() {
     }
     {
         nf = split("scenario target conns_made conns_failed published deliveries lost duplicated reordered " \
-                   "deliveries_per_s publish_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn " \
-                   "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound stalled_made " \
+                   "offered_rate publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn " \
+                   "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound stalled_made idle_made idle_failed " \
                    "events_dropped_overflow error", f, " ")
         out = ""
         for (i = 1; i <= nf; i++) {
             v = getf(f[i])
             if (v == "" || v == "null") continue
-            if ((f[i] == "stalled_made" || f[i] == "events_dropped_overflow") && v == 0) continue
+            if ((f[i] == "stalled_made" || f[i] == "idle_made" || f[i] == "idle_failed" || f[i] == "events_dropped_overflow") && v == 0) continue
             out = out f[i] "=" v " "
         }
         print out
     }'
 }
 
-# lgb_isolation_line JSONL TARGET: the isolation figure from the isolation_base and
-# isolation_stalled runs of TARGET in JSONL (medians over reps; failed runs skipped), as one
-# line: "isolation TARGET: p99 base X us, p99 with N stalled Y us, ratio R (target <= 1.5)".
-# Prints nothing when either scenario has no result.
+# lgb_isolation_line JSONL TARGET: the isolation figure from each pair of scenarios
+# isolation*_base / isolation*_stalled (today isolation_sndbuf16k_q256_base and _stalled) run
+# on TARGET in JSONL (medians over reps; failed runs skipped), one line per pair:
+# "PAIR TARGET: p99 base X us, p99 with N stalled Y us, ratio R (target <= 1.5 ...)".
+# Prints nothing for a pair that lacks either result.
 lgb_isolation_line() {
     awk -v tg="$2" '
     function getf(line, k,   i, s, n) {
@@ -347,21 +371,26 @@ lgb_isolation_line() {
     }
     {
         sc = getf($0, "scenario")
-        if (sc != "isolation_base" && sc != "isolation_stalled") next
+        if (sc !~ /^isolation/ || sc !~ /_(base|stalled)$/) next
         if (getf($0, "target") != tg || getf($0, "error") != "") next
         v = getf($0, "lat_p99_us"); if (v == "" || v == "null") next
+        pair = sc; sub(/_(base|stalled)$/, "", pair)
+        if (!(pair in seen)) { seen[pair] = 1; pairs[++np] = pair }
         val[sc, ++cnt[sc]] = v + 0
-        lost[sc] += getf($0, "lost") + 0
-        if (sc == "isolation_stalled") { st = getf($0, "stalled_made"); dr = getf($0, "events_dropped_overflow") }
+        lost[pair] += getf($0, "lost") + 0
+        if (sc ~ /_stalled$/) { st[pair] = getf($0, "stalled_made"); dr[pair] = getf($0, "events_dropped_overflow") }
     }
     END {
-        b = median("isolation_base"); s = median("isolation_stalled")
-        if (b == "" || s == "") exit
-        r = b > 0 ? sprintf("%.2f", s / b) : "n/a"
-        printf "isolation %s: p99 base %d us, p99 with %s stalled %d us, ratio %s (target <= 1.5; %d+%d reps", \
-            tg, b, st == "" ? "?" : st, s, r, cnt["isolation_base"], cnt["isolation_stalled"]
-        if (lost["isolation_base"] + lost["isolation_stalled"]) printf "; LOST %d", lost["isolation_base"] + lost["isolation_stalled"]
-        if (dr != "") printf "; last stalled run: server dropped %s events for slow clients", dr
-        printf ")\n"
+        for (k = 1; k <= np; k++) {
+            p = pairs[k]
+            b = median(p "_base"); s = median(p "_stalled")
+            if (b == "" || s == "") continue
+            r = b > 0 ? sprintf("%.2f", s / b) : "n/a"
+            printf "%s %s: p99 base %d us, p99 with %s stalled %d us, ratio %s (target <= 1.5; %d+%d reps", \
+                p, tg, b, st[p] == "" ? "?" : st[p], s, r, cnt[p "_base"], cnt[p "_stalled"]
+            if (lost[p]) printf "; LOST %d", lost[p]
+            if (dr[p] != "") printf "; last stalled run: server dropped %s events for slow clients", dr[p]
+            printf ")\n"
+        }
     }' "$1"
 }

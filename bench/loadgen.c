@@ -9,7 +9,9 @@
  * deliveries, losses, duplicates and reorderings per topic and the latency of each delivery.
  * Prints one JSON object on stdout (see bench/README.md for the fields).
  * --transport mixed spreads the subscribers over all three transports (per-transport figures
- * in "per_transport"); --stalled N adds N subscribers that never read (isolation runs).
+ * in "per_transport"); --stalled N adds N subscribers that never read (isolation runs);
+ * --idle N adds N SSE subscribers on topics of their own that nobody publishes to (a server
+ * holding many idle connections while a few are active).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see
@@ -60,7 +62,9 @@
 enum target { T_LIVEGATE, T_NCHAN };
 enum transport { X_SSE, X_WS, X_POLL, X_MIXED }; /* X_MIXED: the run only, never a conn */
 static const char *const xport_name[] = {"sse", "ws", "poll", "mixed"};
-enum role { R_SUB, R_PUB, R_STALL }; /* R_STALL: a --stalled subscriber (never reads events) */
+/* R_STALL: a --stalled subscriber (never reads events); R_IDLE: an --idle subscriber (own topic,
+ * never published to; reads and discards whatever the server sends) */
+enum role { R_SUB, R_PUB, R_STALL, R_IDLE };
 enum cstate { CS_NONE, CS_CONNECTING, CS_HEAD, CS_BODY, CS_WS, CS_CLOSED };
 enum bmode { BM_NONE, BM_LEN, BM_CHUNK, BM_EOF };
 enum ckstate { CK_SIZE, CK_EXT, CK_DATA, CK_DATA_END, CK_TR_BOL, CK_TR_LINE };
@@ -113,6 +117,7 @@ static struct {
     int sub_port, pub_port;
     uint32_t nsubs, ntopics;
     uint32_t nstalled; /* --stalled: extra subscribers that never read their events */
+    uint32_t nidle;    /* --idle: extra SSE subscribers, each on its own unpublished topic */
     double rate; /* events/s in total; 0 = as fast as possible */
     uint64_t events_per_topic;
     bool events_given;
@@ -136,7 +141,8 @@ static struct {
     struct conn *subs;
     struct conn *pubs;
     struct conn *stalled;
-    uint32_t next_sub, next_stall, connecting;
+    struct conn *idlec;
+    uint32_t next_sub, next_stall, next_idle, connecting;
     bool any_ws;
     enum phase phase;
     uint64_t t_start, t_deadline_all;
@@ -160,6 +166,7 @@ static struct {
     struct lg_hist lat, publat;
     struct lg_hist lat_x[3]; /* latency per transport (X_SSE, X_WS, X_POLL) */
     uint64_t stalled_made, stalled_failed, stalled_closed;
+    uint64_t idle_made, idle_failed, idle_closed, idle_bytes_rx;
     bool aborted;
     const char *abort_reason;
 } G;
@@ -539,7 +546,10 @@ static void ws_key(uint32_t idx, char out[32])
 static bool sub_send_request(struct conn *c)
 {
     char tn[MAX_TOPIC_NAME], req[2048];
-    topic_name(c->topic, tn, sizeof tn);
+    if (c->role == R_IDLE) /* "<prefix>idle-<i>": never one of the published topics */
+        snprintf(tn, sizeof tn, "%sidle-%" PRIu32, G.topic_prefix, c->topic);
+    else
+        topic_name(c->topic, tn, sizeof tn);
     int n = 0;
     bool lg = G.target == T_LIVEGATE;
     if (c->xport == X_SSE) {
@@ -1186,10 +1196,80 @@ static void stall_event(struct conn *c, uint32_t evs)
     if (evs & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) stall_fail(c); /* the server closed it */
 }
 
+/* ------------------------------------------------------------------ idle subscribers
+ * --idle N: N more SSE subscribers, connected before everyone else, each on a topic of its own
+ * ("<prefix>idle-<i>") that nobody publishes to. They read their response head, then read and
+ * discard whatever comes (heartbeats, comments) until the end of the run. They are not part of
+ * the delivery accounting: idle_made/idle_failed count them, idle_closed counts those the server
+ * closed during the run, idle_open_at_end the rest. */
+
+static void idle_fail(struct conn *c)
+{
+    if (!c->dead) {
+        if (!c->ready) {
+            G.idle_failed++;
+            if (G.connecting) G.connecting--;
+        } else {
+            G.idle_closed++;
+        }
+    }
+    c->dead = 1;
+    if (c->fd >= 0) epoll_ctl(G.ep, EPOLL_CTL_DEL, c->fd, NULL);
+    free(c->rb);
+    c->rb = NULL;
+    c->rlen = c->rcap = 0;
+    close_fd(c, true);
+}
+
+static void idle_event(struct conn *c, uint32_t evs)
+{
+    if (c->state == CS_CONNECTING) {
+        if (!(evs & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err || (evs & (EPOLLERR | EPOLLHUP))) { idle_fail(c); return; }
+        ep_set(c, EPOLLIN, EPOLL_CTL_MOD);
+        if (!sub_send_request(c)) idle_fail(c);
+        return;
+    }
+    if ((evs & EPOLLOUT) && !conn_flush(c)) { idle_fail(c); return; }
+    if (!(evs & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))) return;
+    for (int round = 0; round < 4 && c->fd >= 0; round++) {
+        ssize_t r = recv(c->fd, G.buf, RECV_CHUNK, 0);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        if (r <= 0) { idle_fail(c); return; }
+        G.idle_bytes_rx += (uint64_t)r;
+        if (c->state == CS_HEAD) {
+            size_t old = c->rlen;
+            carry_append(c, G.buf, (size_t)r);
+            size_t from = old > 3 ? old - 3 : 0;
+            const char *e = memmem(c->rb + from, c->rlen - from, "\r\n\r\n", 4);
+            if (!e) {
+                if (c->rlen > MAX_HEAD) idle_fail(c);
+                continue;
+            }
+            struct head h;
+            bool ok = parse_head(c->rb, (size_t)(e - c->rb) + 4, &h) && h.status == 200;
+            free(c->rb);
+            c->rb = NULL;
+            c->rlen = c->rcap = 0;
+            if (!ok) { idle_fail(c); return; }
+            c->ready = 1;
+            c->state = CS_BODY;
+            G.idle_made++;
+            if (G.connecting) G.connecting--;
+        }
+        /* CS_BODY: the bytes (heartbeats, if any) are dropped */
+        if (r < RECV_CHUNK) return;
+    }
+}
+
 static void handle_event(struct conn *c, uint32_t evs, uint64_t now)
 {
     if (c->fd < 0) return;
     if (c->role == R_STALL) { stall_event(c, evs); return; }
+    if (c->role == R_IDLE) { idle_event(c, evs); return; }
     if (c->state == CS_CONNECTING) {
         if (!(evs & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
         int err = 0;
@@ -1259,7 +1339,15 @@ static void stall_fail(struct conn *c);
 
 static void connect_drive(uint64_t now)
 {
-    /* stalled subscribers first, so they are stalled while the healthy ones connect */
+    /* idle subscribers first: the active ones join a server that already holds them */
+    while (G.next_idle < G.nidle && G.connecting < G.connect_conc) {
+        struct conn *c = &G.idlec[G.next_idle++];
+        G.connecting++;
+        c->t_mark = now;
+        if (!start_connect(c, G.sub_port, true)) idle_fail(c);
+    }
+    if (G.next_idle < G.nidle || G.idle_made + G.idle_failed < G.nidle) return; /* all settled */
+    /* then the stalled ones, so they are stalled while the healthy ones connect */
     while (G.next_stall < G.nstalled && G.connecting < G.connect_conc) {
         struct conn *c = &G.stalled[G.next_stall++];
         G.connecting++;
@@ -1326,7 +1414,7 @@ static bool cond_connected(uint64_t now)
             }
         }
     }
-    return G.next_sub >= G.nsubs && G.next_stall >= G.nstalled && G.connecting == 0;
+    return G.next_sub >= G.nsubs && G.next_stall >= G.nstalled && G.next_idle >= G.nidle && G.connecting == 0;
 }
 
 static bool cond_pub_done(uint64_t now)
@@ -1383,6 +1471,7 @@ static void usage(void)
             "usage: lg_loadgen --target livegate|nchan [--host 127.0.0.1] --sub-port P --pub-port Q\n"
             "  --transport sse|ws|poll|mixed --subscribers N --topics T --rate R|max --events M\n"
             "  [--stalled N (extra subscribers that never read; SO_RCVBUF 4096)]\n"
+            "  [--idle N (extra SSE subscribers on unpublished topics, connected first)]\n"
             "  [--duration S] [--pub-conns P] [--pipeline D] [--batch B (livegate)]\n"
             "  [--server-pid PID[,PID..]] [--src-addrs K] [--src-base X] [--connect-concurrency C]\n"
             "  [--connect-timeout S] [--settle-ms MS] [--idle-ms MS] [--drain-ms MS]\n"
@@ -1421,7 +1510,7 @@ int main(int argc, char **argv)
         {"connect-concurrency", 1, 0, 'c'}, {"connect-timeout", 1, 0, 'C'}, {"settle-ms", 1, 0, 'w'},
         {"idle-ms", 1, 0, 'i'}, {"drain-ms", 1, 0, 'W'}, {"poll-timeout", 1, 0, 'T'},
         {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
-        {"stalled", 1, 0, 'z'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -1442,6 +1531,7 @@ int main(int argc, char **argv)
             break;
         case 'n': G.nsubs = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'z': G.nstalled = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'I': G.nidle = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 't': G.ntopics = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'r': G.rate = !strcmp(optarg, "max") ? 0 : atof(optarg); break;
         case 'e': G.events_per_topic = strtoull(optarg, NULL, 10); G.events_given = true; break;
@@ -1479,7 +1569,8 @@ int main(int argc, char **argv)
     if (G.ntopics < 1 || G.ntopics > 1000000) die("--topics must be 1..1000000");
     if (G.nsubs > 1000000) die("--subscribers must be <= 1000000");
     if (G.nstalled > 1000000) die("--stalled must be <= 1000000");
-    if ((G.nsubs || G.nstalled) && (G.sub_port <= 0 || G.sub_port > 65535)) die("--sub-port required");
+    if (G.nidle > 1000000) die("--idle must be <= 1000000");
+    if ((G.nsubs || G.nstalled || G.nidle) && (G.sub_port <= 0 || G.sub_port > 65535)) die("--sub-port required");
     if (G.pub_conns < 1 || G.pub_conns > 256) die("--pub-conns must be 1..256");
     if (G.pipeline < 1 || G.pipeline > 1024) die("--pipeline must be 1..1024");
     if (G.batch < 1 || G.batch > 10000) die("--batch must be 1..10000");
@@ -1517,9 +1608,10 @@ int main(int argc, char **argv)
     G.subs = calloc(G.nsubs ? G.nsubs : 1, sizeof *G.subs);
     G.pubs = calloc(G.pub_conns, sizeof *G.pubs);
     G.stalled = calloc(G.nstalled ? G.nstalled : 1, sizeof *G.stalled);
+    G.idlec = calloc(G.nidle ? G.nidle : 1, sizeof *G.idlec);
     G.ready_on_topic = calloc(G.ntopics, sizeof *G.ready_on_topic);
     G.acked = calloc(G.ntopics, sizeof *G.acked);
-    if (!G.buf || !G.subs || !G.pubs || !G.stalled || !G.ready_on_topic || !G.acked) exit(3);
+    if (!G.buf || !G.subs || !G.pubs || !G.stalled || !G.idlec || !G.ready_on_topic || !G.acked) exit(3);
     for (uint32_t i = 0; i < G.nsubs; i++) {
         G.subs[i].fd = -1;
         G.subs[i].role = R_SUB;
@@ -1537,6 +1629,14 @@ int main(int argc, char **argv)
         c->idx = G.nsubs + i; /* source address and WS key */
         c->topic = i % G.ntopics;
         c->xport = G.transport == X_WS ? X_WS : X_SSE;
+    }
+    for (uint32_t i = 0; i < G.nidle; i++) {
+        struct conn *c = &G.idlec[i];
+        c->fd = -1;
+        c->role = R_IDLE;
+        c->idx = G.nsubs + G.nstalled + i; /* source address */
+        c->topic = i;                      /* "<prefix>idle-<i>" */
+        c->xport = X_SSE;
     }
     G.ep = epoll_create1(EPOLL_CLOEXEC);
     G.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -1561,6 +1661,11 @@ int main(int argc, char **argv)
         struct conn *c = &G.stalled[i];
         if (i >= G.next_stall) { G.stalled_failed++; continue; }
         if (!c->ready && !c->dead) stall_fail(c);
+    }
+    for (uint32_t i = 0; i < G.nidle; i++) {
+        struct conn *c = &G.idlec[i];
+        if (i >= G.next_idle) { G.idle_failed++; continue; }
+        if (!c->ready && !c->dead) idle_fail(c);
     }
     G.connecting = 0;
     snap_take(&s1);
@@ -1666,6 +1771,12 @@ int main(int argc, char **argv)
         close_fd(&G.stalled[i], true);
         free(G.stalled[i].rb); free(G.stalled[i].ob);
     }
+    uint64_t idle_alive = 0;
+    for (uint32_t i = 0; i < G.nidle; i++) {
+        if (G.idlec[i].ready && !G.idlec[i].dead) idle_alive++;
+        close_fd(&G.idlec[i], true);
+        free(G.idlec[i].rb); free(G.idlec[i].ob);
+    }
 
     /* ---- report ---- */
     double connect_s = (double)(tc1 - tc0) / 1e9;
@@ -1673,13 +1784,19 @@ int main(int argc, char **argv)
     double meas_s = td1 > tp0 ? (double)(td1 - tp0) / 1e9 : 0;
     double deliv_span = G.t_last_delivery > G.t_first_pub ? (double)(G.t_last_delivery - G.t_first_pub) / 1e9 : 0;
     double pub_span = G.t_last_pub_ack > G.t_first_pub ? (double)(G.t_last_pub_ack - G.t_first_pub) / 1e9 : 0;
+    /* paced: N events sent on schedule span N-1 intervals (plus the last answer's latency), so
+     * the span gets the one interval of the first event; a publisher on schedule then reports
+     * the offered rate, a slow server less. A closed loop's span is N round trips already. */
+    if (pub_span > 0 && G.rate > 0) pub_span += 1.0 / G.rate;
     double lg_cpu_connect = connect_s > 0 ? (s1.self_cpu - s0.self_cpu) / connect_s : 0;
     double lg_cpu_meas = meas_s > 0 ? (s4.self_cpu - s3.self_cpu) / meas_s : 0;
     bool srv = G.nserver_pids > 0 && s0.srv_cpu >= 0;
     double srv_cpu_meas = srv && meas_s > 0 ? (s4.srv_cpu - s3.srv_cpu) / meas_s : NAN;
     double idle_s = si.t - s2.t;
     double srv_cpu_idle = srv && G.idle_ms > 0 && idle_s > 0 ? (si.srv_cpu - s2.srv_cpu) / idle_s : NAN;
-    bool rss_ok = srv && s0.rss_kb >= 0 && s2.rss_kb >= 0 && G.conns_made > 0;
+    /* every connection the server holds after the connect phase: subscribers, stalled, idle */
+    uint64_t held = G.conns_made + G.stalled_made + G.idle_made;
+    bool rss_ok = srv && s0.rss_kb >= 0 && s2.rss_kb >= 0 && held > 0;
     /* a figure is load-generator-bound when the generator used > 80 % of its core while the
      * figure was taken: publish+drain for delivery and ingest figures. Idle figures (RSS) are
      * read while the generator sleeps; a saturated connect phase is flagged on its own. */
@@ -1691,8 +1808,11 @@ int main(int argc, char **argv)
            G.target == T_LIVEGATE ? "livegate" : "nchan", xport_name[G.transport]);
     jint("subscribers", G.nsubs);
     jint("stalled", G.nstalled);
+    jint("idle", G.nidle);
     jint("topics", G.ntopics);
     if (G.rate > 0) jnum("rate", G.rate, 3, true); else printf(",\"rate\":\"max\"");
+    /* the publish rate asked for (events/s in total), beside the achieved publish_per_s */
+    if (G.rate > 0) jnum("offered_rate", G.rate, 3, true); else printf(",\"offered_rate\":\"max\"");
     jint("events_per_topic", G.events_per_topic);
     jint("pub_conns", G.pub_conns);
     jint("pipeline", G.pipeline);
@@ -1705,7 +1825,7 @@ int main(int argc, char **argv)
            G.fail_connect, G.fail_http, G.fail_closed, G.fail_timeout, G.fail_socket);
     jint("sub_disconnects", G.sub_disconnects);
     jnum("connect_s", connect_s, 3, true);
-    jnum("connect_per_s", connect_s > 0 ? G.conns_made / connect_s : 0, 1, true);
+    jnum("connect_per_s", connect_s > 0 ? held / connect_s : 0, 1, true);
     jint("published", G.published);
     jint("publish_failed", G.pub_failed);
     jint("publish_requests", G.pub_requests);
@@ -1744,10 +1864,9 @@ int main(int argc, char **argv)
     jnum("server_rss_start_kb", (double)s0.rss_kb, 0, srv && s0.rss_kb >= 0);
     jnum("server_rss_idle_kb", (double)s2.rss_kb, 0, srv && s2.rss_kb >= 0);
     jnum("server_rss_end_kb", (double)s4.rss_kb, 0, srv && s4.rss_kb >= 0);
-    jnum("bytes_per_conn", rss_ok ? (double)(s2.rss_kb - s0.rss_kb) * 1024.0 / G.conns_made : NAN, 0, rss_ok);
-    jnum("slab_bytes_per_conn",
-         G.conns_made && s0.slab_kb >= 0 ? (double)(s2.slab_kb - s0.slab_kb) * 1024.0 / G.conns_made : NAN, 0,
-         G.conns_made && s0.slab_kb >= 0);
+    jnum("bytes_per_conn", rss_ok ? (double)(s2.rss_kb - s0.rss_kb) * 1024.0 / held : NAN, 0, rss_ok);
+    jnum("slab_bytes_per_conn", held && s0.slab_kb >= 0 ? (double)(s2.slab_kb - s0.slab_kb) * 1024.0 / held : NAN,
+         0, held && s0.slab_kb >= 0);
     jnum("server_cpu_idle_pct", srv_cpu_idle * 100, 2, !isnan(srv_cpu_idle));
     jnum("server_cpu_pct", srv_cpu_meas * 100, 1, !isnan(srv_cpu_meas));
     jnum("server_cpu_s", srv && meas_s > 0 ? s4.srv_cpu - s3.srv_cpu : NAN, 3, srv && meas_s > 0);
@@ -1778,6 +1897,11 @@ int main(int argc, char **argv)
     jint("stalled_failed", G.stalled_failed);
     jint("stalled_closed", G.stalled_closed);
     jint("stalled_open_at_end", stalled_alive);
+    jint("idle_made", G.idle_made);
+    jint("idle_failed", G.idle_failed);
+    jint("idle_closed", G.idle_closed);
+    jint("idle_open_at_end", idle_alive);
+    jint("idle_bytes_rx", G.idle_bytes_rx);
     jint("bytes_rx", G.bytes_rx);
     jnum("elapsed_s", (double)(lgb_now_ns() - G.t_start) / 1e9, 3, true);
     printf(",\"aborted\":%s", G.aborted ? "true" : "false");

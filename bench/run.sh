@@ -9,10 +9,12 @@
 #
 # Each scenario starts a fresh server pinned to CPU $LGB_SRV_CPU (0) and runs lg_loadgen pinned
 # to CPU $LGB_GEN_CPU (1). One JSON object per run goes to stdout (and --out), a one-line
-# summary per run to stderr (and, after isolation_base + isolation_stalled, the ratio of their
-# healthy-subscriber p99). Exit status: 0 when every run produced a result, 1 otherwise.
+# summary per run to stderr (and, after isolation_sndbuf16k_q256_base + _stalled, the ratio of
+# their healthy-subscriber p99). Exit status: 0 when every run produced a result, 1 otherwise.
+# livegate runs with its default configuration, except scenarios about a setting (named so).
 # Environment: LIVEGATE (binary), LG_LOADGEN (binary), LGB_BUILD (build dir, default build/),
-# LGB_LG_CONFIG (livegate --config file; "" for none), LGB_* ports and CPUs (see bench/lib.sh).
+# LGB_LG_CONFIG (livegate --config file for every scenario; empty = defaults), LGB_* ports and
+# CPUs (see bench/lib.sh).
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift ;;
     --out) out=$2; shift ;;
     --list) lgb_scenarios_full; echo; lgb_scenarios_smoke; exit 0 ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
