@@ -117,9 +117,10 @@ void lg_conn_write_now(struct lg_conn *c)
     }
     int rc = c->kind == LG_CONN_WS ? lg_ws_write_events(c) : lg_http_write_events(c);
     if (rc != 0) {
-        c->closing = true; /* the writable callback closes it */
-        if (!c->ws_close_code)
-            c->ws_close_code = LWS_CLOSE_STATUS_UNEXPECTED_CONDITION;
+        /* The socket failed outside any callback of this connection: lws closes it on its
+         * next pass (its close path releases c). */
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+        return;
     }
     /* Left over: a policy decision to send, or what a full socket did not take. lws asks for
      * POLLOUT itself after a partial write; asking again is harmless. */
