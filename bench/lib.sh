@@ -213,14 +213,14 @@ lgb_scenarios_full() {
     cat <<'EOF'
 idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
 idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
-fanout_sse_1k_max|all|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
-fanout_ws_1k_max|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
-fanout_sse_5k_max|all|--transport sse --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
-fanout_ws_5k_max|all|--transport ws --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
-fanout_sse_1k_max_stalled100|all|--transport sse --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
-fanout_ws_1k_max_stalled100|all|--transport ws --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
-fanout_sse_5k_max_stalled100|all|--transport sse --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
-fanout_ws_5k_max_stalled100|all|--transport ws --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery stalled_made
+fanout_sse_1k_max|all|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
+fanout_ws_1k_max|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
+fanout_sse_5k_max|all|--transport sse --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
+fanout_ws_5k_max|all|--transport ws --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
+fanout_sse_1k_max_stalled100|all|--transport sse --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
+fanout_ws_1k_max_stalled100|all|--transport ws --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
+fanout_sse_5k_max_stalled100|all|--transport sse --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
+fanout_ws_5k_max_stalled100|all|--transport ws --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
 fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
 fanout_ws_1k_10hz|all|--transport ws --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
 fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct

@@ -1,7 +1,9 @@
 #include "inbox.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "event.h"
 
@@ -74,17 +76,38 @@ bool lg_inbox_push_reserved(struct lg_inbox *in, struct lg_event *ev)
     return was_empty;
 }
 
-size_t lg_inbox_take(struct lg_inbox *in, struct lg_event ***batch)
+size_t lg_inbox_take_upto(struct lg_inbox *in, size_t max, struct lg_event ***batch)
 {
     pthread_mutex_lock(&in->lock);
-    struct lg_event **taken = in->items;
-    in->items = in->spare;
-    in->spare = taken;
-    size_t n = in->count;
-    in->count = 0;
+    size_t n = in->count < max ? in->count : max;
+    struct lg_event **taken;
+    if (n == in->count) {
+        taken = in->items; /* everything: swap the arrays */
+        in->items = in->spare;
+        in->spare = taken;
+        in->count = 0;
+    } else {
+        taken = in->spare; /* the oldest n: copy them out, close up the rest */
+        memcpy(taken, in->items, n * sizeof *taken);
+        memmove(in->items, in->items + n, (in->count - n) * sizeof *taken);
+        in->count -= n;
+    }
     pthread_mutex_unlock(&in->lock);
     *batch = taken;
     return n;
+}
+
+size_t lg_inbox_take(struct lg_inbox *in, struct lg_event ***batch)
+{
+    return lg_inbox_take_upto(in, SIZE_MAX, batch);
+}
+
+bool lg_inbox_empty(struct lg_inbox *in)
+{
+    pthread_mutex_lock(&in->lock);
+    bool empty = in->count == 0;
+    pthread_mutex_unlock(&in->lock);
+    return empty;
 }
 
 void lg_inbox_done(struct lg_inbox *in, size_t n)

@@ -9,8 +9,9 @@
  *          number: an event is either accepted with room guaranteed on every inbox it needs, or
  *          refused (503) before anything happened. Nothing is ever dropped here.
  * Wake-up: a push into an empty inbox tells the caller to wake the worker (lws_cancel_service),
- *          which it does after dropping its locks. Wake-ups coalesce, so the worker takes the
- *          whole batch each time (swap under the lock, process outside it).
+ *          which it does after dropping its locks. Wake-ups coalesce: the worker takes what
+ *          is queued (swap under the lock, process outside it), a few events at a time while
+ *          it writes, and wakes itself if it leaves any behind.
  * Bounds:  `capacity` events (limits.worker_inbox_events), reserved or queued.
  */
 #ifndef LG_INBOX_H
@@ -47,6 +48,11 @@ bool lg_inbox_push_reserved(struct lg_inbox *in, struct lg_event *ev);
 /* Consumer: take every queued event. *batch points to an array the consumer owns until
  * its next call to lg_inbox_take(); it must unref each event and then call lg_inbox_done(). */
 size_t lg_inbox_take(struct lg_inbox *in, struct lg_event ***batch);
+/* The same for at most max events, the oldest; the rest stay queued (and wake no one: the
+ * consumer must come back for them). */
+size_t lg_inbox_take_upto(struct lg_inbox *in, size_t max, struct lg_event ***batch);
+/* Consumer: nothing is queued. */
+bool lg_inbox_empty(struct lg_inbox *in);
 void lg_inbox_done(struct lg_inbox *in, size_t n);
 
 #endif

@@ -29,6 +29,8 @@
 #include "topic.h"
 
 #define ACCEPTS_PER_WAKE 64
+#define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
+#define EVENTS_PER_ROUND 64  /* events admitted per round of writes at saturation */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
 /* A socket accepted but not yet classified: its request head is being read. */
@@ -65,7 +67,8 @@ struct lg_worker {
     struct lg_pending *pending_head, *pending_tail;
     struct lg_conn *conns;              /* every adopted connection */
     uint32_t conn_count;
-    struct lg_conn *dirty;              /* connections given output by the current batch */
+    struct lg_dlist dirty;              /* connections given events, in the order to write them */
+    size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
     struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
@@ -118,6 +121,7 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     lg_dlist_remove(&w->quiet, &c->quiet_link);
+    lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
     w->conn_count--;
     LG_STAT_SUB(connections_open, 1);
@@ -407,16 +411,13 @@ static struct lg_conn *conn_of(struct lg_subscriber *s)
 
 static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
 {
-    if (c->dirty)
-        return;
-    c->dirty = true;
-    c->dirty_next = w->dirty;
-    w->dirty = c;
+    if (!c->dirty_link.linked)
+        lg_dlist_push_tail(&w->dirty, &c->dirty_link);
 }
 
 /* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
  * would overflow is written out first when its socket has room: a client that keeps up is
- * never judged slow because this batch is longer than its queue. */
+ * never judged slow because events arrive faster than the worker reaches it. */
 static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
 {
     struct lg_subscription *sn = ev->topic->slots[w->index].head;
@@ -430,38 +431,79 @@ static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t no
     }
 }
 
-/* Write every connection the batch gave output to, straight to its socket where it has room;
- * the others wait for their writable callback. */
-static void write_dirty(struct lg_worker *w)
+/*
+ * How many events to take from the inbox before the next WRITES_PER_TAKE writes. The worker
+ * writes its dirty connections in turn; taking events a few at a time while it goes means an
+ * event reaches every subscriber within one round of writes (a round-robin sweep), not after
+ * the round in progress and then part of the next. EVENTS_PER_ROUND events are admitted per
+ * round, spread over it in credits (1/1024 event units), so each write still carries about
+ * that many events at saturation. A worker with nothing to write takes a round's worth at once.
+ */
+static size_t take_allowance(struct lg_worker *w)
 {
-    struct lg_conn *c = w->dirty;
-    w->dirty = NULL;
-    while (c) {
-        struct lg_conn *next = c->dirty_next;
-        c->dirty = false;
-        c->dirty_next = NULL;
-        lg_conn_write_now(c);
-        c = next;
+    if (w->dirty.count == 0) {
+        w->take_credit = 0;
+        return EVENTS_PER_ROUND;
     }
+    size_t round = w->dirty.count > WRITES_PER_TAKE ? w->dirty.count : WRITES_PER_TAKE;
+    w->take_credit += EVENTS_PER_ROUND * WRITES_PER_TAKE * 1024 / round;
+    if (w->take_credit > EVENTS_PER_ROUND * 1024)
+        w->take_credit = EVENTS_PER_ROUND * 1024;
+    return w->take_credit / 1024;
 }
 
-static void drain_inbox(struct lg_worker *w)
+/* Take and dispatch up to `max` events. Return value: how many. */
+static size_t take_events(struct lg_worker *w, size_t max)
 {
     struct lg_event **batch;
-    size_t n = lg_inbox_take(&w->inbox, &batch);
+    size_t n = lg_inbox_take_upto(&w->inbox, max, &batch);
     if (n == 0)
-        return;
+        return 0;
     uint64_t now = lg_mono_ns();
     for (size_t i = 0; i < n; i++) {
         dispatch_event(w, batch[i], now);
         lg_event_unref(&batch[i]);
     }
-    write_dirty(w);
-    /* Room is given back once the batch is written, not when it is taken: publishers are
-     * paced to what this worker writes, and at most limits.worker_inbox_events events are
-     * ever between a publish and its subscribers' sockets. */
+    /* The events are in their subscribers' queues now: room for the publishers. The pace of
+     * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
     lg_inbox_done(&w->inbox, n);
     lg_hub_worker_done(w->shared.hub, w->index);
+    return n;
+}
+
+/* Write the next `max` connections of the dirty queue. Return value: how many. */
+static size_t write_dirty(struct lg_worker *w, size_t max)
+{
+    size_t n = 0;
+    while (n < max && w->dirty.first) {
+        struct lg_conn *c = lg_dlist_entry(w->dirty.first, struct lg_conn, dirty_link);
+        lg_dlist_remove(&w->dirty, &c->dirty_link);
+        lg_conn_write_now(c);
+        n++;
+    }
+    return n;
+}
+
+/* Take events and write connections in turn until both are done, or one round of writes has
+ * been made (then the worker wakes itself, so reads, accepts and timers get their turn). */
+static void drain_inbox(struct lg_worker *w)
+{
+    size_t round = w->dirty.count + WRITES_PER_TAKE;
+    size_t written = 0;
+    for (;;) {
+        size_t allowed = take_allowance(w);
+        size_t taken = allowed ? take_events(w, allowed) : 0;
+        w->take_credit -= taken * 1024 < w->take_credit ? taken * 1024 : w->take_credit;
+        size_t wrote = write_dirty(w, WRITES_PER_TAKE);
+        written += wrote;
+        if (taken == 0 && wrote == 0 && (allowed > 0 || lg_inbox_empty(&w->inbox)))
+            return;
+        if (written >= round) {
+            if (w->dirty.first || !lg_inbox_empty(&w->inbox))
+                lws_cancel_service(w->ctx);
+            return;
+        }
+    }
 }
 
 /* ---- Drain and tick ---------------------------------------------------------------------- */
