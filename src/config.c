@@ -153,7 +153,7 @@ static const struct lg_setting lg_settings[] = {
     LG_U64("limits.max_retained_bytes", limits.max_retained_bytes, LG_MIB(1), LG_GIB(1024),
            LG_GIB(1), "bytes of all live events, history and queues together"),
     LG_U32("limits.worker_inbox_events", limits.worker_inbox_events, 2, LG_MIB(16), 16,
-           "events accepted for one worker and not yet written by it (publishes wait above)"),
+           "events accepted for one worker and not yet taken by it (publishes wait above)"),
     LG_U32("limits.publish_wait_ms", limits.publish_wait_ms, 0, 600000, 2000,
            "longest a publish waits for a worker's room before 503"),
     LG_U32("limits.control_max_connections", limits.control_max_connections, 1, 65536, 512,

@@ -11,7 +11,7 @@
  *          No lock is held while a worker is woken, and nothing here does I/O.
  * Bounds:  topics (limits.max_topics), live event bytes (limits.max_retained_bytes), each
  *          inbox (limits.worker_inbox_events: events accepted for a worker and not yet
- *          processed by it). Over any of them a publish is refused, never accepted and then
+ *          taken by it). Over any of them a publish is refused, never accepted and then
  *          dropped; a full inbox is LG_PUBLISH_WORKERS_BEHIND, which the control port answers
  *          by holding the publisher until the worker has room (the pressure goes back to
  *          whoever publishes faster than the subscribers' workers write).
@@ -75,12 +75,12 @@ void lg_hub_destroy(struct lg_hub *hub);
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg);
 
-/* Call room(arg) from a worker thread each time that worker finished a batch, so publishes
+/* Call room(arg) from a worker thread each time that worker took events, so publishes
  * refused with LG_PUBLISH_WORKERS_BEHIND can be retried. Set before any publish; room must be
  * cheap and must not call back into the hub. */
 void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg);
 
-/* Worker w processed what it took from its inbox (worker thread). */
+/* Worker w dispatched events it took from its inbox: there is room (worker thread). */
 void lg_hub_worker_done(struct lg_hub *hub, uint32_t w);
 
 /* Publish one event. A request with an idempotency key that an event still in the topic's

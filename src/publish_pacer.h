@@ -3,7 +3,7 @@
  *
  * A publish that finds a worker's inbox full (LG_PUBLISH_WORKERS_BEHIND) is not refused at
  * once: its control-port connection is suspended (MHD_suspend_connection) and held here. Each
- * time a worker finishes a batch (lg_pacer_room, from the worker thread) the held requests are
+ * time a worker takes events (lg_pacer_room, from the worker thread) the held requests are
  * resumed and retry; a request still held at its deadline (limits.publish_wait_ms after it was
  * first held) is resumed with `expired` set and answered 503 + Retry-After, nothing published.
  * So a publisher faster than fan-out is paced to what the workers write, and only one that is

@@ -12,12 +12,18 @@
  *     goes away is seen at once (lws 4.1.6's HTTP role spins on such sockets; see
  *     shared/notes/platform-facts.md);
  *   - anything else is answered with a JSON error and closed.
+ * The loop is libev's (epoll); lws runs on it as a foreign loop, so a wake-up costs the
+ * descriptors that are ready, not the ones that are open.
  * Events reach the worker through its inbox: the hub pushes references and wakes the loop
- * with lws_cancel_service(); the worker takes the whole batch and offers each event to the
- * subscriptions of its topic on this worker (topic->slots[index].head).
+ * with lws_cancel_service(). The worker offers each event to the subscriptions of its topic on
+ * this worker (topic->slots[index].head) and queues the connections given output; it then
+ * writes them round-robin, straight to each socket that has room (POLLOUT only for full ones),
+ * taking a few more events from the inbox every WRITES_PER_TAKE writes (see drain_inbox()).
  *
- * Owns:    the lws context, the listening socket, every accepted connection (struct lg_conn)
- *          and the subscribers in them, the inbox, and a scratch buffer for coalesced writes.
+ * Owns:    the libev loop and the lws context on it, the listening socket, every accepted
+ *          connection (struct lg_conn) and the subscribers in them, the inbox, the lists of
+ *          connections to write (dirty), to heartbeat (quiet) and to lag-check (backlogged),
+ *          and a scratch buffer for coalesced writes.
  * Frees:   everything, in lg_worker_destroy(), after lg_worker_join().
  * Threads: lg_worker_start/drain/stop/join/destroy are called by the app (main thread).
  *          Everything else runs on the worker thread. lg_worker_drain() and lg_worker_stop()
@@ -25,8 +31,9 @@
  *          safe from another thread.
  * Bounds:  connections (limits.max_connections, process-wide), unclassified sockets (same
  *          bound; each must send its head within limits.request_timeout_ms), the inbox
- *          (limits.worker_inbox_events), one write of at most write_batch_bytes per client
- *          per writable callback.
+ *          (limits.worker_inbox_events; publishes wait above it), about EVENTS_PER_ROUND
+ *          events taken per round of writes, one round of writes per loop iteration (then it
+ *          wakes itself), writes of at most write_batch_bytes each.
  */
 #ifndef LG_WORKER_H
 #define LG_WORKER_H
