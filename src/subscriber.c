@@ -13,6 +13,8 @@
 #include "stats.h"
 #include "topic.h"
 
+#define LAG_CHECK_MIN_QUEUED 32 /* queued events from which every push checks max_lag_ms */
+
 void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, uint32_t worker,
                         const struct lg_queue_bounds *bounds)
 {
@@ -160,7 +162,11 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
         LG_STAT_ADD(events_conflated, 1);
     while (!s->slow_disconnect && over_bounds(s, ev->size) && relieve(s, false)) {
     }
-    lg_subscriber_check_lag(s, now_ns);
+    /* A client that keeps up holds only what arrived since its last write; looking at the age
+     * of its oldest event on every push would cost a cache miss per delivery for nothing. The
+     * worker's tick checks every client holding events once a second. */
+    if (s->ring.live >= LAG_CHECK_MIN_QUEUED)
+        lg_subscriber_check_lag(s, now_ns);
     if (s->slow_disconnect)
         return;
     if (lg_client_ring_push(&s->ring, lg_event_ref(ev), s->bounds->max_events) != 0) {
