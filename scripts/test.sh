@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the suite with warnings as errors, the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and a seconds-long smoke run of the benchmark.
-# LG_TEST_QUICK=1 skips the sanitizer pass (for a fast local loop).
+# AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer, and a seconds-long
+# smoke run of the benchmark. LG_TEST_QUICK=1 skips the sanitizer passes (for a fast local loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -18,6 +18,13 @@ if [[ "${LG_TEST_QUICK:-0}" != 1 ]]; then
   cmake --build build-asan -j"$jobs" >/dev/null
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$jobs")
+
+  echo "== the same tests under ThreadSanitizer (a report makes the process that raced fail)"
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DLG_WERROR=ON \
+        -DCMAKE_C_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread >/dev/null
+  cmake --build build-tsan -j"$jobs" >/dev/null
+  (cd build-tsan && TSAN_OPTIONS="suppressions=$PWD/../tests/tsan.supp:halt_on_error=1:exitcode=66" \
+     ctest --output-on-failure -j"$jobs")
 fi
 
 if [[ -x bench/run.sh ]]; then

@@ -452,6 +452,12 @@ static size_t take_allowance(struct lg_worker *w)
     return w->take_credit / 1024;
 }
 
+static void spend_credit(struct lg_worker *w, size_t taken)
+{
+    size_t cost = taken * 1024;
+    w->take_credit = cost < w->take_credit ? w->take_credit - cost : 0;
+}
+
 /* Take and dispatch up to `max` events. Return value: how many. */
 static size_t take_events(struct lg_worker *w, size_t max)
 {
@@ -493,11 +499,11 @@ static void drain_inbox(struct lg_worker *w)
     for (;;) {
         size_t allowed = take_allowance(w);
         size_t taken = allowed ? take_events(w, allowed) : 0;
-        w->take_credit -= taken * 1024 < w->take_credit ? taken * 1024 : w->take_credit;
+        spend_credit(w, taken);
         size_t wrote = write_dirty(w, WRITES_PER_TAKE);
         written += wrote;
-        if (taken == 0 && wrote == 0 && (allowed > 0 || lg_inbox_empty(&w->inbox)))
-            return;
+        if (taken == 0 && wrote == 0)
+            return; /* nothing to write means a full allowance: the inbox is empty too */
         if (written >= round) {
             if (w->dirty.first || !lg_inbox_empty(&w->inbox))
                 lws_cancel_service(w->ctx);

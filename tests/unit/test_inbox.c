@@ -184,6 +184,29 @@ START_TEST(take_alternates_between_the_two_arrays)
 }
 END_TEST
 
+START_TEST(take_upto_takes_the_oldest_and_keeps_the_rest_in_order)
+{
+    struct lg_inbox in;
+    ck_assert_int_eq(lg_inbox_init(&in, 8), 0);
+    for (uint64_t seq = 1; seq <= 5; seq++)
+        push_one(&in, seq);
+    struct lg_event **batch;
+    ck_assert_uint_eq(lg_inbox_take_upto(&in, 2, &batch), 2);
+    ck_assert_uint_eq(batch[0]->seq, 1);
+    ck_assert_uint_eq(batch[1]->seq, 2);
+    lg_event_unref(&batch[0]);
+    lg_event_unref(&batch[1]);
+    lg_inbox_done(&in, 2);
+    ck_assert(!lg_inbox_empty(&in));
+    ck_assert(!push_one(&in, 6)); /* not empty: no wake-up, the consumer comes back itself */
+    take_expect(&in, 3, 4);        /* 3, 4, 5, 6: the rest, in order */
+    ck_assert(lg_inbox_empty(&in));
+    ck_assert_uint_eq(occupancy(&in), 0);
+    ck_assert_uint_eq(lg_inbox_take_upto(&in, 3, &batch), 0);
+    lg_inbox_release(&in);
+}
+END_TEST
+
 /* ---- Many producers, one consumer --------------------------------------------------------- */
 
 #define PRODUCERS 4
@@ -286,6 +309,7 @@ static Suite *inbox_suite(void)
     tcase_add_test(tc, push_reports_the_empty_to_non_empty_edge);
     tcase_add_test(tc, take_returns_everything_in_order);
     tcase_add_test(tc, take_alternates_between_the_two_arrays);
+    tcase_add_test(tc, take_upto_takes_the_oldest_and_keeps_the_rest_in_order);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("mpsc");
