@@ -152,7 +152,7 @@ static const struct lg_setting lg_settings[] = {
            "a request head must arrive within this (408 after)"),
     LG_U64("limits.max_retained_bytes", limits.max_retained_bytes, LG_MIB(1), LG_GIB(1024),
            LG_GIB(1), "bytes of all live events, history and queues together"),
-    LG_U32("limits.worker_inbox_events", limits.worker_inbox_events, 2, LG_MIB(16), 16,
+    LG_U32("limits.worker_inbox_events", limits.worker_inbox_events, 2, LG_MIB(16), 8,
            "events accepted for one worker and not yet taken by it (publishes wait above)"),
     LG_U32("limits.publish_wait_ms", limits.publish_wait_ms, 0, 600000, 2000,
            "longest a publish waits for a worker's room before 503"),

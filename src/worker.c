@@ -30,7 +30,7 @@
 
 #define ACCEPTS_PER_WAKE 64
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
-#define EVENTS_PER_ROUND 64  /* events admitted per round of writes at saturation */
+#define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
 /* A socket accepted but not yet classified: its request head is being read. */
@@ -420,9 +420,16 @@ static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
  * never judged slow because events arrive faster than the worker reaches it. */
 static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
 {
-    struct lg_subscription *sn = ev->topic->slots[w->index].head;
-    for (; sn; sn = sn->next) {
+    struct lg_subscription *sn = ev->topic->slots[w->index].head, *next;
+    for (; sn; sn = next) {
         struct lg_subscriber *s = sn->owner;
+        /* Each subscriber is a cache miss of its own: start fetching the next one's queue
+         * while this one is served (5,000 subscribers x every event at saturation). */
+        next = sn->next;
+        if (next) {
+            __builtin_prefetch(next->next);
+            __builtin_prefetch(&next->owner->ring);
+        }
         if (lg_subscriber_would_overflow(s, ev))
             lg_conn_write_now(conn_of(s));
         lg_subscriber_offer(s, sn, ev, now_ns);

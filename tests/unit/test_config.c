@@ -132,7 +132,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.limits.max_request_head_bytes, 8192);
     ck_assert_uint_eq(cfg.limits.request_timeout_ms, 10000);
     ck_assert_uint_eq(cfg.limits.max_retained_bytes, 1073741824);
-    ck_assert_uint_eq(cfg.limits.worker_inbox_events, 16);
+    ck_assert_uint_eq(cfg.limits.worker_inbox_events, 8);
     ck_assert_uint_eq(cfg.limits.publish_wait_ms, 2000);
     ck_assert_uint_eq(cfg.limits.control_max_connections, 512);
     ck_assert_uint_eq(cfg.socket_send_buffer_bytes, 131072);
