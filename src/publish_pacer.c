@@ -15,8 +15,7 @@ struct lg_pacer {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t changed;          /* {lock} room made, a hold added, or stop */
-    struct lg_pacer_hold *first, *last; /* {lock} oldest hold first */
-    uint32_t holds;                  /* {lock} */
+    struct lg_dlist holds;           /* {lock} struct lg_pacer_hold, oldest first */
     uint32_t max_holds;              /* immutable */
     bool stopping;                   /* {lock} */
     bool joined;                     /* the thread was joined (owner's thread only) */
@@ -27,17 +26,7 @@ struct lg_pacer {
 
 static void unlink_hold(struct lg_pacer *p, struct lg_pacer_hold *h)
 {
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        p->first = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    else
-        p->last = h->prev;
-    h->prev = h->next = NULL;
-    h->held = false;
-    p->holds--;
+    lg_dlist_remove(&p->holds, &h->link);
     atomic_fetch_sub(&p->waiting, 1);
 }
 
@@ -49,8 +38,9 @@ static uint32_t collect_released(struct lg_pacer *p, uint64_t *next_deadline_ms)
     uint64_t now = lg_mono_ms(), generation = atomic_load(&p->generation);
     uint32_t n = 0;
     *next_deadline_ms = 0;
-    for (struct lg_pacer_hold *h = p->first, *next; h; h = next) {
-        next = h->next;
+    for (struct lg_dlink *l = p->holds.first, *next; l; l = next) {
+        next = l->next;
+        struct lg_pacer_hold *h = lg_dlist_entry(l, struct lg_pacer_hold, link);
         bool room = h->generation != generation;
         if (room || p->stopping || now >= h->deadline_ms) {
             h->expired = !room;
@@ -158,17 +148,9 @@ void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Conne
     h->deadline_ms = deadline_ms;
     h->expired = false;
     pthread_mutex_lock(&p->lock);
-    bool refused = p->stopping || p->holds >= p->max_holds;
+    bool refused = p->stopping || p->holds.count >= p->max_holds;
     if (!refused) {
-        h->prev = p->last;
-        h->next = NULL;
-        if (p->last)
-            p->last->next = h;
-        else
-            p->first = h;
-        p->last = h;
-        h->held = true;
-        p->holds++;
+        lg_dlist_push_tail(&p->holds, &h->link);
         atomic_fetch_add(&p->waiting, 1);
         /* Room made since the attempt (room() may not have seen this hold yet): the pacer
          * thread releases it on this signal, as it does any hold whose generation is old. */

@@ -31,6 +31,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dlist.h"
+
 struct MHD_Connection;
 struct lg_pacer;
 
@@ -39,8 +41,7 @@ struct lg_pacer_hold {
     uint64_t generation;        /* room generation seen before the publish attempt */
     uint64_t deadline_ms;       /* monotonic */
     bool expired;               /* resumed by the deadline (or shutdown), not by room */
-    struct lg_pacer_hold *prev, *next; /* {lock} */
-    bool held;                  /* {lock} on the list */
+    struct lg_dlink link;       /* {lock} on the pacer's list */
 };
 
 /* Return value: the pacer, or NULL (out of memory, thread not started). */

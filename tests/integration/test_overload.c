@@ -191,6 +191,26 @@ static void open_stream(struct lg_sse_client *c, const struct lg_server *s, cons
     ck_assert_int_eq(c->status, 200);
 }
 
+/* Start a server whose worker inbox holds 2 events, subscribe to topic, freeze the worker and
+ * publish seq 1 and 2 on k (both accepted: the inbox is now full). Return value: the frozen
+ * worker's thread id. */
+static pid_t fill_frozen_inbox(struct lg_server *s, const char *config, const char *topic,
+                               struct lg_sse_client *sub, struct lg_stall_ka *k)
+{
+    start_server(s, config);
+    open_stream(sub, s, topic);
+    ck_assert(lg_wait_stat(s->control_port, "clients_sse", 1, 5000));
+    pid_t tid = freeze_worker(s);
+    lg_stall_ka_init(k, s->control_port);
+    struct answer a;
+    publish(k, topic, "one", &a);
+    ck_assert_int_eq(a.status, 201);
+    publish(k, topic, "two", &a);
+    ck_assert_int_eq(a.status, 201);
+    ck_assert_uint_eq(a.seq, 2);
+    return tid;
+}
+
 /* ---- 1. Held, then refused after the wait ---------------------------------------------------- */
 
 #define FROZEN_CONFIG                                                                              \
@@ -199,20 +219,10 @@ static void open_stream(struct lg_sse_client *c, const struct lg_server *s, cons
 START_TEST(test_held_then_refused_after_the_wait)
 {
     struct lg_server s;
-    start_server(&s, FROZEN_CONFIG);
     struct lg_sse_client sub;
-    open_stream(&sub, &s, "frozen");
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, 5000));
-
-    pid_t tid = freeze_worker(&s);
     struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    pid_t tid = fill_frozen_inbox(&s, FROZEN_CONFIG, "frozen", &sub, &k);
     struct answer a;
-    publish(&k, "frozen", "one", &a);
-    ck_assert_int_eq(a.status, 201);
-    publish(&k, "frozen", "two", &a);
-    ck_assert_int_eq(a.status, 201);
-    ck_assert_uint_eq(a.seq, 2);
 
     /* The inbox holds 2 unprocessed events: the third publish waits 300 ms, then is refused. */
     publish(&k, "frozen", "three", &a);
@@ -247,20 +257,12 @@ END_TEST
 START_TEST(test_held_publish_is_accepted_when_the_worker_catches_up)
 {
     struct lg_server s;
-    start_server(&s, "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
-                     "\"publish_wait_ms\":20000}}");
     struct lg_sse_client sub;
-    open_stream(&sub, &s, "catchup");
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, 5000));
-
-    pid_t tid = freeze_worker(&s);
     struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
-    struct answer a;
-    publish(&k, "catchup", "one", &a);
-    ck_assert_int_eq(a.status, 201);
-    publish(&k, "catchup", "two", &a);
-    ck_assert_int_eq(a.status, 201);
+    pid_t tid = fill_frozen_inbox(&s,
+                                  "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
+                                  "\"publish_wait_ms\":20000}}",
+                                  "catchup", &sub, &k);
 
     struct async_publish third = {.port = s.control_port, .topic = "catchup", .data = "three"};
     ck_assert_int_eq(pthread_create(&third.thread, NULL, async_publish_main, &third), 0);
