@@ -59,7 +59,7 @@ struct lg_conn {
     uint32_t ws_bad_messages; /* malformed control messages in a row */
     uint16_t ws_close_code;   /* when closing: the code to send (1001 at shutdown) */
     struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
-    struct lg_conn *prev, *next; /* the worker's list of connections */
+    struct lg_dlink conn_link;   /* the worker's list of every connection */
     struct lg_dlink dirty_link;  /* the worker's queue of connections given events to write */
     struct lg_dlink quiet_link;  /* SSE: the worker's streams in order of their last write */
     struct lg_dlink backlog_link;/* the worker's connections holding events their socket did

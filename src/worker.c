@@ -37,7 +37,7 @@
 struct lg_pending {
     int fd;
     uint64_t deadline_ms;               /* monotonic: 408 after this */
-    struct lg_pending *prev, *next;     /* accept order = deadline order */
+    struct lg_dlink link;               /* worker's pending list: accept order = deadline order */
     struct lg_http_request req;
     uint32_t len;
     char buf[];                         /* limits.max_request_head_bytes */
@@ -64,9 +64,8 @@ struct lg_worker {
     _Atomic bool stop_requested;        /* set by the app thread */
     _Atomic bool drained;               /* set by this worker: no client left */
     bool draining;                      /* this worker has begun draining */
-    struct lg_pending *pending_head, *pending_tail;
-    struct lg_conn *conns;              /* every adopted connection */
-    uint32_t conn_count;
+    struct lg_dlist pending;            /* struct lg_pending, oldest first */
+    struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
     struct lg_dlist dirty;              /* connections given events, in the order to write them */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
@@ -103,27 +102,15 @@ struct lg_buf *lg_worker_scratch(struct lg_worker *w)
 
 void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c)
 {
-    c->prev = NULL;
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
-    w->conn_count++;
+    lg_dlist_push_tail(&w->conns, &c->conn_link);
 }
 
 void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
+    lg_dlist_remove(&w->conns, &c->conn_link);
     lg_dlist_remove(&w->quiet, &c->quiet_link);
     lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
-    w->conn_count--;
     LG_STAT_SUB(connections_open, 1);
 }
 
@@ -194,23 +181,16 @@ static uint16_t bound_port(int fd)
 
 /* ---- Unclassified sockets --------------------------------------------------------------- */
 
-static void pending_unlink(struct lg_worker *w, struct lg_pending *p)
+static struct lg_pending *oldest_pending(const struct lg_worker *w)
 {
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        w->pending_head = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    else
-        w->pending_tail = p->prev;
+    return w->pending.first ? lg_dlist_entry(w->pending.first, struct lg_pending, link) : NULL;
 }
 
 /* Forget p; close its socket unless it was handed on. */
 static void pending_finish(struct lg_worker *w, struct lg_pending *p, bool close_fd)
 {
     epoll_ctl(w->classify_epfd, EPOLL_CTL_DEL, p->fd, NULL);
-    pending_unlink(w, p);
+    lg_dlist_remove(&w->pending, &p->link);
     if (close_fd) {
         close(p->fd);
         LG_STAT_SUB(connections_open, 1);
@@ -255,13 +235,8 @@ static void accept_one(struct lg_worker *w, int fd)
     p->len = 0;
     p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
     lg_http_request_init(&p->req);
-    p->next = NULL;
-    p->prev = w->pending_tail;
-    if (w->pending_tail)
-        w->pending_tail->next = p;
-    else
-        w->pending_head = p;
-    w->pending_tail = p;
+    p->link = (struct lg_dlink){0};
+    lg_dlist_push_tail(&w->pending, &p->link);
 
     if (LG_STAT_GET(connections_open) > (int64_t)cfg->limits.max_connections) {
         LG_STAT_ADD(connections_refused, 1);
@@ -391,8 +366,9 @@ static void classify_ready(struct lg_worker *w)
 
 static void expire_pending(struct lg_worker *w, uint64_t now_ms)
 {
-    while (w->pending_head && w->pending_head->deadline_ms <= now_ms)
-        pending_refuse(w, w->pending_head, 408, "request_timeout",
+    struct lg_pending *p;
+    while ((p = oldest_pending(w)) && p->deadline_ms <= now_ms)
+        pending_refuse(w, p, 408, "request_timeout",
                        "the request head did not arrive within limits.request_timeout_ms", NULL);
 }
 
@@ -533,12 +509,13 @@ static void begin_drain(struct lg_worker *w)
 {
     w->draining = true;
     close_file_wsi(&w->listen_wsi);
-    while (w->pending_head)
-        pending_refuse(w, w->pending_head, 503, "unavailable",
+    struct lg_pending *p;
+    while ((p = oldest_pending(w)))
+        pending_refuse(w, p, 503, "unavailable",
                        "the gateway is shutting down; retry on another node", "Retry-After: 1\r\n");
-    for (struct lg_conn *c = w->conns, *next; c; c = next) {
-        next = c->next; /* drain may close c */
-        lg_conn_drain(c);
+    for (struct lg_dlink *l = w->conns.first, *next; l; l = next) {
+        next = l->next; /* drain may close the connection */
+        lg_conn_drain(lg_dlist_entry(l, struct lg_conn, conn_link));
     }
 }
 
@@ -587,7 +564,7 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
 {
     struct lg_worker *w = watcher->data;
     (void)revents;
-    if (w->draining && w->conn_count == 0 && !w->pending_head)
+    if (w->draining && w->conns.count == 0 && w->pending.count == 0)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested))
         ev_break(loop, EVBREAK_ALL);
@@ -793,8 +770,9 @@ void lg_worker_destroy(struct lg_worker *w)
     if (!w)
         return;
     /* Runs after join: the close callbacks lws makes below find no other thread around. */
-    while (w->pending_head)
-        pending_finish(w, w->pending_head, true);
+    struct lg_pending *p;
+    while ((p = oldest_pending(w)))
+        pending_finish(w, p, true);
     if (w->ctx) {
         lws_sul_cancel(&w->tick);
         lws_context_destroy(w->ctx);
