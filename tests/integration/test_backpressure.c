@@ -279,18 +279,6 @@ static void wait_stat_eq(const struct lg_server *s, const char *name, long long 
     ck_assert_msg(v == value, "%s is %lld after %d ms, expected %lld", name, v, timeout_ms, value);
 }
 
-static void start_server(struct lg_server *s, const char *config)
-{
-    ck_assert_msg(lg_server_start(s, config, NULL) == 0, "server did not start with %s", config);
-}
-
-static void stop_server(struct lg_server *s)
-{
-    int rc = lg_server_stop(s, 10000);
-    lg_server_pump_log(s);
-    ck_assert_msg(rc == 0, "server exit status %d; log:\n%s", rc, s->log);
-}
-
 /* ---- 1. drop-oldest -------------------------------------------------------------------------- */
 
 #define DROP_N 2000
@@ -317,7 +305,7 @@ static void flood(struct lg_stall_ka *k, const char *topic, uint64_t first_seq, 
 START_TEST(test_drop_oldest_sse)
 {
     struct lg_server s;
-    start_server(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
+    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
     const char *topic = "drop/sse";
@@ -359,14 +347,14 @@ START_TEST(test_drop_oldest_sse)
 
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_drop_oldest_ws)
 {
     struct lg_server s;
-    start_server(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
+    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
     const char *topic = "drop/ws";
@@ -401,7 +389,7 @@ START_TEST(test_drop_oldest_ws)
 
     lg_ws_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -415,7 +403,7 @@ END_TEST
 START_TEST(test_disconnect_sse)
 {
     struct lg_server s;
-    start_server(&s, DISC_CONFIG);
+    lg_server_must_start(&s, DISC_CONFIG);
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
     const char *topic = "orders/sse";
@@ -498,14 +486,14 @@ START_TEST(test_disconnect_sse)
             resumed_from - 2, last + 1 - resumed_from);
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_disconnect_ws)
 {
     struct lg_server s;
-    start_server(&s, DISC_CONFIG);
+    lg_server_must_start(&s, DISC_CONFIG);
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
     const char *topic = "orders/ws";
@@ -574,7 +562,7 @@ START_TEST(test_disconnect_ws)
             resumed_from - 2, reason, last + 1 - resumed_from);
     lg_ws_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -592,7 +580,7 @@ END_TEST
 START_TEST(test_replay_backlog_beyond_queue)
 {
     struct lg_server s;
-    start_server(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
+    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
     const char *topic = "replay/x";
@@ -615,7 +603,7 @@ START_TEST(test_replay_backlog_beyond_queue)
     ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -626,7 +614,7 @@ END_TEST
 START_TEST(test_conflate)
 {
     struct lg_server s;
-    start_server(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"
+    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"
                      "\"topic_rules\":[{\"match\":\"prices/*\",\"on_slow\":\"conflate\"}]}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
@@ -694,7 +682,7 @@ START_TEST(test_conflate)
             total, conflated);
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -706,7 +694,7 @@ START_TEST(test_lag)
 {
     struct lg_server s;
     /* max_events/max_bytes far above what is published: only the age bound can drop */
-    start_server(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":100000,"
+    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":100000,"
                      "\"max_bytes\":67108864,\"max_lag_ms\":500}}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
@@ -744,7 +732,7 @@ START_TEST(test_lag)
             (long long)waited, l.events, l.gap_seqs);
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -770,7 +758,7 @@ START_TEST(test_bounded_memory)
              "\"limits\":{\"max_retained_bytes\":%d}}",
              MEM_WRITE_BATCH, MEM_QUEUE_EVENTS, MEM_QUEUE_BYTES, MEM_MAX_RETAINED);
     struct lg_server s;
-    start_server(&s, config);
+    lg_server_must_start(&s, config);
     struct lg_stall_ka k[MEM_PUBLISHERS];
     for (int i = 0; i < MEM_PUBLISHERS; i++)
         lg_stall_ka_init(&k[i], s.control_port);
@@ -886,7 +874,7 @@ START_TEST(test_bounded_memory)
         close(fds[i]);
     for (int i = 0; i < MEM_PUBLISHERS; i++)
         lg_stall_ka_close(&k[i]);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -903,7 +891,7 @@ END_TEST
 START_TEST(test_retained_limit_counts_encodings)
 {
     struct lg_server s;
-    start_server(&s, "{\"drain_timeout_ms\":1000,\"limits\":{\"max_retained_bytes\":1048576}}");
+    lg_server_must_start(&s, "{\"drain_timeout_ms\":1000,\"limits\":{\"max_retained_bytes\":1048576}}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
     char *quotes = malloc(QUOTES_BYTES + 1), small[1001];
@@ -936,7 +924,7 @@ START_TEST(test_retained_limit_counts_encodings)
                   st, after, limit, live);
     free(quotes);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -980,7 +968,7 @@ START_TEST(test_isolation)
     struct lg_server s;
     /* a ring of 256 events: the stalled subscribers overflow it, the healthy ones (at most one
      * batch behind) never do */
-    start_server(&s, "{\"workers\":2,\"socket_send_buffer_bytes\":4096,"
+    lg_server_must_start(&s, "{\"workers\":2,\"socket_send_buffer_bytes\":4096,"
                      "\"drain_timeout_ms\":1000,\"client_queue\":{\"max_events\":256}}");
     struct lg_stall_ka k;
     lg_stall_ka_init(&k, s.control_port);
@@ -1069,7 +1057,7 @@ START_TEST(test_isolation)
     for (int i = 0; i < ISO_STALLED; i++)
         close(stalled[i]);
     lg_stall_ka_close(&k);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 

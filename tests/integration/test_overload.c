@@ -36,18 +36,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start_server(struct lg_server *s, const char *config)
-{
-    ck_assert_msg(lg_server_start(s, config, NULL) == 0, "server did not start with %s", config);
-}
-
-static void stop_server(struct lg_server *s)
-{
-    int rc = lg_server_stop(s, 10000);
-    lg_server_pump_log(s);
-    ck_assert_msg(rc == 0, "server exit status %d; log:\n%s", rc, s->log);
-}
-
 static long long stat_of(const struct lg_server *s, const char *name)
 {
     long long v = lg_stall_stat(s->control_port, name);
@@ -197,7 +185,7 @@ static void open_stream(struct lg_sse_client *c, const struct lg_server *s, cons
 static pid_t fill_frozen_inbox(struct lg_server *s, const char *config, const char *topic,
                                struct lg_sse_client *sub, struct lg_stall_ka *k)
 {
-    start_server(s, config);
+    lg_server_must_start(s, config);
     open_stream(sub, s, topic);
     ck_assert(lg_wait_stat(s->control_port, "clients_sse", 1, 5000));
     pid_t tid = freeze_worker(s);
@@ -248,7 +236,7 @@ START_TEST(test_held_then_refused_after_the_wait)
 
     lg_stall_ka_close(&k);
     lg_sse_close(&sub);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -281,7 +269,7 @@ START_TEST(test_held_publish_is_accepted_when_the_worker_catches_up)
     expect_quiet(&sub, 200);
     lg_stall_ka_close(&k);
     lg_sse_close(&sub);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -293,7 +281,7 @@ END_TEST
 START_TEST(test_paced_batch_reaches_every_subscriber)
 {
     struct lg_server s;
-    start_server(&s, "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
+    lg_server_must_start(&s, "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
                      "\"publish_wait_ms\":20000}}");
     struct lg_sse_client subs[BATCH_SUBS];
     for (int i = 0; i < BATCH_SUBS; i++)
@@ -331,7 +319,7 @@ START_TEST(test_paced_batch_reaches_every_subscriber)
     ck_assert_int_eq(stat_of(&s, "gaps_sent"), 0);
     ck_assert_int_eq(stat_of(&s, "events_dropped_overflow"), 0);
     ck_assert_int_eq(stat_of(&s, "publishes_refused"), 0);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -373,7 +361,7 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
     /* Default socket buffers: the healthy subscribers, read continuously, never fill theirs;
      * the stalled one (4 KiB receive buffer, never read) fills its socket and then its
      * 64-event queue. */
-    start_server(&s, "{\"workers\":1,\"client_queue\":{\"max_events\":64},"
+    lg_server_must_start(&s, "{\"workers\":1,\"client_queue\":{\"max_events\":64},"
                      "\"limits\":{\"worker_inbox_events\":8}}");
     int stalled = lg_stall_sse_open(s.public_port, "/sse?topic=mixed", NULL, 4096);
     ck_assert_int_ge(stalled, 0);
@@ -436,7 +424,7 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
     lg_sse_close(&slow);
     lg_sse_close(&healthy[0]);
     lg_sse_close(&healthy[1]);
-    stop_server(&s);
+    lg_server_must_stop(&s);
 }
 END_TEST
 

@@ -7,6 +7,7 @@
  * a small table keyed by pid (the public struct has no field for them) and removed at stop,
  * on a failed start, or at exit of the test process.
  */
+#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -474,4 +475,17 @@ long lg_server_rss_kib(const struct lg_server *s)
             break;
     fclose(f);
     return kib;
+}
+
+void lg_server_must_start(struct lg_server *s, const char *config_json)
+{
+    ck_assert_msg(lg_server_start(s, config_json, NULL) == 0, "server did not start with %s",
+                  config_json ? config_json : "the default config");
+}
+
+void lg_server_must_stop(struct lg_server *s)
+{
+    int rc = lg_server_stop(s, 10000);
+    lg_server_pump_log(s);
+    ck_assert_msg(rc == 0, "server exit status %d; log:\n%s", rc, s->log);
 }

@@ -31,6 +31,10 @@ int lg_server_start(struct lg_server *s, const char *config_json, const char *co
 /* SIGTERM, wait (<= timeout_ms) and return the exit status (WEXITSTATUS), or -1 on timeout
  * (the process is then SIGKILLed). */
 int lg_server_stop(struct lg_server *s, int timeout_ms);
+/* The same two as check assertions: the test fails (showing the config, or the exit status and
+ * the server's log) unless the server started / stopped cleanly with status 0. */
+void lg_server_must_start(struct lg_server *s, const char *config_json);
+void lg_server_must_stop(struct lg_server *s);
 /* Read whatever the server printed since the last call into s->log. */
 void lg_server_pump_log(struct lg_server *s);
 /* Wait (<= timeout_ms) until s->log contains needle. Return value: true if it did. */
