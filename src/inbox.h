@@ -8,7 +8,7 @@
  *          `occupancy` is atomic so a producer can reserve room before it assigns a sequence
  *          number: an event is either accepted with room guaranteed on every inbox it needs, or
  *          refused (503) before anything happened. Nothing is ever dropped here.
- * Wake-up: a push into an empty inbox tells the caller to wake the worker (lws_cancel_service),
+ * Wake-up: a push into an empty inbox tells the caller to wake the worker (ev_async_send),
  *          which it does after dropping its locks. Wake-ups coalesce: the worker takes what
  *          is queued (swap under the lock, process outside it), a few events at a time while
  *          it writes, and wakes itself if it leaves any behind.

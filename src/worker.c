@@ -53,6 +53,7 @@ struct lg_worker {
     lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
     ev_check after_events;              /* end of each loop iteration: drained? stop? */
+    ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
     struct lws_context *ctx;
     struct lws_vhost *vhost;
     struct lws *listen_wsi;
@@ -374,10 +375,14 @@ static void expire_pending(struct lg_worker *w, uint64_t now_ms)
 
 /* ---- Inbox: events from the hub --------------------------------------------------------- */
 
+/* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
+ * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
+ * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
+ * epoll_wait for lws' idle watcher. */
 static void wake(void *arg)
 {
     struct lg_worker *w = arg;
-    lws_cancel_service(w->ctx);
+    ev_async_send(w->loop, &w->woken);
 }
 
 static struct lg_conn *conn_of(struct lg_subscriber *s)
@@ -489,7 +494,7 @@ static void drain_inbox(struct lg_worker *w)
             return; /* nothing to write means a full allowance: the inbox is empty too */
         if (written >= round) {
             if (w->dirty.first || !lg_inbox_empty(&w->inbox))
-                lws_cancel_service(w->ctx);
+                wake(w); /* after the other descriptors had their turn */
             return;
         }
     }
@@ -557,6 +562,12 @@ static void on_cancel(struct lg_worker *w)
     drain_inbox(w);
     if (atomic_load(&w->drain_requested) && !w->draining)
         begin_drain(w);
+}
+
+static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
+{
+    (void)loop, (void)revents;
+    on_cancel(watcher->data);
 }
 
 /* Runs after the callbacks of every loop iteration. */
@@ -655,6 +666,9 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
     ev_check_init(&w->after_events, after_events);
     w->after_events.data = w;
     ev_check_start(w->loop, &w->after_events);
+    ev_async_init(&w->woken, on_woken);
+    w->woken.data = w;
+    ev_async_start(w->loop, &w->woken);
     void *foreign_loops[1] = {w->loop};
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
@@ -747,7 +761,7 @@ int lg_worker_start(struct lg_worker *w)
 void lg_worker_drain(struct lg_worker *w)
 {
     atomic_store(&w->drain_requested, true);
-    lws_cancel_service(w->ctx);
+    wake(w);
 }
 
 bool lg_worker_drained(const struct lg_worker *w) { return atomic_load(&w->drained); }
@@ -755,7 +769,7 @@ bool lg_worker_drained(const struct lg_worker *w) { return atomic_load(&w->drain
 void lg_worker_stop(struct lg_worker *w)
 {
     atomic_store(&w->stop_requested, true);
-    lws_cancel_service(w->ctx);
+    wake(w);
 }
 
 void lg_worker_join(struct lg_worker *w)
@@ -779,6 +793,7 @@ void lg_worker_destroy(struct lg_worker *w)
     }
     if (w->loop) {
         ev_check_stop(w->loop, &w->after_events);
+        ev_async_stop(w->loop, &w->woken);
         ev_loop_destroy(w->loop);
     }
     if (!w->fds_adopted && w->listen_fd >= 0)

@@ -15,7 +15,7 @@
  * The loop is libev's (epoll); lws runs on it as a foreign loop, so a wake-up costs the
  * descriptors that are ready, not the ones that are open.
  * Events reach the worker through its inbox: the hub pushes references and wakes the loop
- * with lws_cancel_service(). The worker offers each event to the subscriptions of its topic on
+ * with ev_async_send() on the worker's loop. The worker offers each event to the subscriptions of its topic on
  * this worker (topic->slots[index].head) and queues the connections given output; it then
  * writes them round-robin, straight to each socket that has room (POLLOUT only for full ones),
  * taking a few more events from the inbox every WRITES_PER_TAKE writes (see drain_inbox()).
@@ -27,8 +27,8 @@
  * Frees:   everything, in lg_worker_destroy(), after lg_worker_join().
  * Threads: lg_worker_start/drain/stop/join/destroy are called by the app (main thread).
  *          Everything else runs on the worker thread. lg_worker_drain() and lg_worker_stop()
- *          only set an atomic flag and call lws_cancel_service(), the one lws call that is
- *          safe from another thread.
+ *          only set an atomic flag and call ev_async_send(), which libev allows from any
+ *          thread.
  * Bounds:  connections (limits.max_connections, process-wide), unclassified sockets (same
  *          bound; each must send its head within limits.request_timeout_ms), the inbox
  *          (limits.worker_inbox_events; publishes wait above it), about EVENTS_PER_ROUND
