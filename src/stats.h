@@ -17,7 +17,7 @@ struct lg_stats {
     _Atomic uint64_t events_published;       /* accepted publishes (2xx) */
     _Atomic uint64_t publishes_refused;      /* 503: workers behind, retained bytes or topics */
     _Atomic uint64_t publishes_deduplicated; /* idempotency key already in history: no new event */
-    _Atomic uint64_t publishes_held;         /* publishes that waited for a worker's room */
+    _Atomic uint64_t publishes_held;         /* waits for a worker's room (a batch: one per wait) */
     _Atomic uint64_t publish_wait_ms_total;  /* time those waits took, summed */
     _Atomic uint64_t publishes_refused_overload; /* 503 after limits.publish_wait_ms */
     /* delivery */

@@ -302,7 +302,7 @@ START_TEST(test_paced_batch_reaches_every_subscriber)
                                      30000),
                      0);
     free(body);
-    ck_assert_msg(r.status == 200, "batch answered %d: %s", r.status, r.body);
+    ck_assert_msg(r.status == 200, "batch answered %d: %.300s", r.status, r.body);
     json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
     ck_assert_int_eq(json_integer_value(json_object_get(root, "accepted")), BATCH_N);
     json_decref(root);
