@@ -113,6 +113,7 @@ void lg_conn_write_now(struct lg_conn *c)
         return;
     if (!writes_directly(c)) {
         lg_conn_want_write(c);
+        lg_worker_conn_backlog(c->worker, c); /* a full socket: its queue is lag-checked */
         return;
     }
     int rc = c->kind == LG_CONN_WS ? lg_ws_write_events(c) : lg_http_write_events(c);
