@@ -124,7 +124,8 @@ void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
 
 void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c)
 {
-    if (c->sub.ring.live > 0 && !c->released)
+    bool stream = c->kind == LG_CONN_SSE || c->kind == LG_CONN_WS; /* a poll answers anyway */
+    if (stream && c->sub.ring.live > 0 && !c->released)
         lg_dlist_move_tail(&w->backlogged, &c->backlog_link);
     else
         lg_dlist_remove(&w->backlogged, &c->backlog_link);
