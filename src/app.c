@@ -19,8 +19,6 @@
 #include "publish_pacer.h"
 #include "worker.h"
 
-#define LG_MAX_WORKERS 64
-
 struct lg_app {
     const struct lg_config *cfg;
     _Atomic int lifecycle;                   /* enum lg_lifecycle, read by the control port */

@@ -89,7 +89,7 @@ static const struct lg_setting lg_settings[] = {
       .def_text = "0.0.0.0:8080", .doc = "public listener (SSE, WebSocket, long-poll)" },
     { .key = "listen.control", .type = LG_SETTING_ADDR, .offset = LG_OFF(control_addr),
       .def_text = "127.0.0.1:8081", .doc = "control listener (publish API, stats)" },
-    LG_U32("workers", workers, 0, 64, 0, "worker threads; 0 = one per online CPU"),
+    LG_U32("workers", workers, 0, LG_MAX_WORKERS, 0, "worker threads; 0 = one per online CPU"),
     { .key = "log_level", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_level),
       .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged" },
     { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,

@@ -59,6 +59,9 @@ struct lg_listen_addr {
     uint16_t port;  /* 0 = let the kernel pick (the chosen port is logged at start) */
 };
 
+/* Most worker threads: the hub tracks the workers of a publish in one 64-bit mask. */
+#define LG_MAX_WORKERS 64
+
 struct lg_config {
     struct lg_listen_addr public_addr;  /* "listen.public"  default 0.0.0.0:8080 */
     struct lg_listen_addr control_addr; /* "listen.control" default 127.0.0.1:8081 */

@@ -211,6 +211,8 @@ const char *lg_publish_status_message(enum lg_publish_status s)
     return "unknown";
 }
 
+_Static_assert(LG_MAX_WORKERS <= 64, "the reservation and wake masks are 64-bit");
+
 /* Reserve an inbox slot on every worker listening to t. Caller holds t->lock.
  * Return value: true with *reserved set, or false with nothing reserved. */
 static bool reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved)
