@@ -217,8 +217,8 @@ fanout_sse_1k_max|all|--transport sse --subscribers 1000 --pub-conns 1 --rate ma
 fanout_ws_1k_max|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
 fanout_sse_5k_max|all|--transport sse --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
 fanout_ws_5k_max|all|--transport ws --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
-fanout_sse_1k_max_stalled100|all|--transport sse --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 8000 --duration 6|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
-fanout_ws_1k_max_stalled100|all|--transport ws --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 8000 --duration 6|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
+fanout_sse_1k_max_stalled100|all|--transport sse --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 8000 --duration 5|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
+fanout_ws_1k_max_stalled100|all|--transport ws --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 8000 --duration 5|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
 fanout_sse_5k_max_stalled100|all|--transport sse --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
 fanout_ws_5k_max_stalled100|all|--transport ws --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
 fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
