@@ -67,7 +67,6 @@ struct lg_subscriber {
     uint32_t notices_owed;          /* subscriptions with a gap or reset to send */
     bool slow_disconnect;           /* the disconnect policy fired: send the reason, close */
     bool dropping;                  /* inside a drop episode (log once per episode) */
-    bool write_wanted;              /* on the worker's list of clients to make writable */
     uint64_t lag_origin_ns;         /* last replay page queued: replayed events age from here */
     char disconnect_reason[128];
 };

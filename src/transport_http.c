@@ -357,7 +357,6 @@ static int write_stream(struct lg_conn *c)
 
 static int on_writable(struct lg_conn *c)
 {
-    c->sub.write_wanted = false;
     if (c->out.len) {
         if (lg_conn_flush_out(c) != 0)
             return -1;
@@ -382,10 +381,8 @@ static int on_writable(struct lg_conn *c)
         lg_buf_appendf(&c->out, "retry: %u\n\n", lg_worker_config(c->worker)->sse.retry_ms);
         c->closing = true;
     }
-    if (c->closing || lg_subscriber_has_output(&c->sub)) {
-        c->sub.write_wanted = true;
+    if (c->closing || lg_subscriber_has_output(&c->sub))
         lg_conn_want_write(c);
-    }
     lg_worker_conn_backlog(c->worker, c);
     return 0;
 }

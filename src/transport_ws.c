@@ -291,7 +291,7 @@ static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
 }
 
 /* One coalesced write: queued replies, then notices and events up to write_batch_bytes.
- * Return value: 0, or -1 if the socket failed or memory ran out. */
+ * Return value: 0, -1 if the socket failed, -2 if memory ran out. */
 static int write_batch(struct lg_conn *c)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
@@ -300,7 +300,7 @@ static int write_batch(struct lg_conn *c)
     lg_buf_reset(&c->out);
     lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
     if (scratch->oom)
-        return -1;
+        return -2;
     if (scratch->len > LWS_PRE &&
         lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
                   LWS_WRITE_RAW) < 0)
@@ -320,22 +320,22 @@ int lg_ws_write_events(struct lg_conn *c)
 
 static int on_writable(struct lg_conn *c)
 {
-    c->sub.write_wanted = false;
     if (c->closing)
         return close_with(c, c->ws_close_code, "server shutting down");
     if (c->sub.slow_disconnect)
         return close_with(c, 4000, c->sub.disconnect_reason);
-    if (write_batch(c) != 0)
-        return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "write failed");
+    int rc = write_batch(c);
+    if (rc == -2)
+        return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
+    if (rc != 0)
+        return -1; /* the socket failed: nothing more can be sent on it */
     if (c->draining && !lg_subscriber_has_output(&c->sub)) {
         /* Everything accepted before the shutdown is out: close once lws has sent it. */
         c->closing = true;
         c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
     }
-    if (c->closing || lg_subscriber_has_output(&c->sub)) {
-        c->sub.write_wanted = true;
+    if (c->closing || lg_subscriber_has_output(&c->sub))
         lg_conn_want_write(c);
-    }
     lg_worker_conn_backlog(c->worker, c);
     return 0;
 }
