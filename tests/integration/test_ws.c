@@ -72,6 +72,16 @@ static void expect_error(struct lg_ws_client *c, const char *code)
     free(m);
 }
 
+/* The value of the "time" field in the WebSocket event message m. */
+static long long time_field_of(const char *m)
+{
+    size_t at = 0;
+    while (m[at] && strncmp(m + at, "\"time\":", 7) != 0)
+        at++;
+    ck_assert_msg(m[at] != '\0', "no time in %s", m);
+    return strtoll(m + at + 7, NULL, 10);
+}
+
 /*
  * The next message is exactly the event object with these fields, byte for byte, where
  * data_json is the JSON text of its data. time must lie within [t0, t1] (wall ms).
@@ -81,9 +91,7 @@ static void expect_event(struct lg_ws_client *c, const char *topic, const char *
                          long long t0, long long t1)
 {
     char *m = next_msg(c);
-    const char *tp = strstr(m, "\"time\":");
-    ck_assert_msg(tp != NULL, "no time in %s", m);
-    long long t = strtoll(tp + 7, NULL, 10);
+    long long t = time_field_of(m);
     size_t cap = strlen(data_json) + 1024;
     char *want = malloc(cap);
     snprintf(want, cap,
