@@ -1,0 +1,84 @@
+/*
+ * control_internal.h - what the parts of the control port share: the daemon's state, the
+ * per-request state and the route table's shape. Only control*.c include it.
+ *
+ *   control.c          the MHD daemon, the route table, body buffering, start and stop
+ *   control_publish.c  POST /v1/topics/{topic}/events and POST /v1/publish (+ overload holds)
+ *   control_status.c   GET /healthz, /readyz, /v1/stats
+ *   control_reply.c    queueing JSON answers; control_error.c the refusal type;
+ *   publish_parse.c    the publish bodies, as pure functions
+ *
+ * Owns/Frees/Threads/Bounds: as control.h says. struct lg_ctl_request lives on MHD's con_cls
+ * from the first call of a body route to MHD_OPTION_NOTIFY_COMPLETED, which frees it; only the
+ * MHD thread serving its connection touches it (the pacer only resumes the connection).
+ */
+#ifndef LG_CONTROL_INTERNAL_H
+#define LG_CONTROL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "publish_pacer.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
+struct lg_hub;
+struct lg_publish_result;
+
+struct lg_control {
+    struct MHD_Daemon *daemon;
+    const struct lg_config *cfg;  /* borrowed, immutable */
+    struct lg_hub *hub;           /* borrowed */
+    struct lg_pacer *pacer;       /* borrowed: publishes waiting for a worker's room */
+    const _Atomic int *lifecycle; /* borrowed; enum lg_lifecycle, loaded atomically */
+    pthread_mutex_t err_lock;
+    bool capturing;               /* {err_lock} lg_control_start() is running */
+    char start_err[512];          /* {err_lock} the last MHD message while capturing */
+};
+
+struct lg_ctl_route;
+
+/* Per-request state of a body route. */
+struct lg_ctl_request {
+    const struct lg_ctl_route *route;
+    char *body;        /* received bytes, NUL-terminated; NULL until the first byte */
+    size_t len;        /* bytes in body */
+    size_t cap;        /* allocated bytes of body (len + 1 <= cap) */
+    size_t limit;      /* largest body accepted (limits.max_event_bytes / max_batch_bytes) */
+    uint64_t received; /* every body byte the client sent, including discarded ones */
+    bool oom;          /* the body buffer could not grow: answer 503 */
+    /* Overload pacing: a publish that found no room waits here (connection suspended). */
+    struct lg_pacer_hold hold;
+    uint64_t held_since_ms;   /* monotonic; 0 = never held */
+    size_t batch_done;        /* batch items accepted before the request was held */
+    struct lg_publish_result *batch_results; /* [batch size], kept across holds */
+};
+
+/* A route's handler: queue exactly one response (or hold the request, see
+ * control_publish.c). r is NULL for routes without a body. Return value: 0, or -1 when
+ * nothing could be queued. */
+typedef int lg_ctl_handler(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                           struct lg_ctl_request *r);
+
+struct lg_ctl_route {
+    const char *prefix;      /* the path, or its start when suffix is set */
+    const char *suffix;      /* NULL = exact path; else path = prefix {segment} suffix */
+    const char *method;      /* the one method served (GET also serves HEAD) */
+    const char *allow;       /* Allow header of a 405 */
+    const char *body_what;   /* body routes: what the body is, for the 413 message */
+    const char *limit_name;  /* body routes: the config key of the limit */
+    uint32_t (*limit_of)(const struct lg_config *cfg); /* NULL = no body expected */
+    lg_ctl_handler *handle;
+};
+
+lg_ctl_handler lg_ctl_handle_topic_event; /* control_publish.c */
+lg_ctl_handler lg_ctl_handle_batch;
+lg_ctl_handler lg_ctl_handle_healthz;     /* control_status.c */
+lg_ctl_handler lg_ctl_handle_readyz;
+lg_ctl_handler lg_ctl_handle_stats;
+
+#endif

@@ -1,0 +1,49 @@
+/* control_status.c - GET /healthz (alive), /readyz (lifecycle) and /v1/stats (counters). */
+#include <jansson.h>
+
+#include "control.h"
+#include "control_internal.h"
+#include "control_reply.h"
+#include "stats.h"
+
+int lg_ctl_handle_healthz(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                          struct lg_ctl_request *r)
+{
+    (void)c, (void)url, (void)r;
+    return lg_ctl_reply_json(conn, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+int lg_ctl_handle_readyz(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                         struct lg_ctl_request *r)
+{
+    (void)url, (void)r;
+    int state = atomic_load_explicit(c->lifecycle, memory_order_acquire);
+    const char *name = state == LG_LIFECYCLE_READY      ? "ready"
+                       : state == LG_LIFECYCLE_DRAINING ? "draining"
+                                                        : "starting";
+    return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY ? 200 : 503,
+                             json_pack("{s:s}", "status", name));
+}
+
+/* A JSON snapshot of lg_stats: what the operator (and the tests) can see of the data plane
+ * until the Prometheus endpoint of the observability work exists. */
+int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                        struct lg_ctl_request *r)
+{
+    (void)c, (void)url, (void)r;
+#define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
+    json_t *body = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+        "s:I,s:I,s:I}",
+        STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
+        STAT(publishes_held), STAT(publish_wait_ms_total), STAT(publishes_refused_overload),
+        STAT(events_delivered),
+        STAT(events_dropped_overflow), STAT(events_dropped_lag), STAT(events_conflated),
+        STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
+        STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), STAT(connections_open),
+        STAT(connections_refused), STAT(requests_rejected), STAT(max_queue_depth),
+        STAT(event_bytes_live), STAT(events_live), STAT(topics));
+#undef STAT
+    return lg_ctl_reply_json(conn, 200, body);
+}
+

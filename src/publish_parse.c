@@ -1,0 +1,447 @@
+/*
+ * publish_parse.c - see publish_parse.h. Validation order and every message are part of the
+ * protocol (docs/protocol.md, "Control port"); tests assert them byte for byte.
+ */
+#include "publish_parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "encode.h"
+#include "http_request.h"
+
+static bool type_char_ok(char ch)
+{
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '.' || ch == ':' || ch == '/' || ch == '-';
+}
+
+/* Return value: NULL when s[0..len) is a valid event type, else what is wrong with it. */
+static const char *type_problem(const char *s, size_t len)
+{
+    if (len == 0)
+        return "is empty";
+    if (len > LG_CTL_TYPE_MAX)
+        return "is longer than 64 bytes";
+    for (size_t i = 0; i < len; i++)
+        if (!type_char_ok(s[i]))
+            return "may only hold A-Z a-z 0-9 _ . : / -";
+    return NULL;
+}
+
+/* Return value: NULL when s[0..len) is a valid conflation key or item id, else the problem. */
+static const char *key_problem(const char *s, size_t len)
+{
+    if (len == 0)
+        return "is empty";
+    if (len > LG_CTL_KEY_MAX)
+        return "is longer than 256 bytes";
+    if (memchr(s, '\0', len) != NULL)
+        return "contains a NUL byte";
+    if (!lg_utf8_valid(s, len))
+        return "is not valid UTF-8";
+    return NULL;
+}
+
+static bool json_walk_has_real(const json_t *v)
+{
+    const char *k;
+    json_t *item;
+    size_t i;
+    if (json_is_real(v))
+        return true;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, item)
+            if (json_walk_has_real(item))
+                return true;
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, item)
+            if (json_walk_has_real(item))
+                return true;
+    }
+    return false;
+}
+
+static bool reads_back_equal(const char *text, const json_t *v)
+{
+    json_t *back = json_loads(text, JSON_DECODE_ANY, NULL);
+    bool same = back != NULL && json_equal(back, (json_t *)v);
+    json_decref(back);
+    return same;
+}
+
+/*
+ * Compact JSON text of v (JSON_COMPACT|JSON_ENCODE_ANY, UTF-8 kept as is). jansson prints reals
+ * with 17 significant digits by default (1.07 -> 1.0700000000000001), so a value holding reals
+ * is printed with the fewest of 15, 16, 17 digits that reads back equal.
+ * Return value: new malloc'd text with *len set, or NULL on OOM.
+ */
+char *lg_json_compact(const json_t *v, size_t *len)
+{
+    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+    char *text = NULL;
+    if (json_walk_has_real(v)) {
+        for (int digits = 15; digits < 17 && text == NULL; digits++) {
+            text = json_dumps(v, flags | JSON_REAL_PRECISION(digits));
+            if (text != NULL && !reads_back_equal(text, v)) {
+                free(text);
+                text = NULL;
+            }
+        }
+    }
+    if (text == NULL)
+        text = json_dumps(v, flags | JSON_REAL_PRECISION(17));
+    if (text != NULL)
+        *len = strlen(text);
+    return text;
+}
+
+
+/* Percent-decode the {topic} path segment into topic (NUL-terminated). */
+static int decode_topic(const char *seg, size_t seg_len, char *topic, size_t *topic_len,
+                        struct lg_ctl_error *e)
+{
+    size_t bad = 0;
+    int rc = lg_percent_decode(seg, seg_len, topic, LG_TOPIC_NAME_MAX + 1, false, &bad);
+    if (rc == -1)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "the topic in the path has a malformed percent-escape at byte %zu; "
+                    "write '%%' as %%25", bad);
+    if (rc == -2)
+        return lg_ctl_fail(e, 422, "invalid_topic", "topic name is longer than %d bytes",
+                    LG_TOPIC_NAME_MAX);
+    *topic_len = (size_t)rc;
+    return 0;
+}
+
+
+/*
+ * Percent-decode query parameter `name` into out (room for cap bytes of text plus a NUL).
+ * Return value: 0 (also when it was not given: *len = 0), or -1 with e filled (malformed
+ * escape, longer than cap).
+ */
+static int decode_query(const char *name, const struct lg_raw_value *raw, char *out, size_t cap,
+                        size_t *len, struct lg_ctl_error *e)
+{
+    size_t bad = 0;
+    *len = 0;
+    if (!raw->present || raw->text == NULL)
+        return 0;
+    int rc = lg_percent_decode(raw->text, raw->len, out, cap + 1, false, &bad);
+    if (rc == -1)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "query parameter \"%s\" has a malformed percent-escape at byte %zu", name,
+                    bad);
+    if (rc == -2)
+        return lg_ctl_fail(e, 400, "bad_request", "query parameter \"%s\" is longer than %zu bytes",
+                    name, cap);
+    *len = (size_t)rc;
+    return 0;
+}
+
+
+/* The optional ?type= and ?key= of a single publish, decoded into out's buffers, and the
+ * Idempotency-Key header (borrowed from in). */
+static int event_params(const struct lg_event_input *in, struct lg_parsed_event *out,
+                        struct lg_ctl_error *e)
+{
+    struct lg_publish_req *req = &out->req;
+    char *type = out->type, *key = out->key;
+    const char *problem;
+    if (decode_query("type", &in->type, type, LG_CTL_TYPE_MAX, &req->type_len, e) != 0)
+        return -1;
+    if (in->type.present) {
+        if ((problem = type_problem(type, req->type_len)) != NULL)
+            return lg_ctl_fail(e, 400, "bad_request",
+                        "query parameter \"type\" %s; an event type is 1..64 bytes of "
+                        "A-Z a-z 0-9 _ . : / -", problem);
+        req->type = type;
+    }
+    if (decode_query("key", &in->key, key, LG_CTL_KEY_MAX, &req->key_len, e) != 0)
+        return -1;
+    if (in->key.present) {
+        if ((problem = key_problem(key, req->key_len)) != NULL)
+            return lg_ctl_fail(e, 400, "bad_request",
+                        "query parameter \"key\" %s; a key is 1..256 bytes of UTF-8", problem);
+        req->key = key;
+    }
+    const char *ik = in->idempotency_key;
+    if (ik != NULL) {
+        if ((problem = key_problem(ik, strlen(ik))) != NULL)
+            return lg_ctl_fail(e, 400, "bad_request",
+                        "header Idempotency-Key %s; a key is 1..256 bytes of UTF-8", problem);
+        req->idempotency_key = ik;
+        req->idempotency_key_len = strlen(ik);
+    }
+    return 0;
+}
+
+
+/* Content-Type is application/json, parameters and case aside. */
+static bool is_json_content_type(const char *ct)
+{
+    if (ct == NULL)
+        return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    return n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0;
+}
+
+
+/*
+ * Set req->data from the body: compact JSON (in *json_text, malloc'd) for application/json,
+ * else the body itself as UTF-8 text. Return value: 0, or -1 with e filled.
+ */
+static int event_data(const struct lg_event_input *in, uint32_t max_event_bytes,
+                      struct lg_publish_req *req, char **json_text, struct lg_ctl_error *e)
+{
+    const char *body = in->body != NULL ? in->body : "";
+    size_t body_len = in->body != NULL ? in->body_len : 0;
+    if (!is_json_content_type(in->content_type)) {
+        if (!lg_utf8_valid(body, body_len))
+            return lg_ctl_fail(e, 400, "bad_request",
+                        "event body is not valid UTF-8; send UTF-8 text, or JSON with "
+                        "Content-Type: application/json");
+        req->data = body;
+        req->data_len = body_len;
+        return 0;
+    }
+    json_error_t jerr;
+    json_t *v = json_loadb(body, body_len, JSON_DECODE_ANY, &jerr);
+    if (v == NULL)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "body is not valid JSON (Content-Type is application/json): %s at line %d, "
+                    "column %d", jerr.text, jerr.line, jerr.column);
+    *json_text = lg_json_compact(v, &req->data_len);
+    json_decref(v);
+    if (*json_text == NULL)
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory encoding the event; retry");
+    if (req->data_len > max_event_bytes)
+        return lg_ctl_fail(e, 413, "payload_too_large",
+                    "event data is %zu bytes as compact JSON; the limit is %u "
+                    "(limits.max_event_bytes)", req->data_len, max_event_bytes);
+    req->data = *json_text;
+    req->data_is_json = true;
+    return 0;
+}
+
+
+void lg_parsed_batch_release(struct lg_parsed_batch *b)
+{
+    for (size_t i = 0; b->texts != NULL && i < b->n; i++)
+        free(b->texts[i]);
+    free(b->texts);
+    free(b->reqs);
+    json_decref(b->items);
+}
+
+static int parse_json_array(const char *body, size_t len, struct lg_parsed_batch *b,
+                            struct lg_ctl_error *e)
+{
+    json_error_t jerr;
+    b->items = json_loadb(body, len, 0, &jerr);
+    if (b->items == NULL)
+        return lg_ctl_fail(e, 400, "bad_request", "batch is not valid JSON: %s at line %d, column %d",
+                    jerr.text, jerr.line, jerr.column);
+    return 0;
+}
+
+/* Parse NDJSON: one JSON value per non-blank line, '\n' or "\r\n" separated. */
+static int parse_ndjson(const char *body, size_t len, struct lg_parsed_batch *b,
+                        struct lg_ctl_error *e)
+{
+    b->items = json_array();
+    if (b->items == NULL)
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory parsing the batch; retry");
+    size_t line_no = 0;
+    for (size_t pos = 0; pos < len; line_no++) {
+        const char *line = body + pos;
+        const char *nl = memchr(line, '\n', len - pos);
+        size_t n = nl != NULL ? (size_t)(nl - line) : len - pos;
+        pos += n + (nl != NULL);
+        size_t blank = 0;
+        while (blank < n && (line[blank] == ' ' || line[blank] == '\t' || line[blank] == '\r'))
+            blank++;
+        if (blank == n)
+            continue; /* blank line */
+        json_error_t jerr;
+        json_t *item = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
+        if (item == NULL) {
+            e->index = (long)json_array_size(b->items);
+            return lg_ctl_fail(e, 400, "bad_request",
+                        "batch item %ld (line %zu) is not valid JSON: %s at column %d",
+                        e->index, line_no + 1, jerr.text, jerr.column);
+        }
+        if (json_array_append_new(b->items, item) != 0)
+            return lg_ctl_fail(e, 503, "unavailable", "out of memory parsing the batch; retry");
+    }
+    return 0;
+}
+
+/* An optional string member: NULL/absent = not given. Return value: 0, or -1 with e filled. */
+static int item_string(json_t *item, const char *name, size_t i, const char **s, size_t *len,
+                       struct lg_ctl_error *e)
+{
+    json_t *v = json_object_get(item, name);
+    *s = NULL;
+    *len = 0;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return lg_ctl_fail(e, 400, "bad_request", "batch item %zu: \"%s\" must be a string", i, name);
+    *s = json_string_value(v);
+    *len = json_string_length(v);
+    return 0;
+}
+
+static int item_keys(json_t *item, size_t i, struct lg_ctl_error *e)
+{
+    static const char *const known[] = {"topic", "data", "type", "key", "id"};
+    const char *k;
+    json_t *v;
+    json_object_foreach(item, k, v) {
+        size_t j = 0;
+        while (j < sizeof known / sizeof known[0] && strcmp(k, known[j]) != 0)
+            j++;
+        if (j == sizeof known / sizeof known[0])
+            return lg_ctl_fail(e, 400, "bad_request",
+                        "batch item %zu has an unknown key \"%.64s\"; an item may hold "
+                        "topic, data, type, key and id", i, k);
+    }
+    return 0;
+}
+
+static int item_topic(json_t *item, size_t i, struct lg_publish_req *req, struct lg_ctl_error *e)
+{
+    if (item_string(item, "topic", i, &req->topic, &req->topic_len, e) != 0)
+        return -1;
+    if (req->topic == NULL)
+        return lg_ctl_fail(e, 400, "bad_request", "batch item %zu has no \"topic\"", i);
+    int tl = req->topic_len > 128 ? 128 : (int)req->topic_len;
+    if (req->topic_len > 0 && req->topic[0] == '$')
+        return lg_ctl_fail(e, 422, "invalid_topic",
+                    "batch item %zu: topic \"%.*s\": names starting with '$' are reserved for "
+                    "the gateway; publish to a name without it", i, tl, req->topic);
+    const char *problem = lg_topic_name_problem(req->topic, req->topic_len);
+    if (problem != NULL)
+        return lg_ctl_fail(e, 422, "invalid_topic", "batch item %zu: invalid topic \"%.*s\": %s", i,
+                    tl, req->topic, problem);
+    return 0;
+}
+
+static int item_data(uint32_t max_event_bytes, json_t *item, size_t i,
+                     struct lg_publish_req *req, char **text, struct lg_ctl_error *e)
+{
+    json_t *data = json_object_get(item, "data");
+    if (data == NULL)
+        return lg_ctl_fail(e, 400, "bad_request", "batch item %zu has no \"data\"", i);
+    if (json_is_string(data)) {
+        req->data = json_string_value(data);
+        req->data_len = json_string_length(data);
+    } else {
+        *text = lg_json_compact(data, &req->data_len);
+        if (*text == NULL)
+            return lg_ctl_fail(e, 503, "unavailable", "out of memory encoding the batch; retry");
+        req->data = *text;
+        req->data_is_json = true;
+    }
+    if (req->data_len > max_event_bytes)
+        return lg_ctl_fail(e, 413, "payload_too_large",
+                    "batch item %zu: data is %zu bytes; the limit is %u "
+                    "(limits.max_event_bytes)", i, req->data_len, max_event_bytes);
+    return 0;
+}
+
+static int item_options(json_t *item, size_t i, struct lg_publish_req *req,
+                        struct lg_ctl_error *e)
+{
+    const char *id, *problem;
+    size_t id_len;
+    if (item_string(item, "type", i, &req->type, &req->type_len, e) != 0 ||
+        item_string(item, "key", i, &req->key, &req->key_len, e) != 0 ||
+        item_string(item, "id", i, &id, &id_len, e) != 0)
+        return -1;
+    if (req->type != NULL && (problem = type_problem(req->type, req->type_len)) != NULL)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "batch item %zu: \"type\" %s; an event type is 1..64 bytes of "
+                    "A-Z a-z 0-9 _ . : / -", i, problem);
+    if (req->key != NULL && (problem = key_problem(req->key, req->key_len)) != NULL)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "batch item %zu: \"key\" %s; a key is 1..256 bytes of UTF-8", i, problem);
+    if (id != NULL && (problem = key_problem(id, id_len)) != NULL)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "batch item %zu: \"id\" %s; an id is 1..256 bytes of UTF-8", i, problem);
+    req->idempotency_key = id;
+    req->idempotency_key_len = id_len;
+    return 0;
+}
+
+/* Validate every item into b->reqs before anything is published. */
+static int batch_validate(uint32_t max_event_bytes, struct lg_parsed_batch *b,
+                          struct lg_ctl_error *e)
+{
+    if (!json_is_array(b->items))
+        return lg_ctl_fail(e, 400, "bad_request", "a batch is a JSON array of items, or NDJSON");
+    b->n = json_array_size(b->items);
+    if (b->n == 0)
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "the batch holds no items; send {\"topic\":...,\"data\":...} objects");
+    b->reqs = calloc(b->n, sizeof *b->reqs);
+    b->texts = calloc(b->n, sizeof *b->texts);
+    if (b->reqs == NULL || b->texts == NULL)
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory validating the batch; retry");
+    for (size_t i = 0; i < b->n; i++) {
+        json_t *item = json_array_get(b->items, i);
+        e->index = (long)i;
+        if (!json_is_object(item))
+            return lg_ctl_fail(e, 400, "bad_request", "batch item %zu is not a JSON object", i);
+        if (item_keys(item, i, e) != 0 || item_topic(item, i, &b->reqs[i], e) != 0 ||
+            item_data(max_event_bytes, item, i, &b->reqs[i], &b->texts[i], e) != 0 ||
+            item_options(item, i, &b->reqs[i], e) != 0)
+            return -1;
+    }
+    e->index = -1;
+    return 0;
+}
+
+
+int lg_parse_event(const struct lg_event_input *in, uint32_t max_event_bytes,
+                   struct lg_parsed_event *out, struct lg_ctl_error *e)
+{
+    memset(out, 0, sizeof *out);
+    out->req.topic = out->topic;
+    if (decode_topic(in->topic_segment, in->topic_segment_len, out->topic, &out->req.topic_len,
+                     e) != 0 ||
+        event_params(in, out, e) != 0 ||
+        event_data(in, max_event_bytes, &out->req, &out->json_text, e) != 0)
+        return -1;
+    return 0;
+}
+
+void lg_parsed_event_release(struct lg_parsed_event *ev)
+{
+    free(ev->json_text);
+    ev->json_text = NULL;
+}
+
+int lg_parse_batch(const char *body, size_t len, uint32_t max_event_bytes,
+                   struct lg_parsed_batch *b, struct lg_ctl_error *e)
+{
+    memset(b, 0, sizeof *b);
+    if (body == NULL)
+        body = "", len = 0;
+    size_t ws = 0;
+    while (ws < len && (body[ws] == ' ' || body[ws] == '\t' || body[ws] == '\r' || body[ws] == '\n'))
+        ws++;
+    int parsed = ws < len && body[ws] == '[' ? parse_json_array(body, len, b, e)
+                                             : parse_ndjson(body, len, b, e);
+    if (parsed != 0 || batch_validate(max_event_bytes, b, e) != 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,227 @@
+/*
+ * test_publish_parse.c - the publish bodies as pure functions (publish_parse.h): every input
+ * is copied into a buffer of exactly its length, so a read past the end is an ASan report, and
+ * every refusal is checked for its exact status, code, index and message.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "publish_parse.h"
+
+#define MAX_EVENT 64
+
+/* A malloc'd copy of s without its NUL: what a body buffer of exactly that length holds. */
+static char *exact(const char *s)
+{
+    size_t n = strlen(s);
+    char *copy = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(copy);
+    memcpy(copy, s, n);
+    return copy;
+}
+
+static struct lg_raw_value given(const char *s)
+{
+    return (struct lg_raw_value){.text = s, .len = strlen(s), .present = true};
+}
+
+struct event_case {
+    const char *topic;        /* path segment, percent-encoded */
+    const char *type, *key;   /* query values or NULL */
+    const char *content_type; /* or NULL */
+    const char *body;
+};
+
+static int parse_event(const struct event_case *k, struct lg_parsed_event *ev,
+                       struct lg_ctl_error *e)
+{
+    char *body = exact(k->body);
+    struct lg_event_input in = {
+        .topic_segment = k->topic,
+        .topic_segment_len = strlen(k->topic),
+        .content_type = k->content_type,
+        .body = body,
+        .body_len = strlen(k->body),
+    };
+    if (k->type)
+        in.type = given(k->type);
+    if (k->key)
+        in.key = given(k->key);
+    int rc = lg_parse_event(&in, MAX_EVENT, ev, e);
+    if (rc == 0 && !ev->req.data_is_json) { /* data points into the body: keep a copy */
+        static char data[MAX_EVENT + 1];
+        memcpy(data, ev->req.data, ev->req.data_len);
+        ev->req.data = data;
+    }
+    free(body);
+    return rc;
+}
+
+static void expect_event_refused(const struct event_case *k, unsigned status, const char *code,
+                                 const char *message)
+{
+    struct lg_parsed_event ev;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_event(k, &ev, &e), -1);
+    ck_assert_uint_eq(e.status, status);
+    ck_assert_str_eq(e.code, code);
+    ck_assert_str_eq(e.message, message);
+    ck_assert_int_eq(e.index, -1);
+    lg_parsed_event_release(&ev);
+}
+
+START_TEST(event_text_with_type_and_key)
+{
+    struct event_case k = {.topic = "news%2Fsport", .type = "score", .key = "m%C3%BCnchen",
+                           .body = "1:0"};
+    struct lg_parsed_event ev;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_event(&k, &ev, &e), 0);
+    ck_assert_str_eq(ev.req.topic, "news/sport");
+    ck_assert_uint_eq(ev.req.topic_len, 10);
+    ck_assert_str_eq(ev.req.type, "score");
+    ck_assert_str_eq(ev.req.key, "m\xc3\xbcnchen");
+    ck_assert_uint_eq(ev.req.key_len, 8);
+    ck_assert_uint_eq(ev.req.data_len, 3);
+    ck_assert_mem_eq(ev.req.data, "1:0", 3);
+    ck_assert(!ev.req.data_is_json);
+    ck_assert_ptr_null(ev.req.idempotency_key);
+    lg_parsed_event_release(&ev);
+}
+END_TEST
+
+START_TEST(event_json_is_made_compact)
+{
+    struct event_case k = {.topic = "t", .content_type = " Application/JSON ; charset=utf-8",
+                           .body = "{ \"p\" : 1.07 , \"q\" : [ true ] }"};
+    struct lg_parsed_event ev;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_event(&k, &ev, &e), 0);
+    ck_assert(ev.req.data_is_json);
+    ck_assert_str_eq(ev.req.data, "{\"p\":1.07,\"q\":[true]}");
+    ck_assert_uint_eq(ev.req.data_len, strlen("{\"p\":1.07,\"q\":[true]}"));
+    lg_parsed_event_release(&ev);
+}
+END_TEST
+
+START_TEST(event_refusals)
+{
+    expect_event_refused(&(struct event_case){.topic = "a%2", .body = "x"}, 400, "bad_request",
+                         "the topic in the path has a malformed percent-escape at byte 1; "
+                         "write '%' as %25");
+    expect_event_refused(&(struct event_case){.topic = "t", .type = "a b", .body = "x"}, 400,
+                         "bad_request",
+                         "query parameter \"type\" may only hold A-Z a-z 0-9 _ . : / -; an "
+                         "event type is 1..64 bytes of A-Z a-z 0-9 _ . : / -");
+    expect_event_refused(&(struct event_case){.topic = "t", .key = "k%00j", .body = "x"}, 400,
+                         "bad_request",
+                         "query parameter \"key\" contains a NUL byte; a key is 1..256 bytes "
+                         "of UTF-8");
+    expect_event_refused(&(struct event_case){.topic = "t", .body = "\xff"}, 400, "bad_request",
+                         "event body is not valid UTF-8; send UTF-8 text, or JSON with "
+                         "Content-Type: application/json");
+    expect_event_refused(&(struct event_case){.topic = "t", .content_type = "application/json",
+                                              .body = "[1,"},
+                         400, "bad_request",
+                         "body is not valid JSON (Content-Type is application/json): ']' "
+                         "expected near end of file at line 1, column 3");
+    /* 69 bytes of JSON text, 65 once compact: still over MAX_EVENT (64). */
+    char big[128];
+    snprintf(big, sizeof big, "[ \"%061d\" ]", 0);
+    expect_event_refused(&(struct event_case){.topic = "t", .content_type = "application/json",
+                                              .body = big},
+                         413, "payload_too_large",
+                         "event data is 65 bytes as compact JSON; the limit is 64 "
+                         "(limits.max_event_bytes)");
+}
+END_TEST
+
+static int parse_batch(const char *text, struct lg_parsed_batch *b, struct lg_ctl_error *e)
+{
+    char *body = exact(text);
+    int rc = lg_parse_batch(body, strlen(text), MAX_EVENT, b, e);
+    free(body);
+    return rc;
+}
+
+static void expect_batch_refused(const char *text, unsigned status, long index,
+                                 const char *message)
+{
+    struct lg_parsed_batch b;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_batch(text, &b, &e), -1);
+    ck_assert_uint_eq(e.status, status);
+    ck_assert_int_eq(e.index, index);
+    ck_assert_str_eq(e.message, message);
+    lg_parsed_batch_release(&b);
+}
+
+START_TEST(batch_array_and_ndjson)
+{
+    struct lg_parsed_batch b;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_batch(" \n[{\"topic\":\"a\",\"data\":\"x\",\"id\":\"i1\"},"
+                                 "{\"topic\":\"b\",\"data\":{\"n\":2},\"type\":\"t\"}]",
+                                 &b, &e), 0);
+    ck_assert_uint_eq(b.n, 2);
+    ck_assert_mem_eq(b.reqs[0].topic, "a", 1);
+    ck_assert_mem_eq(b.reqs[0].idempotency_key, "i1", 2);
+    ck_assert(!b.reqs[0].data_is_json);
+    ck_assert_str_eq(b.reqs[1].data, "{\"n\":2}");
+    ck_assert(b.reqs[1].data_is_json);
+    ck_assert_mem_eq(b.reqs[1].type, "t", 1);
+    lg_parsed_batch_release(&b);
+
+    /* NDJSON: blank lines (spaces, tabs, CR) are skipped; the last line needs no newline. */
+    ck_assert_int_eq(parse_batch("{\"topic\":\"a\",\"data\":1}\r\n \t\r\n\n"
+                                 "{\"topic\":\"b\",\"data\":\"y\"}",
+                                 &b, &e), 0);
+    ck_assert_uint_eq(b.n, 2);
+    ck_assert_str_eq(b.reqs[0].data, "1");
+    ck_assert_mem_eq(b.reqs[1].data, "y", 1);
+    lg_parsed_batch_release(&b);
+}
+END_TEST
+
+START_TEST(batch_refusals)
+{
+    expect_batch_refused("", 400, -1,
+                         "the batch holds no items; send {\"topic\":...,\"data\":...} objects");
+    expect_batch_refused("{\"topic\":\"a\",\"data\":1}\n{\"topic\":", 400, 1,
+                         "batch item 1 (line 2) is not valid JSON: unexpected token near "
+                         "end of file at column 9");
+    expect_batch_refused("[{\"topic\":\"a\",\"data\":1},{\"topic\":\"b\",\"data\":1,\"x\":0}]",
+                         400, 1,
+                         "batch item 1 has an unknown key \"x\"; an item may hold topic, data, "
+                         "type, key and id");
+    expect_batch_refused("[{\"topic\":\"$sys\",\"data\":1}]", 422, 0,
+                         "batch item 0: topic \"$sys\": names starting with '$' are reserved "
+                         "for the gateway; publish to a name without it");
+    expect_batch_refused("[{\"topic\":\"a\"}]", 400, 0, "batch item 0 has no \"data\"");
+    expect_batch_refused("[7]", 400, 0, "batch item 0 is not a JSON object");
+}
+END_TEST
+
+static Suite *publish_parse_suite(void)
+{
+    Suite *s = suite_create("publish_parse");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, event_text_with_type_and_key);
+    tcase_add_test(tc, event_json_is_made_compact);
+    tcase_add_test(tc, event_refusals);
+    tcase_add_test(tc, batch_array_and_ndjson);
+    tcase_add_test(tc, batch_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(publish_parse_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
