@@ -22,6 +22,7 @@
 #include "dlist.h"
 #include "encode.h"
 #include "http_request.h"
+#include "http_response.h"
 #include "subscriber.h"
 
 struct lg_worker;
@@ -97,10 +98,6 @@ void lg_conn_want_write(struct lg_conn *c);
 /* Queue a complete HTTP response (status line, JSON body) and close after it. */
 void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const char *message,
                         const char *extra_headers);
-/* Format the same error response into b (used before a connection is adopted, too). */
-void lg_http_error_response(struct lg_buf *b, int status, const char *code, const char *message,
-                            const char *extra_headers, bool keep_alive);
-const char *lg_http_reason(int status);
 /* Write pending `out` bytes. Return value: 0 sent (or partially, lws keeps the rest), -1 fail. */
 int lg_conn_flush_out(struct lg_conn *c);
 

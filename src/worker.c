@@ -1,23 +1,15 @@
 #include "worker.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <ev.h>
 
+#include "acceptor.h"
 #include "clock.h"
 #include "conn.h"
 #include "dlist.h"
@@ -28,27 +20,14 @@
 #include "stats.h"
 #include "topic.h"
 
-#define ACCEPTS_PER_WAKE 64
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
-/* A socket accepted but not yet classified: its request head is being read. */
-struct lg_pending {
-    int fd;
-    uint64_t deadline_ms;               /* monotonic: 408 after this */
-    struct lg_dlink link;               /* worker's pending list: accept order = deadline order */
-    struct lg_http_request req;
-    uint32_t len;
-    char buf[];                         /* limits.max_request_head_bytes */
-};
-
 struct lg_worker {
     struct lg_worker_shared shared;
     uint32_t index;
-    int listen_fd;                      /* lws closes it once adopted (listen_wsi) */
-    int classify_epfd;                  /* epoll set of pending sockets; lws closes it too */
-    bool fds_adopted;                   /* lws owns listen_fd and classify_epfd now */
+    struct lg_acceptor *acceptor;       /* listening socket and unclassified sockets */
     struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
     lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
@@ -65,7 +44,6 @@ struct lg_worker {
     _Atomic bool stop_requested;        /* set by the app thread */
     _Atomic bool drained;               /* set by this worker: no client left */
     bool draining;                      /* this worker has begun draining */
-    struct lg_dlist pending;            /* struct lg_pending, oldest first */
     struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
     struct lg_dlist dirty;              /* connections given events, in the order to write them */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
@@ -140,239 +118,53 @@ char *lg_worker_take_ws_query(struct lg_worker *w, int fd)
     return q;
 }
 
-/* ---- Listening socket ------------------------------------------------------------------- */
+/* ---- Handing classified sockets to lws -------------------------------------------------- */
 
-static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
-                         size_t errlen)
+/* A WebSocket upgrade goes to lws together with the bytes already read. */
+static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res;
-    char port_text[8];
-    snprintf(port_text, sizeof port_text, "%u", port);
-    int rc = getaddrinfo(addr->host, port_text, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "public address %s: %s", addr->host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
-        snprintf(err, errlen, "cannot listen on public address %s:%u: %s", addr->host, port,
-                 strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-static uint16_t bound_port(int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
-        return 0;
-    if (ss.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-}
-
-/* ---- Unclassified sockets --------------------------------------------------------------- */
-
-static struct lg_pending *oldest_pending(const struct lg_worker *w)
-{
-    return w->pending.first ? lg_dlist_entry(w->pending.first, struct lg_pending, link) : NULL;
-}
-
-/* Forget p; close its socket unless it was handed on. */
-static void pending_finish(struct lg_worker *w, struct lg_pending *p, bool close_fd)
-{
-    epoll_ctl(w->classify_epfd, EPOLL_CTL_DEL, p->fd, NULL);
-    lg_dlist_remove(&w->pending, &p->link);
-    if (close_fd) {
-        close(p->fd);
-        LG_STAT_SUB(connections_open, 1);
-    }
-    free(p);
-}
-
-/* Answer an unclassified socket with an error and close it. The answer is small and the socket
- * fresh, so one non-blocking send() takes it; if not, the client was not reading anyway. */
-static void pending_refuse(struct lg_worker *w, struct lg_pending *p, int status, const char *code,
-                           const char *message, const char *extra_headers)
-{
-    struct lg_buf b;
-    lg_buf_init(&b);
-    lg_http_error_response(&b, status, code, message, extra_headers, false);
-    if (!b.oom && send(p->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        lg_debug("error response not sent: %s", strerror(errno));
-    lg_buf_release(&b);
-    LG_STAT_ADD(requests_rejected, 1);
-    static struct lg_ratelimit rl;
-    lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
-                       "public port answered %d %s: %s", status, code, message);
-    pending_finish(w, p, true);
-}
-
-static void accept_one(struct lg_worker *w, int fd)
-{
-    const struct lg_config *cfg = w->shared.cfg;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (cfg->socket_send_buffer_bytes) {
-        int sndbuf = (int)cfg->socket_send_buffer_bytes;
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    }
-    struct lg_pending *p = malloc(sizeof *p + cfg->limits.max_request_head_bytes);
-    if (!p) {
-        close(fd);
-        return;
-    }
-    LG_STAT_ADD(connections_open, 1);
-    p->fd = fd;
-    p->len = 0;
-    p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
-    lg_http_request_init(&p->req);
-    p->link = (struct lg_dlink){0};
-    lg_dlist_push_tail(&w->pending, &p->link);
-
-    if (LG_STAT_GET(connections_open) > (int64_t)cfg->limits.max_connections) {
-        LG_STAT_ADD(connections_refused, 1);
-        pending_refuse(w, p, 503, "unavailable",
-                       "the gateway is at limits.max_connections; retry later", "Retry-After: 1\r\n");
-        return;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
-    if (epoll_ctl(w->classify_epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
-        pending_finish(w, p, true);
-}
-
-static void accept_ready(struct lg_worker *w)
-{
-    for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
-        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                static struct lg_ratelimit rl;
-                lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "accept failed: %s", strerror(errno));
-            }
-            return;
-        }
-        accept_one(w, fd);
-    }
-}
-
-static bool is_path(const char *buf, const struct lg_slice *path, const char *want)
-{
-    return path->len == strlen(want) && memcmp(buf + path->off, want, path->len) == 0;
-}
-
-/* Hand a WebSocket upgrade to lws together with the bytes already read. */
-static void classify_websocket(struct lg_worker *w, struct lg_pending *p)
-{
-    int fd = p->fd;
-    if ((size_t)fd >= w->ws_queries_cap) {
-        pending_refuse(w, p, 503, "unavailable", "too many open files", NULL);
-        return;
-    }
+    struct lg_worker *w = owner;
+    int fd = a->fd;
+    if ((size_t)fd >= w->ws_queries_cap)
+        return "too many open files";
     free(w->ws_queries[fd]);
-    w->ws_queries[fd] = strndup(p->buf + p->req.query.off, p->req.query.len);
-    char *copy = malloc(p->len);
+    w->ws_queries[fd] = strndup(a->head + a->req->query.off, a->req->query.len);
+    char *copy = malloc(a->len);
     if (!copy || !w->ws_queries[fd]) {
         free(copy);
-        pending_refuse(w, p, 503, "unavailable", "out of memory", NULL);
-        return;
+        return "out of memory";
     }
-    size_t len = p->len;
-    memcpy(copy, p->buf, len);
-    pending_finish(w, p, false);
+    memcpy(copy, a->head, a->len);
     /* On failure lws closes the socket itself; the close path frees the query and counts. */
-    if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, len)) {
+    if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, a->len)) {
         free(lg_worker_take_ws_query(w, fd));
         LG_STAT_SUB(connections_open, 1);
     }
     free(copy);
+    return NULL;
 }
 
-static void classify_http(struct lg_worker *w, struct lg_pending *p)
+/* SSE, long-poll and static files go to lws' RAW role (see worker.h). */
+static void adopt_http(void *owner, const struct lg_accepted *a)
 {
-    struct lg_handoff handoff = {.buf = p->buf, .req = &p->req};
+    struct lg_worker *w = owner;
+    struct lg_handoff handoff = {.buf = a->head, .req = a->req};
     lws_adopt_desc_t desc = {
         .vh = w->vhost,
         .type = LWS_ADOPT_SOCKET,
-        .fd.sockfd = p->fd,
+        .fd.sockfd = a->fd,
         .vh_prot_name = lg_protocol_http.name,
         .opaque = &handoff,
     };
     /* RAW_ADOPT runs inside this call and serves the request from the handoff. */
-    struct lws *wsi = lws_adopt_descriptor_vhost_via_info(&desc);
-    pending_finish(w, p, false);
-    if (!wsi)
+    if (!lws_adopt_descriptor_vhost_via_info(&desc))
         LG_STAT_SUB(connections_open, 1); /* lws closed the socket */
 }
 
-static void classify_complete(struct lg_worker *w, struct lg_pending *p)
-{
-    const struct lg_http_request *req = &p->req;
-    if (req->upgrade) {
-        if (!is_path(p->buf, &req->path, "/ws"))
-            pending_refuse(w, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
-        else if (req->method != LG_HTTP_GET)
-            pending_refuse(w, p, 405, "method_not_allowed", "use GET for /ws", "Allow: GET\r\n");
-        else if (p->len > 2048)
-            pending_refuse(w, p, 431, "headers_too_large",
-                           "a WebSocket upgrade request must fit in 2048 bytes", NULL);
-        else
-            classify_websocket(w, p);
-        return;
-    }
-    classify_http(w, p);
-}
-
-static void read_pending(struct lg_worker *w, struct lg_pending *p)
-{
-    uint32_t cap = w->shared.cfg->limits.max_request_head_bytes;
-    ssize_t n = recv(p->fd, p->buf + p->len, cap - p->len, 0);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        pending_finish(w, p, true);
-        return;
-    }
-    if (n < 0)
-        return;
-    p->len += (uint32_t)n;
-    const char *problem = NULL;
-    int rc = lg_http_request_feed(&p->req, p->buf, p->len, &problem);
-    if (rc == 1) {
-        classify_complete(w, p);
-    } else if (rc < 0) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "malformed HTTP request: %s", problem);
-        pending_refuse(w, p, 400, "bad_request", msg, NULL);
-    } else if (p->len == cap) {
-        pending_refuse(w, p, 431, "headers_too_large",
-                       "request head exceeds limits.max_request_head_bytes", NULL);
-    }
-}
-
-static void classify_ready(struct lg_worker *w)
-{
-    struct epoll_event evs[64];
-    int n = epoll_wait(w->classify_epfd, evs, 64, 0);
-    for (int i = 0; i < n; i++)
-        read_pending(w, evs[i].data.ptr);
-}
-
-static void expire_pending(struct lg_worker *w, uint64_t now_ms)
-{
-    struct lg_pending *p;
-    while ((p = oldest_pending(w)) && p->deadline_ms <= now_ms)
-        pending_refuse(w, p, 408, "request_timeout",
-                       "the request head did not arrive within limits.request_timeout_ms", NULL);
-}
+static const struct lg_acceptor_ops adopt_ops = {
+    .websocket = adopt_websocket,
+    .http = adopt_http,
+};
 
 /* ---- Inbox: events from the hub --------------------------------------------------------- */
 
@@ -515,10 +307,7 @@ static void begin_drain(struct lg_worker *w)
 {
     w->draining = true;
     close_file_wsi(&w->listen_wsi);
-    struct lg_pending *p;
-    while ((p = oldest_pending(w)))
-        pending_refuse(w, p, 503, "unavailable",
-                       "the gateway is shutting down; retry on another node", "Retry-After: 1\r\n");
+    lg_acceptor_refuse_all(w->acceptor, "the gateway is shutting down; retry on another node");
     for (struct lg_dlink *l = w->conns.first, *next; l; l = next) {
         next = l->next; /* drain may close the connection */
         lg_conn_drain(lg_dlist_entry(l, struct lg_conn, conn_link));
@@ -549,7 +338,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
-    expire_pending(w, now);
+    lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
     for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
         next = link->next; /* the check may close the connection */
@@ -576,7 +365,7 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
 {
     struct lg_worker *w = watcher->data;
     (void)revents;
-    if (w->draining && w->conns.count == 0 && w->pending.count == 0)
+    if (w->draining && w->conns.count == 0 && lg_acceptor_pending(w->acceptor) == 0)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested))
         ev_break(loop, EVBREAK_ALL);
@@ -594,15 +383,13 @@ static int internal_callback(struct lws *wsi, enum lws_callback_reasons reason, 
         break;
     case LWS_CALLBACK_RAW_RX_FILE:
         if (lws_get_opaque_user_data(wsi) == &tag_listener)
-            accept_ready(w);
+            lg_acceptor_accept_ready(w->acceptor);
         else if (lws_get_opaque_user_data(wsi) == &tag_classifier)
-            classify_ready(w);
+            lg_acceptor_heads_ready(w->acceptor);
         break;
     case LWS_CALLBACK_RAW_CLOSE_FILE:
-        if (lws_get_opaque_user_data(wsi) == &tag_listener) {
+        if (lws_get_opaque_user_data(wsi) == &tag_listener)
             w->listen_wsi = NULL;
-            w->listen_fd = -1;
-        }
         break;
     default:
         break;
@@ -711,23 +498,20 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
     }
     w->shared = *shared;
     w->index = index;
-    w->listen_fd = w->classify_epfd = -1;
     lg_buf_init(&w->scratch);
     if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
         snprintf(err, errlen, "out of memory");
         free(w);
         return NULL;
     }
-    w->listen_fd = open_listener(&shared->cfg->public_addr, *port, err, errlen);
-    if (w->listen_fd < 0)
+    w->acceptor = lg_acceptor_create(shared->cfg, port, &adopt_ops, w, err, errlen);
+    if (!w->acceptor || create_context(w, err, errlen) != 0)
         goto fail;
-    *port = bound_port(w->listen_fd);
-    w->classify_epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (w->classify_epfd < 0 || create_context(w, err, errlen) != 0)
-        goto fail;
-    w->listen_wsi = adopt_file(w, w->listen_fd, &tag_listener);
-    w->classify_wsi = w->listen_wsi ? adopt_file(w, w->classify_epfd, &tag_classifier) : NULL;
-    w->fds_adopted = w->listen_wsi != NULL; /* lws closes adopted fds, even on failure */
+    w->listen_wsi = adopt_file(w, lg_acceptor_listen_fd(w->acceptor), &tag_listener);
+    w->classify_wsi =
+        w->listen_wsi ? adopt_file(w, lg_acceptor_heads_fd(w->acceptor), &tag_classifier) : NULL;
+    if (w->listen_wsi)
+        lg_acceptor_fds_taken(w->acceptor); /* lws closes adopted fds, even on failure */
     if (!w->listen_wsi || !w->classify_wsi) {
         snprintf(err, errlen, "worker %u: cannot watch its sockets", index);
         goto fail;
@@ -785,9 +569,7 @@ void lg_worker_destroy(struct lg_worker *w)
     if (!w)
         return;
     /* Runs after join: the close callbacks lws makes below find no other thread around. */
-    struct lg_pending *p;
-    while ((p = oldest_pending(w)))
-        pending_finish(w, p, true);
+    lg_acceptor_destroy(w->acceptor); /* its pending sockets; lws closes the adopted fds */
     if (w->ctx) {
         lws_sul_cancel(&w->tick);
         lws_context_destroy(w->ctx);
@@ -797,10 +579,6 @@ void lg_worker_destroy(struct lg_worker *w)
         ev_async_stop(w->loop, &w->woken);
         ev_loop_destroy(w->loop);
     }
-    if (!w->fds_adopted && w->listen_fd >= 0)
-        close(w->listen_fd);
-    if (!w->fds_adopted && w->classify_epfd >= 0)
-        close(w->classify_epfd);
     for (size_t i = 0; i < w->ws_queries_cap; i++)
         free(w->ws_queries[i]);
     free(w->ws_queries);

@@ -4,9 +4,10 @@
  * DESIGN
  * Each worker owns one lws_context (Debian builds lws with LWS_MAX_SMP 1: one service thread
  * per context) and its own SO_REUSEPORT listening socket on the public port, so the kernel
- * spreads connections over workers and no client ever moves between threads. The worker
- * accepts, reads and parses each request head itself (a private epoll set of unclassified
- * sockets, watched by lws as a file descriptor), then:
+ * spreads connections over workers and no client ever moves between threads. The worker's
+ * acceptor (acceptor.h) accepts, reads and parses each request head (a private epoll set of
+ * unclassified sockets, watched by lws as a file descriptor) and refuses what is malformed;
+ * the worker then adopts the rest into lws:
  *   - a WebSocket upgrade is handed to lws with the bytes already read;
  *   - SSE, long-poll and static files are served on lws' RAW socket role, where a client that
  *     goes away is seen at once (lws 4.1.6's HTTP role spins on such sockets; see
@@ -20,7 +21,7 @@
  * writes them round-robin, straight to each socket that has room (POLLOUT only for full ones),
  * taking a few more events from the inbox every WRITES_PER_TAKE writes (see drain_inbox()).
  *
- * Owns:    the libev loop and the lws context on it, the listening socket, every accepted
+ * Owns:    the libev loop and the lws context on it, the acceptor, every adopted
  *          connection (struct lg_conn) and the subscribers in them, the inbox, the lists of
  *          connections to write (dirty), to heartbeat (quiet) and to lag-check (backlogged),
  *          and a scratch buffer for coalesced writes.

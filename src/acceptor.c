@@ -1,0 +1,315 @@
+/* acceptor.c - see acceptor.h. */
+#include "acceptor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "dlist.h"
+#include "encode.h"
+#include "http_response.h"
+#include "log.h"
+#include "stats.h"
+
+#define ACCEPTS_PER_WAKE 64
+#define WEBSOCKET_HEAD_MAX 2048 /* lws re-parses the head of an upgrade from this copy */
+
+/* A socket accepted but not yet classified: its request head is being read. */
+struct lg_pending {
+    int fd;
+    uint64_t deadline_ms;               /* monotonic: 408 after this */
+    struct lg_dlink link;               /* pending list: accept order = deadline order */
+    struct lg_http_request req;
+    uint32_t len;
+    char buf[];                         /* limits.max_request_head_bytes */
+};
+
+struct lg_acceptor {
+    const struct lg_config *cfg;        /* borrowed, immutable */
+    const struct lg_acceptor_ops *ops;
+    void *owner;
+    int listen_fd;
+    int heads_fd;                       /* epoll set of pending sockets */
+    bool fds_taken;                     /* the owner closes listen_fd and heads_fd */
+    struct lg_dlist pending;            /* struct lg_pending, oldest first */
+};
+
+/* ---- Listening socket ------------------------------------------------------------------- */
+
+static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
+                         size_t errlen)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", port);
+    int rc = getaddrinfo(addr->host, port_text, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "public address %s: %s", addr->host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+        snprintf(err, errlen, "cannot listen on public address %s:%u: %s", addr->host, port,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* ---- Unclassified sockets --------------------------------------------------------------- */
+
+static struct lg_pending *oldest_pending(const struct lg_acceptor *a)
+{
+    return a->pending.first ? lg_dlist_entry(a->pending.first, struct lg_pending, link) : NULL;
+}
+
+/* Stop watching p (its socket stays open). */
+static void pending_detach(struct lg_acceptor *a, struct lg_pending *p)
+{
+    epoll_ctl(a->heads_fd, EPOLL_CTL_DEL, p->fd, NULL);
+    lg_dlist_remove(&a->pending, &p->link);
+}
+
+/* Forget p; close its socket unless it was handed on. */
+static void pending_finish(struct lg_acceptor *a, struct lg_pending *p, bool close_fd)
+{
+    pending_detach(a, p);
+    if (close_fd) {
+        close(p->fd);
+        LG_STAT_SUB(connections_open, 1);
+    }
+    free(p);
+}
+
+/* Answer an unclassified socket with an error and close it. The answer is small and the socket
+ * fresh, so one non-blocking send() takes it; if not, the client was not reading anyway. */
+static void pending_refuse(struct lg_acceptor *a, struct lg_pending *p, int status, const char *code,
+                           const char *message, const char *extra_headers)
+{
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_http_error_response(&b, status, code, message, extra_headers, false);
+    if (!b.oom && send(p->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        lg_debug("error response not sent: %s", strerror(errno));
+    lg_buf_release(&b);
+    LG_STAT_ADD(requests_rejected, 1);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
+                       "public port answered %d %s: %s", status, code, message);
+    pending_finish(a, p, true);
+}
+
+static void accept_one(struct lg_acceptor *a, int fd)
+{
+    const struct lg_config *cfg = a->cfg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (cfg->socket_send_buffer_bytes) {
+        int sndbuf = (int)cfg->socket_send_buffer_bytes;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    }
+    struct lg_pending *p = malloc(sizeof *p + cfg->limits.max_request_head_bytes);
+    if (!p) {
+        close(fd);
+        return;
+    }
+    LG_STAT_ADD(connections_open, 1);
+    p->fd = fd;
+    p->len = 0;
+    p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
+    lg_http_request_init(&p->req);
+    p->link = (struct lg_dlink){0};
+    lg_dlist_push_tail(&a->pending, &p->link);
+
+    if (LG_STAT_GET(connections_open) > (int64_t)cfg->limits.max_connections) {
+        LG_STAT_ADD(connections_refused, 1);
+        pending_refuse(a, p, 503, "unavailable",
+                       "the gateway is at limits.max_connections; retry later", "Retry-After: 1\r\n");
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+    if (epoll_ctl(a->heads_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        pending_finish(a, p, true);
+}
+
+void lg_acceptor_accept_ready(struct lg_acceptor *a)
+{
+    for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
+        int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                static struct lg_ratelimit rl;
+                lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "accept failed: %s", strerror(errno));
+            }
+            return;
+        }
+        accept_one(a, fd);
+    }
+}
+
+static bool is_path(const char *buf, const struct lg_slice *path, const char *want)
+{
+    return path->len == strlen(want) && memcmp(buf + path->off, want, path->len) == 0;
+}
+
+/* Hand p's socket to the owner; a WebSocket the owner cannot take is answered 503. */
+static void hand_on(struct lg_acceptor *a, struct lg_pending *p, bool websocket)
+{
+    struct lg_accepted acc = {.fd = p->fd, .head = p->buf, .len = p->len, .req = &p->req};
+    pending_detach(a, p); /* before the owner's loop may see the socket */
+    if (!websocket) {
+        a->ops->http(a->owner, &acc);
+    } else {
+        const char *refusal = a->ops->websocket(a->owner, &acc);
+        if (refusal != NULL) {
+            pending_refuse(a, p, 503, "unavailable", refusal, NULL);
+            return;
+        }
+    }
+    free(p);
+}
+
+static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
+{
+    const struct lg_http_request *req = &p->req;
+    if (req->upgrade) {
+        if (!is_path(p->buf, &req->path, "/ws"))
+            pending_refuse(a, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
+        else if (req->method != LG_HTTP_GET)
+            pending_refuse(a, p, 405, "method_not_allowed", "use GET for /ws", "Allow: GET\r\n");
+        else if (p->len > WEBSOCKET_HEAD_MAX)
+            pending_refuse(a, p, 431, "headers_too_large",
+                           "a WebSocket upgrade request must fit in 2048 bytes", NULL);
+        else
+            hand_on(a, p, true);
+        return;
+    }
+    hand_on(a, p, false);
+}
+
+static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
+{
+    uint32_t cap = a->cfg->limits.max_request_head_bytes;
+    ssize_t n = recv(p->fd, p->buf + p->len, cap - p->len, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        pending_finish(a, p, true);
+        return;
+    }
+    if (n < 0)
+        return;
+    p->len += (uint32_t)n;
+    const char *problem = NULL;
+    int rc = lg_http_request_feed(&p->req, p->buf, p->len, &problem);
+    if (rc == 1) {
+        classify_complete(a, p);
+    } else if (rc < 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "malformed HTTP request: %s", problem);
+        pending_refuse(a, p, 400, "bad_request", msg, NULL);
+    } else if (p->len == cap) {
+        pending_refuse(a, p, 431, "headers_too_large",
+                       "request head exceeds limits.max_request_head_bytes", NULL);
+    }
+}
+
+void lg_acceptor_heads_ready(struct lg_acceptor *a)
+{
+    struct epoll_event evs[64];
+    int n = epoll_wait(a->heads_fd, evs, 64, 0);
+    for (int i = 0; i < n; i++)
+        read_pending(a, evs[i].data.ptr);
+}
+
+void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms)
+{
+    struct lg_pending *p;
+    while ((p = oldest_pending(a)) && p->deadline_ms <= now_ms)
+        pending_refuse(a, p, 408, "request_timeout",
+                       "the request head did not arrive within limits.request_timeout_ms", NULL);
+}
+
+
+/* ---- Life cycle ------------------------------------------------------------------------- */
+
+struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *port,
+                                       const struct lg_acceptor_ops *ops, void *owner,
+                                       char *err, size_t errlen)
+{
+    struct lg_acceptor *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->cfg = cfg;
+    a->ops = ops;
+    a->owner = owner;
+    a->heads_fd = -1;
+    a->listen_fd = open_listener(&cfg->public_addr, *port, err, errlen);
+    if (a->listen_fd < 0) {
+        lg_acceptor_destroy(a);
+        return NULL;
+    }
+    *port = bound_port(a->listen_fd);
+    a->heads_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (a->heads_fd < 0) {
+        snprintf(err, errlen, "cannot create an epoll set: %s", strerror(errno));
+        lg_acceptor_destroy(a);
+        return NULL;
+    }
+    return a;
+}
+
+void lg_acceptor_destroy(struct lg_acceptor *a)
+{
+    if (!a)
+        return;
+    struct lg_pending *p;
+    while ((p = oldest_pending(a)))
+        pending_finish(a, p, true);
+    if (!a->fds_taken && a->listen_fd >= 0)
+        close(a->listen_fd);
+    if (!a->fds_taken && a->heads_fd >= 0)
+        close(a->heads_fd);
+    free(a);
+}
+
+int lg_acceptor_listen_fd(const struct lg_acceptor *a) { return a->listen_fd; }
+int lg_acceptor_heads_fd(const struct lg_acceptor *a) { return a->heads_fd; }
+void lg_acceptor_fds_taken(struct lg_acceptor *a) { a->fds_taken = true; }
+size_t lg_acceptor_pending(const struct lg_acceptor *a) { return a->pending.count; }
+
+void lg_acceptor_refuse_all(struct lg_acceptor *a, const char *message)
+{
+    struct lg_pending *p;
+    while ((p = oldest_pending(a)))
+        pending_refuse(a, p, 503, "unavailable", message, "Retry-After: 1\r\n");
+}

@@ -1,0 +1,67 @@
+/*
+ * acceptor.h - one worker's front door: its SO_REUSEPORT listening socket and the sockets
+ * accepted but not yet classified, whose request head is being read.
+ *
+ * A socket is accepted (TCP_NODELAY, socket_send_buffer_bytes), counted in connections_open,
+ * refused with 503 past limits.max_connections, and watched in a private epoll set until its
+ * head is complete. Malformed heads (400), oversized heads (431), heads that do not arrive
+ * within limits.request_timeout_ms (408) and WebSocket upgrades anywhere but GET /ws (404,
+ * 405, 431 past 2048 bytes) are answered with a JSON error and closed here. Every other head
+ * is handed to the owner through struct lg_acceptor_ops, which then owns the socket.
+ * No libwebsockets here: the owner watches the two descriptors (listen_fd, heads_fd) in its
+ * loop and calls accept_ready / heads_ready when they are readable.
+ *
+ * Owns:    the listening socket and the heads epoll set until lg_acceptor_fds_taken() (then
+ *          whoever took them closes them), every pending socket and its head buffer.
+ * Frees:   a pending socket when it is refused, handed on, or at lg_acceptor_destroy().
+ * Threads: the owning worker's thread only (create/destroy: the app, before start/after join).
+ * Bounds:  pending sockets count in limits.max_connections; each buffers at most
+ *          limits.max_request_head_bytes; at most ACCEPTS_PER_WAKE accepts per call.
+ */
+#ifndef LG_ACCEPTOR_H
+#define LG_ACCEPTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "http_request.h"
+
+struct lg_acceptor;
+
+/* A complete request head, handed on. head[0..len) holds every byte read so far. */
+struct lg_accepted {
+    int fd;
+    const char *head;
+    size_t len;
+    const struct lg_http_request *req;
+};
+
+struct lg_acceptor_ops {
+    /* A WebSocket upgrade on GET /ws. Return value: NULL when the owner took the socket, else
+     * why it could not (answered 503 with that message and closed). */
+    const char *(*websocket)(void *owner, const struct lg_accepted *a);
+    /* Any other request. The owner takes the socket and may read a->head only during the
+     * call. */
+    void (*http)(void *owner, const struct lg_accepted *a);
+};
+
+/* Bind cfg->public_addr (port *port; 0 = let the kernel pick, then *port is set). Return
+ * value: the acceptor, or NULL with err filled. */
+struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *port,
+                                       const struct lg_acceptor_ops *ops, void *owner,
+                                       char *err, size_t errlen);
+void lg_acceptor_destroy(struct lg_acceptor *a); /* closes pending sockets (and the fds, unless taken) */
+
+int lg_acceptor_listen_fd(const struct lg_acceptor *a);
+int lg_acceptor_heads_fd(const struct lg_acceptor *a); /* readable: a pending socket has bytes */
+void lg_acceptor_fds_taken(struct lg_acceptor *a);      /* the owner closes both fds from now on */
+
+void lg_acceptor_accept_ready(struct lg_acceptor *a);
+void lg_acceptor_heads_ready(struct lg_acceptor *a);
+void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms); /* 408 past the deadline */
+/* Answer every pending socket 503 with message (drain). */
+void lg_acceptor_refuse_all(struct lg_acceptor *a, const char *message);
+size_t lg_acceptor_pending(const struct lg_acceptor *a);
+
+#endif

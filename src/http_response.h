@@ -1,0 +1,23 @@
+/*
+ * http_response.h - the public port's HTTP error answers, rendered into a caller's buffer:
+ * a status line, Content-Type: application/json, Cache-Control: no-store, Content-Length,
+ * the caller's extra headers, and {"error": CODE, "message": TEXT}.
+ *
+ * Owns: nothing. Frees: nothing. Threads: any (pure). Bounds: what the caller's lg_buf holds.
+ */
+#ifndef LG_HTTP_RESPONSE_H
+#define LG_HTTP_RESPONSE_H
+
+#include <stdbool.h>
+
+#include "encode.h"
+
+/* Append the error response to b. extra_headers: complete "Name: value\r\n" lines, or NULL.
+ * Without keep_alive it says Connection: close. */
+void lg_http_error_response(struct lg_buf *b, int status, const char *code, const char *message,
+                            const char *extra_headers, bool keep_alive);
+
+/* The reason phrase of the statuses the gateway answers ("Error" for others). */
+const char *lg_http_reason(int status);
+
+#endif
