@@ -58,11 +58,6 @@ static const char *const lg_log_level_names[] = {
     [LG_LOG_DEBUG] = "debug", NULL,
 };
 
-static const char *const lg_slow_policy_names[] = {
-    [LG_SLOW_DROP_OLDEST] = "drop-oldest", [LG_SLOW_DISCONNECT] = "disconnect",
-    [LG_SLOW_CONFLATE] = "conflate", NULL,
-};
-
 #define LG_OFF(field) offsetof(struct lg_config, field)
 #define LG_KIB(n) ((uint64_t)(n) * 1024u)
 #define LG_MIB(n) ((uint64_t)(n) * 1024u * 1024u)
@@ -947,13 +942,6 @@ struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, cons
 {
     const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
     return r != NULL ? lg_config__rule_history(cfg, r) : cfg->history;
-}
-
-const char *lg_slow_policy_name(enum lg_slow_policy p)
-{
-    if ((unsigned)p < sizeof(lg_slow_policy_names) / sizeof(lg_slow_policy_names[0]) - 1)
-        return lg_slow_policy_names[p];
-    return "unknown";
 }
 
 void lg_config_release(struct lg_config *cfg)

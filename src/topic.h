@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "policy.h"
 
 #define LG_TOPIC_NAME_MAX 128
 
