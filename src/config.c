@@ -12,13 +12,17 @@
  * unknown key is caught at any depth and reported with the keys its object allows. Checks that
  * involve more than one setting, and topic_rules inheriting from "history", run only after the
  * whole document is applied, because JSON key order must not change the result.
+ *
+ * The row type and checking one value against its row (with the helpers that word every
+ * message) are in config_setting.c, which topic_rules.c uses too; this file holds the table,
+ * walks the document, and prints the config.
  */
 #include "config.h"
+#include "config_setting.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,31 +31,6 @@
 #include <jansson.h>
 
 /* ---- The settings table ---------------------------------------------------------------- */
-
-enum lg_setting_type {
-    LG_SETTING_U32,
-    LG_SETTING_U64,
-    LG_SETTING_STRING, /* char *, malloc'd; min/max bound the length in bytes */
-    LG_SETTING_ENUM,   /* a C enum stored as unsigned int; names[] indexed by value */
-    LG_SETTING_BOOL,
-    LG_SETTING_ADDR,   /* struct lg_listen_addr, written "HOST:PORT" */
-    LG_SETTING_RULES,  /* the topic_rules array (its own parser; offset unused) */
-};
-
-struct lg_setting {
-    const char *key;           /* dotted path in the JSON document */
-    enum lg_setting_type type;
-    size_t offset;             /* into struct lg_config */
-    uint64_t min, max;         /* numbers: value range; strings: length range */
-    uint64_t def;              /* numbers, enums and bools */
-    const char *def_text;      /* strings and addresses */
-    const char *const *names;  /* enums: NULL-terminated, indexed by the enum value */
-    const char *doc;           /* one line, the same words as docs/configuration.md */
-};
-
-/* Enums are written through an unsigned int; GCC and Clang give these enums that layout. */
-_Static_assert(sizeof(enum lg_slow_policy) == sizeof(unsigned), "enum lg_slow_policy size");
-_Static_assert(sizeof(enum lg_log_level) == sizeof(unsigned), "enum lg_log_level size");
 
 static const char *const lg_log_level_names[] = {
     [LG_LOG_ERROR] = "error", [LG_LOG_WARN] = "warn", [LG_LOG_INFO] = "info",
@@ -164,10 +143,7 @@ static const struct lg_setting lg_settings[] = {
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))
 
-/* Longest key path we build, e.g. "topic_rules[1023].history.max_events" or a user's typo. */
-#define LG_PATH_MAX 256
-
-static const struct lg_setting *lg_config__find(const char *key)
+const struct lg_setting *lg_config__find(const char *key)
 {
     for (size_t i = 0; i < LG_SETTING_COUNT; i++)
         if (strcmp(lg_settings[i].key, key) == 0)
@@ -185,57 +161,7 @@ static bool lg_config__is_object(const char *key)
     return false;
 }
 
-/* ---- Errors ------------------------------------------------------------------------------ */
-
-static void lg_config__errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void lg_config__errf(char *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, LG_CONFIG_ERR_MAX, fmt, ap);
-    va_end(ap);
-}
-
-/* Copy a key the user wrote into a message-safe form: control bytes become '?', so a key
- * cannot forge extra log lines, and the length is capped so the allowed-key list still fits. */
-static void lg_config__display(char *out, size_t cap, const char *text)
-{
-    size_t n = 0;
-    for (; text[n] != '\0' && n + 1 < cap && n < 120; n++)
-        out[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
-    out[n] = '\0';
-    if (text[n] != '\0' && cap > 4 && n >= 3)
-        memcpy(out + n - 3, "...", 3);
-}
-
-static const char *lg_config__json_type(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "real";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    case JSON_NULL: return "null";
-    }
-    return "unknown";
-}
-
-/* "a, b, c" of an enum's names, for "is not one of" messages. */
-static void lg_config__join_names(char *out, size_t cap, const char *const *names)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (size_t i = 0; names[i] != NULL && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", names[i]);
-}
-
-/* The keys allowed directly inside the object at prefix ("" = top level, else "limits."),
- * in table order, each once. */
-static void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
+void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
 {
     size_t plen = strlen(prefix), len = 0;
     out[0] = '\0';
@@ -254,111 +180,6 @@ static void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
             len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ", " : "", (int)clen,
                                     child);
     }
-}
-
-static int lg_config__unknown_key(char *err, const char *path, const char *object_name,
-                                  const char *allowed)
-{
-    char shown[128];
-    lg_config__display(shown, sizeof(shown), path);
-    if (object_name[0] == '\0')
-        lg_config__errf(err, "%s: unknown key; allowed top-level keys: %s", shown, allowed);
-    else
-        lg_config__errf(err, "%s: unknown key; allowed keys in %s: %s", shown, object_name,
-                        allowed);
-    return -1;
-}
-
-/* ---- Applying one value ------------------------------------------------------------------ */
-
-/* Check v against s and store it at field. path is what messages call it (it differs from
- * s->key inside topic_rules). Return value: 0, or -1 with err filled and field untouched. */
-static int lg_config__apply(const struct lg_setting *s, void *field, const json_t *v,
-                            const char *path, char *err)
-{
-    switch (s->type) {
-    case LG_SETTING_U32:
-    case LG_SETTING_U64: {
-        if (!json_is_integer(v)) {
-            lg_config__errf(err, "%s: expected an integer, got %s", path, lg_config__json_type(v));
-            return -1;
-        }
-        json_int_t n = json_integer_value(v);
-        if (n < 0 || (uint64_t)n < s->min || (uint64_t)n > s->max) {
-            lg_config__errf(err, "%s: %" JSON_INTEGER_FORMAT " is out of range (allowed %" PRIu64
-                            "..%" PRIu64 ")", path, n, s->min, s->max);
-            return -1;
-        }
-        if (s->type == LG_SETTING_U32)
-            *(uint32_t *)field = (uint32_t)n;
-        else
-            *(uint64_t *)field = (uint64_t)n;
-        return 0;
-    }
-    case LG_SETTING_BOOL:
-        if (!json_is_boolean(v)) {
-            lg_config__errf(err, "%s: expected a boolean, got %s", path, lg_config__json_type(v));
-            return -1;
-        }
-        *(bool *)field = json_is_true(v);
-        return 0;
-    case LG_SETTING_STRING: {
-        if (!json_is_string(v)) {
-            lg_config__errf(err, "%s: expected a string, got %s", path, lg_config__json_type(v));
-            return -1;
-        }
-        size_t len = json_string_length(v);
-        if (len < s->min || len > s->max) {
-            lg_config__errf(err, "%s: a string of %zu bytes is out of range (allowed %" PRIu64
-                            "..%" PRIu64 " bytes)", path, len, s->min, s->max);
-            return -1;
-        }
-        char *copy = strdup(json_string_value(v));
-        if (copy == NULL) {
-            lg_config__errf(err, "%s: out of memory", path);
-            return -1;
-        }
-        free(*(char **)field);
-        *(char **)field = copy;
-        return 0;
-    }
-    case LG_SETTING_ENUM: {
-        char names[160];
-        lg_config__join_names(names, sizeof(names), s->names);
-        if (!json_is_string(v)) {
-            lg_config__errf(err, "%s: expected a string (one of %s), got %s", path, names,
-                            lg_config__json_type(v));
-            return -1;
-        }
-        for (unsigned i = 0; s->names[i] != NULL; i++) {
-            if (strcmp(s->names[i], json_string_value(v)) == 0) {
-                memcpy(field, &i, sizeof(i));
-                return 0;
-            }
-        }
-        char shown[64];
-        lg_config__display(shown, sizeof(shown), json_string_value(v));
-        lg_config__errf(err, "%s: \"%s\" is not one of %s", path, shown, names);
-        return -1;
-    }
-    case LG_SETTING_ADDR: {
-        if (!json_is_string(v)) {
-            lg_config__errf(err, "%s: expected a string \"HOST:PORT\", got %s", path,
-                            lg_config__json_type(v));
-            return -1;
-        }
-        char why[LG_CONFIG_ERR_MAX];
-        if (lg_config_parse_addr(json_string_value(v), field, why) != 0) {
-            lg_config__errf(err, "%s: %s", path, why);
-            return -1;
-        }
-        return 0;
-    }
-    case LG_SETTING_RULES:
-        break;
-    }
-    lg_config__errf(err, "%s: internal error: setting has no parser", path);
-    return -1;
 }
 
 /* ---- topic_rules --------------------------------------------------------------------------- */
