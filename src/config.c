@@ -14,8 +14,9 @@
  * whole document is applied, because JSON key order must not change the result.
  *
  * The row type and checking one value against its row (with the helpers that word every
- * message) are in config_setting.c, which topic_rules.c uses too; this file holds the table,
- * walks the document, and prints the config.
+ * message) are in config_setting.c. The "topic_rules" array is handed to topic_rules.c, which
+ * checks a rule's values against this table through config_setting.h. This file holds the
+ * table, reads and walks the document, and prints the config.
  */
 #include "config.h"
 #include "config_setting.h"
@@ -51,11 +52,6 @@ static const char *const lg_log_level_names[] = {
 #define LG_U64(k, f, lo, hi, d, doc_)                                                              \
     { .key = k, .type = LG_SETTING_U64, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
       .doc = doc_ }
-
-/* The most topic rules a file may hold: every new topic scans them once, in order. */
-#define LG_TOPIC_RULES_MAX 1024
-/* Longest topic_rules[].match; the same bound as a topic name (LG_TOPIC_NAME_MAX in topic.h). */
-#define LG_RULE_MATCH_MAX 128
 
 /* Table order is the order of config/livegate.json and of --print-config. */
 static const struct lg_setting lg_settings[] = {
@@ -182,195 +178,6 @@ void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
     }
 }
 
-/* ---- topic_rules --------------------------------------------------------------------------- */
-
-static void lg_config__free_rules(struct lg_topic_rule *rules, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        free(rules[i].match);
-    free(rules);
-}
-
-/* A pattern is a topic name (docs/protocol.md) that may also hold the wildcards * and ?.
- * Return value: true, or false with the offending byte's offset in *bad. */
-static bool lg_config__pattern_ok(const char *p, size_t *bad)
-{
-    for (size_t i = 0; p[i] != '\0'; i++) {
-        char c = p[i];
-        /* ASCII ranges, not isalnum(): that one follows the locale. */
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (alnum || (c != '\0' && strchr("_-./:~*?", c) != NULL) || (c == '$' && i == 0))
-            continue;
-        *bad = i;
-        return false;
-    }
-    return true;
-}
-
-static unsigned lg_config__history_bit(size_t offset_in_bounds)
-{
-    if (offset_in_bounds == offsetof(struct lg_history_bounds, max_events))
-        return LG_HISTORY_GIVEN_MAX_EVENTS;
-    if (offset_in_bounds == offsetof(struct lg_history_bounds, max_bytes))
-        return LG_HISTORY_GIVEN_MAX_BYTES;
-    return LG_HISTORY_GIVEN_MAX_AGE_MS;
-}
-
-/* A rule's "history": any subset of the top-level history keys, with the same ranges. */
-static int lg_config__parse_rule_history(struct lg_topic_rule *rule, const json_t *obj,
-                                         const char *rule_path, char *err)
-{
-    char path[LG_PATH_MAX];
-    snprintf(path, sizeof(path), "%s.history", rule_path);
-    if (!json_is_object(obj)) {
-        lg_config__errf(err, "%s: expected an object, got %s", path, lg_config__json_type(obj));
-        return -1;
-    }
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
-        char table_key[LG_PATH_MAX];
-        const struct lg_setting *s = NULL;
-        snprintf(path, sizeof(path), "%s.history.%s", rule_path, key);
-        if (key_len == strlen(key) && strchr(key, '.') == NULL) {
-            snprintf(table_key, sizeof(table_key), "history.%s", key);
-            s = lg_config__find(table_key);
-        }
-        if (s == NULL) {
-            char allowed[LG_CONFIG_ERR_MAX], where[LG_PATH_MAX];
-            lg_config__allowed_keys(allowed, sizeof(allowed), "history.");
-            snprintf(where, sizeof(where), "%s.history", rule_path);
-            return lg_config__unknown_key(err, path, where, allowed);
-        }
-        size_t off = s->offset - LG_OFF(history);
-        if (lg_config__apply(s, (char *)&rule->history + off, v, path, err) != 0)
-            return -1;
-        rule->history_given |= lg_config__history_bit(off);
-    }
-    rule->has_history = true;
-    return 0;
-}
-
-static int lg_config__parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t index,
-                                 char *err)
-{
-    char rule_path[64], path[LG_PATH_MAX];
-    snprintf(rule_path, sizeof(rule_path), "topic_rules[%zu]", index);
-    if (!json_is_object(obj)) {
-        lg_config__errf(err, "%s: expected an object, got %s", rule_path,
-                        lg_config__json_type(obj));
-        return -1;
-    }
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
-        snprintf(path, sizeof(path), "%s.%s", rule_path, key);
-        if (key_len != strlen(key)) {
-            /* an embedded NUL: fall through to the unknown-key message */
-        } else if (strcmp(key, "match") == 0) {
-            if (!json_is_string(v)) {
-                lg_config__errf(err, "%s: expected a string, got %s", path,
-                                lg_config__json_type(v));
-                return -1;
-            }
-            size_t len = json_string_length(v), bad;
-            if (len < 1 || len > LG_RULE_MATCH_MAX) {
-                lg_config__errf(err, "%s: a pattern of %zu bytes is out of range (allowed 1..%d "
-                                "bytes)", path, len, LG_RULE_MATCH_MAX);
-                return -1;
-            }
-            if (!lg_config__pattern_ok(json_string_value(v), &bad)) {
-                unsigned char c = (unsigned char)json_string_value(v)[bad];
-                lg_config__errf(err, "%s: byte 0x%02x at offset %zu is not allowed (patterns use "
-                                "A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)",
-                                path, c, bad);
-                return -1;
-            }
-            char *copy = strdup(json_string_value(v));
-            if (copy == NULL) {
-                lg_config__errf(err, "%s: out of memory", path);
-                return -1;
-            }
-            free(rule->match);
-            rule->match = copy;
-            continue;
-        } else if (strcmp(key, "on_slow") == 0) {
-            unsigned policy;
-            if (lg_config__apply(lg_config__find("client_queue.on_slow"), &policy, v, path,
-                                 err) != 0)
-                return -1;
-            rule->on_slow = (enum lg_slow_policy)policy;
-            rule->has_on_slow = true;
-            continue;
-        } else if (strcmp(key, "history") == 0) {
-            if (lg_config__parse_rule_history(rule, v, rule_path, err) != 0)
-                return -1;
-            continue;
-        }
-        return lg_config__unknown_key(err, path, rule_path, "match, on_slow, history");
-    }
-    if (rule->match == NULL) {
-        lg_config__errf(err, "%s: \"match\" is required (a topic pattern such as \"prices/*\")",
-                        rule_path);
-        return -1;
-    }
-    return 0;
-}
-
-/* Replace cfg's rules with the array v. On failure cfg keeps its old rules. */
-static int lg_config__parse_rules(struct lg_config *cfg, const json_t *v, char *err)
-{
-    if (!json_is_array(v)) {
-        lg_config__errf(err, "topic_rules: expected an array, got %s", lg_config__json_type(v));
-        return -1;
-    }
-    size_t count = json_array_size(v);
-    if (count > LG_TOPIC_RULES_MAX) {
-        lg_config__errf(err, "topic_rules: %zu rules is out of range (allowed 0..%d)", count,
-                        LG_TOPIC_RULES_MAX);
-        return -1;
-    }
-    struct lg_topic_rule *rules = NULL;
-    if (count > 0 && (rules = calloc(count, sizeof(*rules))) == NULL) {
-        lg_config__errf(err, "topic_rules: out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (lg_config__parse_rule(&rules[i], json_array_get(v, i), i, err) != 0) {
-            lg_config__free_rules(rules, count);
-            return -1;
-        }
-    }
-    lg_config__free_rules(cfg->topic_rules, cfg->topic_rule_count);
-    cfg->topic_rules = rules;
-    cfg->topic_rule_count = count;
-    return 0;
-}
-
-/* A rule's effective bounds: what it set itself, the global "history" for the rest. */
-static struct lg_history_bounds lg_config__rule_history(const struct lg_config *cfg,
-                                                        const struct lg_topic_rule *r)
-{
-    struct lg_history_bounds h = cfg->history;
-    if (r->history_given & LG_HISTORY_GIVEN_MAX_EVENTS)
-        h.max_events = r->history.max_events;
-    if (r->history_given & LG_HISTORY_GIVEN_MAX_BYTES)
-        h.max_bytes = r->history.max_bytes;
-    if (r->history_given & LG_HISTORY_GIVEN_MAX_AGE_MS)
-        h.max_age_ms = r->history.max_age_ms;
-    return h;
-}
-
-/* Store every rule's effective bounds. Runs after the whole document is applied, so a rule
- * written before "history" still inherits the file's value, not the built-in default. */
-static void lg_config__resolve_rules(struct lg_config *cfg)
-{
-    for (size_t i = 0; i < cfg->topic_rule_count; i++)
-        cfg->topic_rules[i].history = lg_config__rule_history(cfg, &cfg->topic_rules[i]);
-}
-
 /* ---- Walking the document ---------------------------------------------------------------- */
 
 /* Apply every key of obj, the object at prefix ("" for the root, else e.g. "limits."). */
@@ -389,7 +196,7 @@ static int lg_config__apply_object(struct lg_config *cfg, const json_t *obj, con
                      strlen(prefix) + key_len < sizeof(path);
         const struct lg_setting *s = plain ? lg_config__find(path) : NULL;
         if (s != NULL && s->type == LG_SETTING_RULES) {
-            if (lg_config__parse_rules(cfg, v, err) != 0)
+            if (lg_topic_rules_parse(v, &cfg->topic_rules, &cfg->topic_rule_count, err) != 0)
                 return -1;
         } else if (s != NULL) {
             if (lg_config__apply(s, (char *)cfg + s->offset, v, path, err) != 0)
@@ -451,7 +258,7 @@ static int lg_config__apply_root(struct lg_config *cfg, json_t *root, const json
     else if (lg_config__apply_object(cfg, root, "", err) == 0 && lg_config__check(cfg, err) == 0)
         rc = 0;
     /* Resolve even after a failure so the rules never hold stale inherited values. */
-    lg_config__resolve_rules(cfg);
+    lg_topic_rules_resolve(cfg->topic_rules, cfg->topic_rule_count, &cfg->history);
     json_decref(root);
     return rc;
 }
@@ -610,48 +417,6 @@ static json_t *lg_config__addr_json(const struct lg_listen_addr *a)
     return json_string(text);
 }
 
-static json_t *lg_config__history_json(const struct lg_history_bounds *h, unsigned given)
-{
-    json_t *obj = json_object();
-    if (obj == NULL)
-        return NULL;
-    int rc = 0;
-    if (given & LG_HISTORY_GIVEN_MAX_EVENTS)
-        rc |= json_object_set_new(obj, "max_events", json_integer(h->max_events));
-    if (given & LG_HISTORY_GIVEN_MAX_BYTES)
-        rc |= json_object_set_new(obj, "max_bytes", json_integer((json_int_t)h->max_bytes));
-    if (given & LG_HISTORY_GIVEN_MAX_AGE_MS)
-        rc |= json_object_set_new(obj, "max_age_ms", json_integer((json_int_t)h->max_age_ms));
-    if (rc != 0) {
-        json_decref(obj);
-        return NULL;
-    }
-    return obj;
-}
-
-/* Rules print as written (only the fields given), so the output loads back to the same
- * config even if "history" is edited afterwards. */
-static json_t *lg_config__rules_json(const struct lg_config *cfg)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; arr != NULL && i < cfg->topic_rule_count; i++) {
-        const struct lg_topic_rule *r = &cfg->topic_rules[i];
-        json_t *obj = json_object();
-        int rc = json_array_append_new(arr, obj);
-        rc |= json_object_set_new(obj, "match", json_string(r->match));
-        if (r->has_on_slow)
-            rc |= json_object_set_new(obj, "on_slow", json_string(lg_slow_policy_name(r->on_slow)));
-        if (r->has_history)
-            rc |= json_object_set_new(obj, "history",
-                                      lg_config__history_json(&r->history, r->history_given));
-        if (rc != 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
-
 /* The object at the dotted path's parent inside root, created on first use. */
 static json_t *lg_config__parent(json_t *root, const char *key, const char **leaf)
 {
@@ -684,7 +449,9 @@ char *lg_config_to_json(const struct lg_config *cfg)
         case LG_SETTING_BOOL: v = json_boolean(*(const bool *)field); break;
         case LG_SETTING_STRING: v = json_string(*(char *const *)field); break;
         case LG_SETTING_ADDR: v = lg_config__addr_json(field); break;
-        case LG_SETTING_RULES: v = lg_config__rules_json(cfg); break;
+        case LG_SETTING_RULES:
+            v = lg_topic_rules_json(cfg->topic_rules, cfg->topic_rule_count);
+            break;
         case LG_SETTING_ENUM: {
             unsigned value;
             memcpy(&value, field, sizeof(value));
@@ -717,57 +484,9 @@ char *lg_config_to_json(const struct lg_config *cfg)
     return out;
 }
 
-bool lg_glob_match(const char *pattern, const char *text)
-{
-    if (pattern == NULL || text == NULL)
-        return false;
-    /* Classic single-backtrack matcher: on a mismatch, let the last '*' swallow one more
-     * character and retry from there. Earlier stars never need revisiting, so this is
-     * O(len(pattern) * len(text)) with no recursion. */
-    const char *star = NULL, *resume = NULL;
-    while (*text != '\0') {
-        if (*pattern == '*') {
-            star = pattern++;
-            resume = text;
-        } else if (*pattern == '?' || (*pattern != '\0' && *pattern == *text)) {
-            pattern++;
-            text++;
-        } else if (star != NULL) {
-            pattern = star + 1;
-            text = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*pattern == '*')
-        pattern++;
-    return *pattern == '\0';
-}
-
-static const struct lg_topic_rule *lg_config__rule_for(const struct lg_config *cfg,
-                                                       const char *topic)
-{
-    for (size_t i = 0; i < cfg->topic_rule_count; i++)
-        if (lg_glob_match(cfg->topic_rules[i].match, topic))
-            return &cfg->topic_rules[i];
-    return NULL;
-}
-
-enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic)
-{
-    const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
-    return r != NULL && r->has_on_slow ? r->on_slow : cfg->client_queue.on_slow;
-}
-
-struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic)
-{
-    const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
-    return r != NULL ? lg_config__rule_history(cfg, r) : cfg->history;
-}
-
 void lg_config_release(struct lg_config *cfg)
 {
-    lg_config__free_rules(cfg->topic_rules, cfg->topic_rule_count);
+    lg_topic_rules_free(cfg->topic_rules, cfg->topic_rule_count);
     free(cfg->static_dir);
     memset(cfg, 0, sizeof(*cfg));
 }

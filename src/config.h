@@ -2,7 +2,8 @@
  * config.h - livegate's settings: defaults, the JSON file, and strict validation.
  *
  * Owns:    struct lg_config, a tree of plain C values (no json_t escapes this module).
- * Frees:   lg_config_release() frees what lg_config_load*() allocated (topic rules, strings).
+ * Frees:   lg_config_release() frees what lg_config_load*() allocated (strings, and the topic
+ *          rules through lg_topic_rules_free()).
  * Threads: built once on the main thread before any other thread starts; read-only afterwards,
  *          so every thread may read it without a lock.
  * Bounds:  every numeric setting has a documented [min, max] range; docs/configuration.md and
@@ -15,20 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy.h" /* enum lg_slow_policy, struct lg_history_bounds, struct lg_queue_bounds */
+#include "policy.h"      /* enum lg_slow_policy, struct lg_history_bounds, struct lg_queue_bounds */
+#include "topic_rules.h" /* struct lg_topic_rule, lg_config_policy_for(), lg_config_history_for() */
 
 enum lg_log_level { LG_LOG_ERROR = 0, LG_LOG_WARN, LG_LOG_INFO, LG_LOG_DEBUG };
-
-/* One entry of "topic_rules": the first rule whose glob matches a topic name wins. */
-struct lg_topic_rule {
-    char *match;                  /* glob: '*' matches any run of characters, '?' one */
-    bool has_on_slow;
-    enum lg_slow_policy on_slow;
-    bool has_history;
-    struct lg_history_bounds history; /* effective bounds: fields the rule did not set are
-                                       * copied from the global "history" after each load */
-    unsigned history_given;           /* LG_HISTORY_GIVEN_* bits: fields the rule set itself */
-};
 
 struct lg_listen_addr {
     char host[64];  /* numeric IPv4/IPv6 address or "localhost" */
@@ -118,15 +109,6 @@ int lg_config_parse_addr(const char *text, struct lg_listen_addr *out, char err[
  * defaults print byte for byte as config/livegate.json. Return value: malloc'd text the
  * caller frees, or NULL when out of memory. */
 char *lg_config_to_json(const struct lg_config *cfg);
-
-/* The effective policy and history bounds for a topic name. The first rule whose glob
- * matches decides; whatever that rule leaves unset comes from "client_queue.on_slow" and
- * "history" (never from a later rule). No matching rule: the top-level values. */
-enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic);
-struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic);
-
-/* Glob match used by topic_rules: '*' any run (including '/'), '?' one character. */
-bool lg_glob_match(const char *pattern, const char *text);
 
 /* Free what cfg holds and zero it, so releasing twice is harmless. */
 void lg_config_release(struct lg_config *cfg);
