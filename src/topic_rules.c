@@ -20,9 +20,10 @@
 
 #include "config.h"
 #include "config_setting.h"
+#include "topic.h"
 
-/* Longest topic_rules[].match; the same bound as a topic name (LG_TOPIC_NAME_MAX in topic.h). */
-#define LG_RULE_MATCH_MAX 128
+/* Longest topic_rules[].match: the bound of a topic name. */
+#define LG_RULE_MATCH_MAX LG_TOPIC_NAME_MAX
 
 /* ---- Parsing ------------------------------------------------------------------------------- */
 
@@ -33,15 +34,14 @@ void lg_topic_rules_free(struct lg_topic_rule *rules, size_t count)
     free(rules);
 }
 
-/* A pattern is a topic name (docs/protocol.md) that may also hold the wildcards * and ?.
+/* A pattern is a topic name (docs/protocol.md, topic.h's bytes) that may also hold the
+ * wildcards * and ?; as in a name, '$' only as the first byte.
  * Return value: true, or false with the offending byte's offset in *bad. */
 static bool rule_pattern_ok(const char *p, size_t *bad)
 {
     for (size_t i = 0; p[i] != '\0'; i++) {
-        char c = p[i];
-        /* ASCII ranges, not isalnum(): that one follows the locale. */
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (alnum || (c != '\0' && strchr("_-./:~*?", c) != NULL) || (c == '$' && i == 0))
+        unsigned char c = (unsigned char)p[i];
+        if (lg_topic_name_byte_ok(c) || c == '*' || c == '?' || (c == '$' && i == 0))
             continue;
         *bad = i;
         return false;
@@ -125,7 +125,7 @@ static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t inde
             if (!rule_pattern_ok(json_string_value(v), &bad)) {
                 unsigned char c = (unsigned char)json_string_value(v)[bad];
                 lg_config__errf(err, "%s: byte 0x%02x at offset %zu is not allowed (patterns use "
-                                "A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)",
+                                LG_TOPIC_NAME_CHARS ", a leading $, and the wildcards * ?)",
                                 path, c, bad);
                 return -1;
             }
