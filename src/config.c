@@ -12,13 +12,18 @@
  * unknown key is caught at any depth and reported with the keys its object allows. Checks that
  * involve more than one setting, and topic_rules inheriting from "history", run only after the
  * whole document is applied, because JSON key order must not change the result.
+ *
+ * The row type and checking one value against its row (with the helpers that word every
+ * message) are in config_setting.c. The "topic_rules" array is handed to topic_rules.c, which
+ * checks a rule's values against this table through config_setting.h. This file holds the
+ * table, reads and walks the document, and prints the config.
  */
 #include "config.h"
+#include "config_setting.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,39 +33,9 @@
 
 /* ---- The settings table ---------------------------------------------------------------- */
 
-enum lg_setting_type {
-    LG_SETTING_U32,
-    LG_SETTING_U64,
-    LG_SETTING_STRING, /* char *, malloc'd; min/max bound the length in bytes */
-    LG_SETTING_ENUM,   /* a C enum stored as unsigned int; names[] indexed by value */
-    LG_SETTING_BOOL,
-    LG_SETTING_ADDR,   /* struct lg_listen_addr, written "HOST:PORT" */
-    LG_SETTING_RULES,  /* the topic_rules array (its own parser; offset unused) */
-};
-
-struct lg_setting {
-    const char *key;           /* dotted path in the JSON document */
-    enum lg_setting_type type;
-    size_t offset;             /* into struct lg_config */
-    uint64_t min, max;         /* numbers: value range; strings: length range */
-    uint64_t def;              /* numbers, enums and bools */
-    const char *def_text;      /* strings and addresses */
-    const char *const *names;  /* enums: NULL-terminated, indexed by the enum value */
-    const char *doc;           /* one line, the same words as docs/configuration.md */
-};
-
-/* Enums are written through an unsigned int; GCC and Clang give these enums that layout. */
-_Static_assert(sizeof(enum lg_slow_policy) == sizeof(unsigned), "enum lg_slow_policy size");
-_Static_assert(sizeof(enum lg_log_level) == sizeof(unsigned), "enum lg_log_level size");
-
 static const char *const lg_log_level_names[] = {
     [LG_LOG_ERROR] = "error", [LG_LOG_WARN] = "warn", [LG_LOG_INFO] = "info",
     [LG_LOG_DEBUG] = "debug", NULL,
-};
-
-static const char *const lg_slow_policy_names[] = {
-    [LG_SLOW_DROP_OLDEST] = "drop-oldest", [LG_SLOW_DISCONNECT] = "disconnect",
-    [LG_SLOW_CONFLATE] = "conflate", NULL,
 };
 
 #define LG_OFF(field) offsetof(struct lg_config, field)
@@ -77,11 +52,6 @@ static const char *const lg_slow_policy_names[] = {
 #define LG_U64(k, f, lo, hi, d, doc_)                                                              \
     { .key = k, .type = LG_SETTING_U64, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
       .doc = doc_ }
-
-/* The most topic rules a file may hold: every new topic scans them once, in order. */
-#define LG_TOPIC_RULES_MAX 1024
-/* Longest topic_rules[].match; the same bound as a topic name (LG_TOPIC_NAME_MAX in topic.h). */
-#define LG_RULE_MATCH_MAX 128
 
 /* Table order is the order of config/livegate.json and of --print-config. */
 static const struct lg_setting lg_settings[] = {
@@ -169,10 +139,7 @@ static const struct lg_setting lg_settings[] = {
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))
 
-/* Longest key path we build, e.g. "topic_rules[1023].history.max_events" or a user's typo. */
-#define LG_PATH_MAX 256
-
-static const struct lg_setting *lg_config__find(const char *key)
+const struct lg_setting *lg_config__find(const char *key)
 {
     for (size_t i = 0; i < LG_SETTING_COUNT; i++)
         if (strcmp(lg_settings[i].key, key) == 0)
@@ -190,57 +157,7 @@ static bool lg_config__is_object(const char *key)
     return false;
 }
 
-/* ---- Errors ------------------------------------------------------------------------------ */
-
-static void lg_config__errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void lg_config__errf(char *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, LG_CONFIG_ERR_MAX, fmt, ap);
-    va_end(ap);
-}
-
-/* Copy a key the user wrote into a message-safe form: control bytes become '?', so a key
- * cannot forge extra log lines, and the length is capped so the allowed-key list still fits. */
-static void lg_config__display(char *out, size_t cap, const char *text)
-{
-    size_t n = 0;
-    for (; text[n] != '\0' && n + 1 < cap && n < 120; n++)
-        out[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
-    out[n] = '\0';
-    if (text[n] != '\0' && cap > 4 && n >= 3)
-        memcpy(out + n - 3, "...", 3);
-}
-
-static const char *lg_config__json_type(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "real";
-    case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    case JSON_NULL: return "null";
-    }
-    return "unknown";
-}
-
-/* "a, b, c" of an enum's names, for "is not one of" messages. */
-static void lg_config__join_names(char *out, size_t cap, const char *const *names)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (size_t i = 0; names[i] != NULL && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", names[i]);
-}
-
-/* The keys allowed directly inside the object at prefix ("" = top level, else "limits."),
- * in table order, each once. */
-static void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
+void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
 {
     size_t plen = strlen(prefix), len = 0;
     out[0] = '\0';
@@ -261,300 +178,6 @@ static void lg_config__allowed_keys(char *out, size_t cap, const char *prefix)
     }
 }
 
-static int lg_config__unknown_key(char *err, const char *path, const char *object_name,
-                                  const char *allowed)
-{
-    char shown[128];
-    lg_config__display(shown, sizeof(shown), path);
-    if (object_name[0] == '\0')
-        lg_config__errf(err, "%s: unknown key; allowed top-level keys: %s", shown, allowed);
-    else
-        lg_config__errf(err, "%s: unknown key; allowed keys in %s: %s", shown, object_name,
-                        allowed);
-    return -1;
-}
-
-/* ---- Applying one value ------------------------------------------------------------------ */
-
-/* Check v against s and store it at field. path is what messages call it (it differs from
- * s->key inside topic_rules). Return value: 0, or -1 with err filled and field untouched. */
-static int lg_config__apply(const struct lg_setting *s, void *field, const json_t *v,
-                            const char *path, char *err)
-{
-    switch (s->type) {
-    case LG_SETTING_U32:
-    case LG_SETTING_U64: {
-        if (!json_is_integer(v)) {
-            lg_config__errf(err, "%s: expected an integer, got %s", path, lg_config__json_type(v));
-            return -1;
-        }
-        json_int_t n = json_integer_value(v);
-        if (n < 0 || (uint64_t)n < s->min || (uint64_t)n > s->max) {
-            lg_config__errf(err, "%s: %" JSON_INTEGER_FORMAT " is out of range (allowed %" PRIu64
-                            "..%" PRIu64 ")", path, n, s->min, s->max);
-            return -1;
-        }
-        if (s->type == LG_SETTING_U32)
-            *(uint32_t *)field = (uint32_t)n;
-        else
-            *(uint64_t *)field = (uint64_t)n;
-        return 0;
-    }
-    case LG_SETTING_BOOL:
-        if (!json_is_boolean(v)) {
-            lg_config__errf(err, "%s: expected a boolean, got %s", path, lg_config__json_type(v));
-            return -1;
-        }
-        *(bool *)field = json_is_true(v);
-        return 0;
-    case LG_SETTING_STRING: {
-        if (!json_is_string(v)) {
-            lg_config__errf(err, "%s: expected a string, got %s", path, lg_config__json_type(v));
-            return -1;
-        }
-        size_t len = json_string_length(v);
-        if (len < s->min || len > s->max) {
-            lg_config__errf(err, "%s: a string of %zu bytes is out of range (allowed %" PRIu64
-                            "..%" PRIu64 " bytes)", path, len, s->min, s->max);
-            return -1;
-        }
-        char *copy = strdup(json_string_value(v));
-        if (copy == NULL) {
-            lg_config__errf(err, "%s: out of memory", path);
-            return -1;
-        }
-        free(*(char **)field);
-        *(char **)field = copy;
-        return 0;
-    }
-    case LG_SETTING_ENUM: {
-        char names[160];
-        lg_config__join_names(names, sizeof(names), s->names);
-        if (!json_is_string(v)) {
-            lg_config__errf(err, "%s: expected a string (one of %s), got %s", path, names,
-                            lg_config__json_type(v));
-            return -1;
-        }
-        for (unsigned i = 0; s->names[i] != NULL; i++) {
-            if (strcmp(s->names[i], json_string_value(v)) == 0) {
-                memcpy(field, &i, sizeof(i));
-                return 0;
-            }
-        }
-        char shown[64];
-        lg_config__display(shown, sizeof(shown), json_string_value(v));
-        lg_config__errf(err, "%s: \"%s\" is not one of %s", path, shown, names);
-        return -1;
-    }
-    case LG_SETTING_ADDR: {
-        if (!json_is_string(v)) {
-            lg_config__errf(err, "%s: expected a string \"HOST:PORT\", got %s", path,
-                            lg_config__json_type(v));
-            return -1;
-        }
-        char why[LG_CONFIG_ERR_MAX];
-        if (lg_config_parse_addr(json_string_value(v), field, why) != 0) {
-            lg_config__errf(err, "%s: %s", path, why);
-            return -1;
-        }
-        return 0;
-    }
-    case LG_SETTING_RULES:
-        break;
-    }
-    lg_config__errf(err, "%s: internal error: setting has no parser", path);
-    return -1;
-}
-
-/* ---- topic_rules --------------------------------------------------------------------------- */
-
-static void lg_config__free_rules(struct lg_topic_rule *rules, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        free(rules[i].match);
-    free(rules);
-}
-
-/* A pattern is a topic name (docs/protocol.md) that may also hold the wildcards * and ?.
- * Return value: true, or false with the offending byte's offset in *bad. */
-static bool lg_config__pattern_ok(const char *p, size_t *bad)
-{
-    for (size_t i = 0; p[i] != '\0'; i++) {
-        char c = p[i];
-        /* ASCII ranges, not isalnum(): that one follows the locale. */
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (alnum || (c != '\0' && strchr("_-./:~*?", c) != NULL) || (c == '$' && i == 0))
-            continue;
-        *bad = i;
-        return false;
-    }
-    return true;
-}
-
-static unsigned lg_config__history_bit(size_t offset_in_bounds)
-{
-    if (offset_in_bounds == offsetof(struct lg_history_bounds, max_events))
-        return LG_HISTORY_GIVEN_MAX_EVENTS;
-    if (offset_in_bounds == offsetof(struct lg_history_bounds, max_bytes))
-        return LG_HISTORY_GIVEN_MAX_BYTES;
-    return LG_HISTORY_GIVEN_MAX_AGE_MS;
-}
-
-/* A rule's "history": any subset of the top-level history keys, with the same ranges. */
-static int lg_config__parse_rule_history(struct lg_topic_rule *rule, const json_t *obj,
-                                         const char *rule_path, char *err)
-{
-    char path[LG_PATH_MAX];
-    snprintf(path, sizeof(path), "%s.history", rule_path);
-    if (!json_is_object(obj)) {
-        lg_config__errf(err, "%s: expected an object, got %s", path, lg_config__json_type(obj));
-        return -1;
-    }
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
-        char table_key[LG_PATH_MAX];
-        const struct lg_setting *s = NULL;
-        snprintf(path, sizeof(path), "%s.history.%s", rule_path, key);
-        if (key_len == strlen(key) && strchr(key, '.') == NULL) {
-            snprintf(table_key, sizeof(table_key), "history.%s", key);
-            s = lg_config__find(table_key);
-        }
-        if (s == NULL) {
-            char allowed[LG_CONFIG_ERR_MAX], where[LG_PATH_MAX];
-            lg_config__allowed_keys(allowed, sizeof(allowed), "history.");
-            snprintf(where, sizeof(where), "%s.history", rule_path);
-            return lg_config__unknown_key(err, path, where, allowed);
-        }
-        size_t off = s->offset - LG_OFF(history);
-        if (lg_config__apply(s, (char *)&rule->history + off, v, path, err) != 0)
-            return -1;
-        rule->history_given |= lg_config__history_bit(off);
-    }
-    rule->has_history = true;
-    return 0;
-}
-
-static int lg_config__parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t index,
-                                 char *err)
-{
-    char rule_path[64], path[LG_PATH_MAX];
-    snprintf(rule_path, sizeof(rule_path), "topic_rules[%zu]", index);
-    if (!json_is_object(obj)) {
-        lg_config__errf(err, "%s: expected an object, got %s", rule_path,
-                        lg_config__json_type(obj));
-        return -1;
-    }
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    json_object_keylen_foreach((json_t *)obj, key, key_len, v) {
-        snprintf(path, sizeof(path), "%s.%s", rule_path, key);
-        if (key_len != strlen(key)) {
-            /* an embedded NUL: fall through to the unknown-key message */
-        } else if (strcmp(key, "match") == 0) {
-            if (!json_is_string(v)) {
-                lg_config__errf(err, "%s: expected a string, got %s", path,
-                                lg_config__json_type(v));
-                return -1;
-            }
-            size_t len = json_string_length(v), bad;
-            if (len < 1 || len > LG_RULE_MATCH_MAX) {
-                lg_config__errf(err, "%s: a pattern of %zu bytes is out of range (allowed 1..%d "
-                                "bytes)", path, len, LG_RULE_MATCH_MAX);
-                return -1;
-            }
-            if (!lg_config__pattern_ok(json_string_value(v), &bad)) {
-                unsigned char c = (unsigned char)json_string_value(v)[bad];
-                lg_config__errf(err, "%s: byte 0x%02x at offset %zu is not allowed (patterns use "
-                                "A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)",
-                                path, c, bad);
-                return -1;
-            }
-            char *copy = strdup(json_string_value(v));
-            if (copy == NULL) {
-                lg_config__errf(err, "%s: out of memory", path);
-                return -1;
-            }
-            free(rule->match);
-            rule->match = copy;
-            continue;
-        } else if (strcmp(key, "on_slow") == 0) {
-            unsigned policy;
-            if (lg_config__apply(lg_config__find("client_queue.on_slow"), &policy, v, path,
-                                 err) != 0)
-                return -1;
-            rule->on_slow = (enum lg_slow_policy)policy;
-            rule->has_on_slow = true;
-            continue;
-        } else if (strcmp(key, "history") == 0) {
-            if (lg_config__parse_rule_history(rule, v, rule_path, err) != 0)
-                return -1;
-            continue;
-        }
-        return lg_config__unknown_key(err, path, rule_path, "match, on_slow, history");
-    }
-    if (rule->match == NULL) {
-        lg_config__errf(err, "%s: \"match\" is required (a topic pattern such as \"prices/*\")",
-                        rule_path);
-        return -1;
-    }
-    return 0;
-}
-
-/* Replace cfg's rules with the array v. On failure cfg keeps its old rules. */
-static int lg_config__parse_rules(struct lg_config *cfg, const json_t *v, char *err)
-{
-    if (!json_is_array(v)) {
-        lg_config__errf(err, "topic_rules: expected an array, got %s", lg_config__json_type(v));
-        return -1;
-    }
-    size_t count = json_array_size(v);
-    if (count > LG_TOPIC_RULES_MAX) {
-        lg_config__errf(err, "topic_rules: %zu rules is out of range (allowed 0..%d)", count,
-                        LG_TOPIC_RULES_MAX);
-        return -1;
-    }
-    struct lg_topic_rule *rules = NULL;
-    if (count > 0 && (rules = calloc(count, sizeof(*rules))) == NULL) {
-        lg_config__errf(err, "topic_rules: out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (lg_config__parse_rule(&rules[i], json_array_get(v, i), i, err) != 0) {
-            lg_config__free_rules(rules, count);
-            return -1;
-        }
-    }
-    lg_config__free_rules(cfg->topic_rules, cfg->topic_rule_count);
-    cfg->topic_rules = rules;
-    cfg->topic_rule_count = count;
-    return 0;
-}
-
-/* A rule's effective bounds: what it set itself, the global "history" for the rest. */
-static struct lg_history_bounds lg_config__rule_history(const struct lg_config *cfg,
-                                                        const struct lg_topic_rule *r)
-{
-    struct lg_history_bounds h = cfg->history;
-    if (r->history_given & LG_HISTORY_GIVEN_MAX_EVENTS)
-        h.max_events = r->history.max_events;
-    if (r->history_given & LG_HISTORY_GIVEN_MAX_BYTES)
-        h.max_bytes = r->history.max_bytes;
-    if (r->history_given & LG_HISTORY_GIVEN_MAX_AGE_MS)
-        h.max_age_ms = r->history.max_age_ms;
-    return h;
-}
-
-/* Store every rule's effective bounds. Runs after the whole document is applied, so a rule
- * written before "history" still inherits the file's value, not the built-in default. */
-static void lg_config__resolve_rules(struct lg_config *cfg)
-{
-    for (size_t i = 0; i < cfg->topic_rule_count; i++)
-        cfg->topic_rules[i].history = lg_config__rule_history(cfg, &cfg->topic_rules[i]);
-}
-
 /* ---- Walking the document ---------------------------------------------------------------- */
 
 /* Apply every key of obj, the object at prefix ("" for the root, else e.g. "limits."). */
@@ -573,7 +196,7 @@ static int lg_config__apply_object(struct lg_config *cfg, const json_t *obj, con
                      strlen(prefix) + key_len < sizeof(path);
         const struct lg_setting *s = plain ? lg_config__find(path) : NULL;
         if (s != NULL && s->type == LG_SETTING_RULES) {
-            if (lg_config__parse_rules(cfg, v, err) != 0)
+            if (lg_topic_rules_parse(v, &cfg->topic_rules, &cfg->topic_rule_count, err) != 0)
                 return -1;
         } else if (s != NULL) {
             if (lg_config__apply(s, (char *)cfg + s->offset, v, path, err) != 0)
@@ -635,7 +258,7 @@ static int lg_config__apply_root(struct lg_config *cfg, json_t *root, const json
     else if (lg_config__apply_object(cfg, root, "", err) == 0 && lg_config__check(cfg, err) == 0)
         rc = 0;
     /* Resolve even after a failure so the rules never hold stale inherited values. */
-    lg_config__resolve_rules(cfg);
+    lg_topic_rules_resolve(cfg->topic_rules, cfg->topic_rule_count, &cfg->history);
     json_decref(root);
     return rc;
 }
@@ -794,48 +417,6 @@ static json_t *lg_config__addr_json(const struct lg_listen_addr *a)
     return json_string(text);
 }
 
-static json_t *lg_config__history_json(const struct lg_history_bounds *h, unsigned given)
-{
-    json_t *obj = json_object();
-    if (obj == NULL)
-        return NULL;
-    int rc = 0;
-    if (given & LG_HISTORY_GIVEN_MAX_EVENTS)
-        rc |= json_object_set_new(obj, "max_events", json_integer(h->max_events));
-    if (given & LG_HISTORY_GIVEN_MAX_BYTES)
-        rc |= json_object_set_new(obj, "max_bytes", json_integer((json_int_t)h->max_bytes));
-    if (given & LG_HISTORY_GIVEN_MAX_AGE_MS)
-        rc |= json_object_set_new(obj, "max_age_ms", json_integer((json_int_t)h->max_age_ms));
-    if (rc != 0) {
-        json_decref(obj);
-        return NULL;
-    }
-    return obj;
-}
-
-/* Rules print as written (only the fields given), so the output loads back to the same
- * config even if "history" is edited afterwards. */
-static json_t *lg_config__rules_json(const struct lg_config *cfg)
-{
-    json_t *arr = json_array();
-    for (size_t i = 0; arr != NULL && i < cfg->topic_rule_count; i++) {
-        const struct lg_topic_rule *r = &cfg->topic_rules[i];
-        json_t *obj = json_object();
-        int rc = json_array_append_new(arr, obj);
-        rc |= json_object_set_new(obj, "match", json_string(r->match));
-        if (r->has_on_slow)
-            rc |= json_object_set_new(obj, "on_slow", json_string(lg_slow_policy_name(r->on_slow)));
-        if (r->has_history)
-            rc |= json_object_set_new(obj, "history",
-                                      lg_config__history_json(&r->history, r->history_given));
-        if (rc != 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    }
-    return arr;
-}
-
 /* The object at the dotted path's parent inside root, created on first use. */
 static json_t *lg_config__parent(json_t *root, const char *key, const char **leaf)
 {
@@ -868,7 +449,9 @@ char *lg_config_to_json(const struct lg_config *cfg)
         case LG_SETTING_BOOL: v = json_boolean(*(const bool *)field); break;
         case LG_SETTING_STRING: v = json_string(*(char *const *)field); break;
         case LG_SETTING_ADDR: v = lg_config__addr_json(field); break;
-        case LG_SETTING_RULES: v = lg_config__rules_json(cfg); break;
+        case LG_SETTING_RULES:
+            v = lg_topic_rules_json(cfg->topic_rules, cfg->topic_rule_count);
+            break;
         case LG_SETTING_ENUM: {
             unsigned value;
             memcpy(&value, field, sizeof(value));
@@ -901,64 +484,9 @@ char *lg_config_to_json(const struct lg_config *cfg)
     return out;
 }
 
-bool lg_glob_match(const char *pattern, const char *text)
-{
-    if (pattern == NULL || text == NULL)
-        return false;
-    /* Classic single-backtrack matcher: on a mismatch, let the last '*' swallow one more
-     * character and retry from there. Earlier stars never need revisiting, so this is
-     * O(len(pattern) * len(text)) with no recursion. */
-    const char *star = NULL, *resume = NULL;
-    while (*text != '\0') {
-        if (*pattern == '*') {
-            star = pattern++;
-            resume = text;
-        } else if (*pattern == '?' || (*pattern != '\0' && *pattern == *text)) {
-            pattern++;
-            text++;
-        } else if (star != NULL) {
-            pattern = star + 1;
-            text = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*pattern == '*')
-        pattern++;
-    return *pattern == '\0';
-}
-
-static const struct lg_topic_rule *lg_config__rule_for(const struct lg_config *cfg,
-                                                       const char *topic)
-{
-    for (size_t i = 0; i < cfg->topic_rule_count; i++)
-        if (lg_glob_match(cfg->topic_rules[i].match, topic))
-            return &cfg->topic_rules[i];
-    return NULL;
-}
-
-enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic)
-{
-    const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
-    return r != NULL && r->has_on_slow ? r->on_slow : cfg->client_queue.on_slow;
-}
-
-struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic)
-{
-    const struct lg_topic_rule *r = lg_config__rule_for(cfg, topic);
-    return r != NULL ? lg_config__rule_history(cfg, r) : cfg->history;
-}
-
-const char *lg_slow_policy_name(enum lg_slow_policy p)
-{
-    if ((unsigned)p < sizeof(lg_slow_policy_names) / sizeof(lg_slow_policy_names[0]) - 1)
-        return lg_slow_policy_names[p];
-    return "unknown";
-}
-
 void lg_config_release(struct lg_config *cfg)
 {
-    lg_config__free_rules(cfg->topic_rules, cfg->topic_rule_count);
+    lg_topic_rules_free(cfg->topic_rules, cfg->topic_rule_count);
     free(cfg->static_dir);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -2,7 +2,8 @@
  * config.h - livegate's settings: defaults, the JSON file, and strict validation.
  *
  * Owns:    struct lg_config, a tree of plain C values (no json_t escapes this module).
- * Frees:   lg_config_release() frees what lg_config_load*() allocated (topic rules, strings).
+ * Frees:   lg_config_release() frees what lg_config_load*() allocated (strings, and the topic
+ *          rules through lg_topic_rules_free()).
  * Threads: built once on the main thread before any other thread starts; read-only afterwards,
  *          so every thread may read it without a lock.
  * Bounds:  every numeric setting has a documented [min, max] range; docs/configuration.md and
@@ -15,44 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What happens to a subscriber whose queue overflows or lags (see docs/semantics.md). */
-enum lg_slow_policy {
-    LG_SLOW_DROP_OLDEST = 0, /* skip ahead; the client gets a `gap` naming the lost range */
-    LG_SLOW_DISCONNECT,      /* tell the client why and close; its cursor stays valid */
-    LG_SLOW_CONFLATE,        /* keep only the newest queued event per key (unkeyed: drop-oldest) */
-};
+#include "policy.h"      /* enum lg_slow_policy, struct lg_history_bounds, struct lg_queue_bounds */
+#include "topic_rules.h" /* struct lg_topic_rule, lg_config_policy_for(), lg_config_history_for() */
 
 enum lg_log_level { LG_LOG_ERROR = 0, LG_LOG_WARN, LG_LOG_INFO, LG_LOG_DEBUG };
-
-struct lg_history_bounds {
-    uint32_t max_events; /* events retained per topic for resume */
-    uint64_t max_bytes;  /* payload+encoding bytes retained per topic */
-    uint64_t max_age_ms; /* events older than this are evicted (0 = no age bound) */
-};
-
-struct lg_queue_bounds {
-    uint32_t max_events;          /* events queued per client before the policy fires */
-    uint64_t max_bytes;           /* bytes queued per client before the policy fires */
-    uint64_t max_lag_ms;          /* oldest queued event older than this = slow (0 = off) */
-    enum lg_slow_policy on_slow;  /* default policy for topics no rule matches */
-};
-
-/* One entry of "topic_rules": the first rule whose glob matches a topic name wins. */
-struct lg_topic_rule {
-    char *match;                  /* glob: '*' matches any run of characters, '?' one */
-    bool has_on_slow;
-    enum lg_slow_policy on_slow;
-    bool has_history;
-    struct lg_history_bounds history; /* effective bounds: fields the rule did not set are
-                                       * copied from the global "history" after each load */
-    unsigned history_given;           /* LG_HISTORY_GIVEN_* bits: fields the rule set itself */
-};
-
-/* Bits of lg_topic_rule.history_given. Kept so inheritance can be resolved after the whole
- * file is read: a rule may come before the "history" object it inherits from. */
-#define LG_HISTORY_GIVEN_MAX_EVENTS 0x1u
-#define LG_HISTORY_GIVEN_MAX_BYTES  0x2u
-#define LG_HISTORY_GIVEN_MAX_AGE_MS 0x4u
 
 struct lg_listen_addr {
     char host[64];  /* numeric IPv4/IPv6 address or "localhost" */
@@ -142,17 +109,6 @@ int lg_config_parse_addr(const char *text, struct lg_listen_addr *out, char err[
  * defaults print byte for byte as config/livegate.json. Return value: malloc'd text the
  * caller frees, or NULL when out of memory. */
 char *lg_config_to_json(const struct lg_config *cfg);
-
-/* The effective policy and history bounds for a topic name. The first rule whose glob
- * matches decides; whatever that rule leaves unset comes from "client_queue.on_slow" and
- * "history" (never from a later rule). No matching rule: the top-level values. */
-enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic);
-struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic);
-
-/* Glob match used by topic_rules: '*' any run (including '/'), '?' one character. */
-bool lg_glob_match(const char *pattern, const char *text);
-
-const char *lg_slow_policy_name(enum lg_slow_policy p);
 
 /* Free what cfg holds and zero it, so releasing twice is harmless. */
 void lg_config_release(struct lg_config *cfg);

@@ -16,7 +16,7 @@
 
 /* ---- Topic names -------------------------------------------------------------------------- */
 
-static bool topic_byte_allowed(unsigned char c)
+bool lg_topic_name_byte_ok(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c == '~';
@@ -37,15 +37,15 @@ const char *lg_topic_name_problem(const char *name, size_t len)
         return "topic name is longer than " STR(LG_TOPIC_NAME_MAX) " bytes";
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (topic_byte_allowed(c) || (c == '$' && i == 0))
+        if (lg_topic_name_byte_ok(c) || (c == '$' && i == 0))
             continue;
         if (c == '$')
             snprintf(msg, sizeof msg, "topic name has '$' after its first byte (at byte %zu)",
                      i + 1);
         else
             snprintf(msg, sizeof msg,
-                     "topic name contains a character outside A-Z a-z 0-9 _ - . / : ~ "
-                     "(at byte %zu)",
+                     "topic name contains a character outside " LG_TOPIC_NAME_CHARS
+                     " (at byte %zu)",
                      i + 1);
         return msg;
     }

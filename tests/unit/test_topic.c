@@ -129,6 +129,23 @@ START_TEST(name_checks_only_len_bytes)
 }
 END_TEST
 
+/* lg_topic_name_byte_ok() is exactly the set its message lists, for all 256 byte values, and
+ * a one-byte name is valid exactly when its byte is ('$' aside, allowed first). */
+START_TEST(name_byte_ok_is_the_listed_set)
+{
+    static const char listed[] = "_-./:~";
+    for (unsigned c = 0; c < 256; c++) {
+        bool expect = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      (c != 0 && memchr(listed, (int)c, sizeof listed - 1) != NULL);
+        ck_assert_msg(lg_topic_name_byte_ok((unsigned char)c) == expect, "byte 0x%02x", c);
+        char name[1] = {(char)c};
+        if (c != '$')
+            ck_assert_msg((lg_topic_name_problem(name, 1) == NULL) == expect, "name 0x%02x", c);
+    }
+    ck_assert_str_eq(LG_TOPIC_NAME_CHARS, "A-Z a-z 0-9 _ - . / : ~");
+}
+END_TEST
+
 static void *problem_on_another_thread(void *arg)
 {
     (void)arg;
@@ -463,6 +480,7 @@ static Suite *topic_suite(void)
     tcase_add_test(tc, name_refuses_bytes_outside_the_grammar);
     tcase_add_test(tc, name_allows_dollar_only_first);
     tcase_add_test(tc, name_checks_only_len_bytes);
+    tcase_add_test(tc, name_byte_ok_is_the_listed_set);
     tcase_add_test(tc, name_message_is_per_thread);
     suite_add_tcase(s, tc);
 

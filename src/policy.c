@@ -1,0 +1,19 @@
+/*
+ * policy.c - the names of the slow-consumer policies (one table for parsing and printing).
+ */
+#include "policy.h"
+
+#include <stddef.h>
+
+const char *const lg_slow_policy_names[] = {
+    [LG_SLOW_DROP_OLDEST] = "drop-oldest", [LG_SLOW_DISCONNECT] = "disconnect",
+    [LG_SLOW_CONFLATE] = "conflate", NULL,
+};
+
+const char *lg_slow_policy_name(enum lg_slow_policy p)
+{
+    /* The table's entries before its terminating NULL. */
+    if ((unsigned)p < sizeof(lg_slow_policy_names) / sizeof(lg_slow_policy_names[0]) - 1)
+        return lg_slow_policy_names[p];
+    return "unknown";
+}

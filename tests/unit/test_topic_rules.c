@@ -1,0 +1,363 @@
+/*
+ * test_topic_rules.c - unit tests for src/topic_rules.c: glob matching, the first-match-wins
+ * lookup, and the "topic_rules" array parsed on its own (the pattern grammar, every byte).
+ * Loading rules through a whole config file, with its messages, is tested in test_config.c.
+ */
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "topic_rules.h"
+
+/* ---- Glob matching ----------------------------------------------------------------------- */
+
+static const struct {
+    const char *pattern, *text;
+    bool match;
+} lg_glob_cases[] = {
+    { "prices/*", "prices/eur", true },
+    { "prices/*", "prices/", true },
+    { "prices/*", "prices", false },
+    { "prices/*", "prices/eur/intraday", true }, /* '*' crosses '/' */
+    { "*", "", true },
+    { "*", "a/b/c", true },
+    { "**", "x", true },
+    { "?", "", false },
+    { "?", "a", true },
+    { "?", "ab", false },
+    { "a?c", "abc", true },
+    { "a?c", "a/c", true },
+    { "a?c", "ac", false },
+    { "*/eur", "prices/eur", true },
+    { "*/eur", "prices/eur/x", false },
+    { "a*b*c", "aXXbYYc", true },
+    { "a*b*c", "aXXbYY", false },
+    { "a*b", "abxb", true },
+    { "*a", "aaa", true },
+    { "*?*", "", false },
+    { "*?*", "z", true },
+    { "a*", "b", false },
+    { "", "", true },
+    { "", "a", false },
+    { "a", "", false },
+    { "exact", "exact", true },
+    { "exact", "exacT", false },
+    { "exact", "exactly", false },
+    { "$sys/*", "$sys/stats", true },
+    { "*.*.?", "a.b.c", true },
+    { "*.*.?", "a.b.cd", false },
+};
+
+START_TEST(test_glob_table)
+{
+    ck_assert_msg(lg_glob_match(lg_glob_cases[_i].pattern, lg_glob_cases[_i].text) ==
+                      lg_glob_cases[_i].match,
+                  "glob \"%s\" vs \"%s\": expected %s", lg_glob_cases[_i].pattern,
+                  lg_glob_cases[_i].text, lg_glob_cases[_i].match ? "match" : "no match");
+}
+END_TEST
+
+START_TEST(test_glob_pathological)
+{
+    /* Naive recursion is exponential here; the iterative matcher is linear-ish. */
+    size_t n = 200000;
+    char *text = malloc(n + 1);
+    memset(text, 'a', n);
+    text[n] = '\0';
+    clock_t start = clock();
+    ck_assert(!lg_glob_match("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", text));
+    ck_assert(lg_glob_match("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a", text));
+    ck_assert(!lg_glob_match(NULL, text));
+    ck_assert(!lg_glob_match("*", NULL));
+    /* Generous bound: the point is no blow-up, even under ASan or valgrind. */
+    ck_assert_msg(clock() - start < 20 * CLOCKS_PER_SEC, "glob took too long");
+    free(text);
+}
+END_TEST
+
+/* More edges: backtracking after a partial match, stars next to '?', wildcard characters in
+ * the text (plain bytes there), and a pattern longer than the text. */
+static const struct {
+    const char *pattern, *text;
+    bool match;
+} lg_glob_edge_cases[] = {
+    {"*ab", "aab", true}, /* the star must give back the first 'a' */
+    {"*ab", "abab", true},
+    {"*ab", "abac", false},
+    {"a*a", "a", false}, /* one 'a' cannot be both ends */
+    {"a*a", "aa", true},
+    {"a**b", "ab", true},
+    {"**a**", "bab", true},
+    {"a*?", "a", false},
+    {"a*?", "ab", true},
+    {"*?", "", false},
+    {"?*", "x/y", true},
+    {"??", "a", false},
+    {"?", "/", true},     /* '?' crosses '/' as '*' does */
+    {"a?c", "a*c", true}, /* a '*' in the text is an ordinary byte */
+    {"a*", "a*", true},
+    {"a?", "a?", true},
+    {"abc", "ab", false},
+    {"ab*", "ab", true},
+    {"*", "$sys/stats", true},
+    {"$sys/*", "sys/stats", false},
+    {"prices/*/eur", "prices/fx/eur", true},
+    {"prices/*/eur", "prices/eur", false},
+};
+
+START_TEST(test_glob_edges)
+{
+    ck_assert_msg(lg_glob_match(lg_glob_edge_cases[_i].pattern, lg_glob_edge_cases[_i].text) ==
+                      lg_glob_edge_cases[_i].match,
+                  "glob \"%s\" vs \"%s\": expected %s", lg_glob_edge_cases[_i].pattern,
+                  lg_glob_edge_cases[_i].text, lg_glob_edge_cases[_i].match ? "match" : "no match");
+}
+END_TEST
+
+START_TEST(test_glob_null)
+{
+    ck_assert(!lg_glob_match(NULL, NULL));
+    ck_assert(!lg_glob_match(NULL, ""));
+    ck_assert(!lg_glob_match("", NULL));
+}
+END_TEST
+
+/* ---- Lookup: the first matching rule decides ------------------------------------------------ */
+
+/* A rule set built by hand, as lg_topic_rules_parse() and lg_topic_rules_resolve() would. */
+static struct lg_topic_rule lg_test_rule(const char *match, bool has_on_slow,
+                                         enum lg_slow_policy on_slow)
+{
+    return (struct lg_topic_rule){.match = (char *)match,
+                                  .has_on_slow = has_on_slow,
+                                  .on_slow = on_slow};
+}
+
+START_TEST(test_first_match_wins)
+{
+    struct lg_topic_rule rules[] = {
+        lg_test_rule("prices/eur", true, LG_SLOW_DISCONNECT),
+        lg_test_rule("prices/*", true, LG_SLOW_CONFLATE),
+        lg_test_rule("*", true, LG_SLOW_DROP_OLDEST),
+    };
+    size_t n = sizeof(rules) / sizeof(rules[0]);
+    ck_assert_ptr_eq(lg_topic_rules_first_match(rules, n, "prices/eur"), &rules[0]);
+    ck_assert_ptr_eq(lg_topic_rules_first_match(rules, n, "prices/usd"), &rules[1]);
+    ck_assert_ptr_eq(lg_topic_rules_first_match(rules, n, "prices/eur/x"), &rules[1]);
+    ck_assert_ptr_eq(lg_topic_rules_first_match(rules, n, "news"), &rules[2]);
+    /* Order, not specificity: with the broad rule first, it wins everything. */
+    struct lg_topic_rule reversed[] = {rules[2], rules[1], rules[0]};
+    ck_assert_ptr_eq(lg_topic_rules_first_match(reversed, n, "prices/eur"), &reversed[0]);
+    /* No rules, or none matching. */
+    ck_assert_ptr_null(lg_topic_rules_first_match(NULL, 0, "prices/eur"));
+    ck_assert_ptr_null(lg_topic_rules_first_match(rules, 2, "news"));
+}
+END_TEST
+
+/* The first matching rule decides even for what it leaves unset: that comes from the
+ * top-level settings, never from a later rule that also matches. */
+START_TEST(test_first_match_unset_fields_come_from_top_level)
+{
+    static const char json[] =
+        "{\"history\": {\"max_events\": 77, \"max_bytes\": 5000, \"max_age_ms\": 9},"
+        " \"client_queue\": {\"on_slow\": \"disconnect\"},"
+        " \"topic_rules\": ["
+        "  {\"match\": \"a/*\"},"
+        "  {\"match\": \"a/b\", \"on_slow\": \"conflate\", \"history\": {\"max_events\": 1}},"
+        "  {\"match\": \"c/?\", \"history\": {\"max_bytes\": 64}},"
+        "  {\"match\": \"c/*\", \"on_slow\": \"conflate\", \"history\": {\"max_age_ms\": 1}}"
+        " ]}";
+    struct lg_config cfg;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    lg_config_init_defaults(&cfg);
+    ck_assert_msg(lg_config_load_string(&cfg, json, err) == 0, "%s", err);
+
+    ck_assert_int_eq(lg_config_policy_for(&cfg, "a/b"), LG_SLOW_DISCONNECT);
+    struct lg_history_bounds h = lg_config_history_for(&cfg, "a/b");
+    ck_assert_uint_eq(h.max_events, 77);
+    ck_assert_uint_eq(h.max_bytes, 5000);
+    ck_assert_uint_eq(h.max_age_ms, 9);
+
+    ck_assert_int_eq(lg_config_policy_for(&cfg, "c/d"), LG_SLOW_DISCONNECT);
+    h = lg_config_history_for(&cfg, "c/d");
+    ck_assert_uint_eq(h.max_events, 77);
+    ck_assert_uint_eq(h.max_bytes, 64);
+    ck_assert_uint_eq(h.max_age_ms, 9);
+
+    /* "c/de" skips the first c-rule and gets the second's values. */
+    ck_assert_int_eq(lg_config_policy_for(&cfg, "c/de"), LG_SLOW_CONFLATE);
+    h = lg_config_history_for(&cfg, "c/de");
+    ck_assert_uint_eq(h.max_events, 77);
+    ck_assert_uint_eq(h.max_bytes, 5000);
+    ck_assert_uint_eq(h.max_age_ms, 1);
+    lg_config_release(&cfg);
+}
+END_TEST
+
+/* ---- Parsing the array on its own --------------------------------------------------------- */
+
+#define LG_PATTERN_CHARS                                                                           \
+    "(patterns use A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)"
+
+/* The pattern grammar as it was before it shared topic.c's: written out here so the test
+ * notices if either drifts. */
+static bool lg_test_pattern_byte_ok(unsigned char c, size_t offset)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != 0 && strchr("_-./:~*?", c) != NULL) || (c == '$' && offset == 0);
+}
+
+/* Parse [{"match": <len bytes of p>}], the bytes taken as they are (no UTF-8 check, so every
+ * byte value reaches the grammar). Return value: what lg_topic_rules_parse() returned. */
+static int lg_test_parse_match(const char *p, size_t len, struct lg_topic_rule **rules,
+                               size_t *count, char *err)
+{
+    json_t *arr = json_array();
+    json_t *rule = json_object();
+    ck_assert_int_eq(json_object_set_new(rule, "match", json_stringn_nocheck(p, len)), 0);
+    ck_assert_int_eq(json_array_append_new(arr, rule), 0);
+    int rc = lg_topic_rules_parse(arr, rules, count, err);
+    json_decref(arr);
+    return rc;
+}
+
+/* Every byte value, first and second in a pattern: accepted exactly when the grammar allows
+ * it, refused with the offending byte and offset otherwise. */
+START_TEST(test_pattern_every_byte)
+{
+    for (unsigned c = 1; c < 256; c++) {
+        for (size_t offset = 0; offset < 2; offset++) {
+            char p[2] = {'x', 'x'};
+            p[offset] = (char)c;
+            struct lg_topic_rule *rules = NULL;
+            size_t count = 0;
+            char err[LG_CONFIG_ERR_MAX] = "";
+            int rc = lg_test_parse_match(p, sizeof(p), &rules, &count, err);
+            if (lg_test_pattern_byte_ok((unsigned char)c, offset)) {
+                ck_assert_msg(rc == 0, "byte 0x%02x at %zu refused: %s", c, offset, err);
+                ck_assert_uint_eq(count, 1);
+                ck_assert_mem_eq(rules[0].match, p, sizeof(p));
+            } else {
+                char want[LG_CONFIG_ERR_MAX];
+                snprintf(want, sizeof(want),
+                         "topic_rules[0].match: byte 0x%02x at offset %zu is not "
+                         "allowed " LG_PATTERN_CHARS,
+                         c, offset);
+                ck_assert_msg(rc == -1, "byte 0x%02x at %zu accepted", c, offset);
+                ck_assert_str_eq(err, want);
+                ck_assert_ptr_null(rules);
+            }
+            lg_topic_rules_free(rules, count);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_pattern_length_bounds)
+{
+    char p[130];
+    memset(p, 'x', sizeof(p));
+    struct lg_topic_rule *rules = NULL;
+    size_t count = 0;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    ck_assert_msg(lg_test_parse_match(p, 128, &rules, &count, err) == 0, "%s", err);
+    ck_assert_uint_eq(strlen(rules[0].match), 128);
+    ck_assert_int_eq(lg_test_parse_match(p, 129, &rules, &count, err), -1);
+    ck_assert_str_eq(err, "topic_rules[0].match: a pattern of 129 bytes is out of range "
+                          "(allowed 1..128 bytes)");
+    ck_assert_uint_eq(count, 1); /* a failed parse keeps what was there */
+    lg_topic_rules_free(rules, count);
+}
+END_TEST
+
+/* A successful parse replaces the array, a failed one leaves it alone; resolve fills in the
+ * inherited bounds and printing shows only what each rule gave. */
+START_TEST(test_parse_replace_resolve_print)
+{
+    struct lg_topic_rule *rules = NULL;
+    size_t count = 0;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    json_t *v = json_loads("[{\"match\": \"a/*\", \"history\": {\"max_bytes\": 10}},"
+                           " {\"match\": \"b\", \"on_slow\": \"conflate\"}]",
+                           0, NULL);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_msg(lg_topic_rules_parse(v, &rules, &count, err) == 0, "%s", err);
+    json_decref(v);
+    ck_assert_uint_eq(count, 2);
+    struct lg_topic_rule *first = rules;
+
+    v = json_loads("[{\"match\": \"c\"}, {\"on_slow\": \"conflate\"}]", 0, NULL);
+    ck_assert_int_eq(lg_topic_rules_parse(v, &rules, &count, err), -1);
+    json_decref(v);
+    ck_assert_str_eq(err, "topic_rules[1]: \"match\" is required (a topic pattern such as "
+                          "\"prices/*\")");
+    ck_assert_ptr_eq(rules, first);
+    ck_assert_uint_eq(count, 2);
+
+    struct lg_history_bounds top = {.max_events = 5, .max_bytes = 6, .max_age_ms = 7};
+    lg_topic_rules_resolve(rules, count, &top);
+    ck_assert_uint_eq(rules[0].history.max_events, 5);
+    ck_assert_uint_eq(rules[0].history.max_bytes, 10);
+    ck_assert_uint_eq(rules[0].history.max_age_ms, 7);
+    ck_assert_uint_eq(rules[0].history_given, LG_HISTORY_GIVEN_MAX_BYTES);
+    ck_assert(!rules[1].has_history);
+
+    json_t *printed = lg_topic_rules_json(rules, count);
+    char *text = json_dumps(printed, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_str_eq(text, "[{\"match\":\"a/*\",\"history\":{\"max_bytes\":10}},"
+                           "{\"match\":\"b\",\"on_slow\":\"conflate\"}]");
+    free(text);
+    json_decref(printed);
+
+    v = json_loads("[]", 0, NULL);
+    ck_assert_int_eq(lg_topic_rules_parse(v, &rules, &count, err), 0);
+    json_decref(v);
+    ck_assert_ptr_null(rules);
+    ck_assert_uint_eq(count, 0);
+    lg_topic_rules_free(rules, count);
+}
+END_TEST
+
+/* ---- Runner ------------------------------------------------------------------------------- */
+
+static Suite *lg_topic_rules_suite(void)
+{
+    Suite *s = suite_create("topic_rules");
+
+    TCase *tc = tcase_create("glob");
+    tcase_add_loop_test(tc, test_glob_table, 0,
+                        (int)(sizeof(lg_glob_cases) / sizeof(lg_glob_cases[0])));
+    tcase_add_test(tc, test_glob_pathological);
+    tcase_add_loop_test(tc, test_glob_edges, 0,
+                        (int)(sizeof(lg_glob_edge_cases) / sizeof(lg_glob_edge_cases[0])));
+    tcase_add_test(tc, test_glob_null);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("lookup");
+    tcase_add_test(tc, test_first_match_wins);
+    tcase_add_test(tc, test_first_match_unset_fields_come_from_top_level);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("parse");
+    tcase_add_test(tc, test_pattern_every_byte);
+    tcase_add_test(tc, test_pattern_length_bounds);
+    tcase_add_test(tc, test_parse_replace_resolve_print);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(lg_topic_rules_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
