@@ -3,23 +3,23 @@
  *
  * DESIGN
  * A publish takes the registry lock (read) to find its topic, then the topic's lock. Under the
- * topic lock it reserves one slot in the inbox of every worker that has subscribers for the
- * topic, assigns the next sequence number, encodes the event once, pushes one reference into
- * each reserved inbox and appends the event to history. Doing all of that under one lock is
- * what makes per-topic order identical in history and in every inbox. Reserving before the
- * sequence number is assigned is what makes refusal clean: an event is either on its way to
- * every interested worker or it never existed. Workers are woken after every lock is dropped.
+ * topic lock it looks the idempotency key up in the topic's stream, reserves one slot in the
+ * inbox of every worker that has subscribers for the topic, and appends to the stream
+ * (store.h): the store assigns the position and encodes the event once, and its completion,
+ * still under the lock, admits the event against limits.max_retained_bytes and pushes one
+ * reference into each reserved inbox before the store retains it. Doing all of that under one
+ * lock is what makes per-topic order identical in the stream and in every inbox. Reserving
+ * before the position is assigned is what makes refusal clean: an event is either on its way
+ * to every interested worker or it never existed. Workers are woken after every lock is
+ * dropped. The hub keeps the registry and the fan-out; retention, replay, epochs and
+ * idempotency are the store's.
  */
 #include "hub.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "encode.h"
@@ -27,6 +27,7 @@
 #include "inbox.h"
 #include "log.h"
 #include "stats.h"
+#include "store_memory.h"
 #include "topic.h"
 
 struct lg_worker_link {
@@ -41,7 +42,7 @@ struct lg_hub {
     struct lg_worker_link *links;   /* [workers], set before publishing starts */
     lg_room_proc *room;             /* set before publishing starts */
     void *room_arg;
-    uint32_t epoch;                 /* every topic of this process shares it (memory store) */
+    struct lg_store *store;         /* where every topic's stream is kept */
     pthread_rwlock_t registry_lock;
     struct lg_topic **buckets;      /* {registry_lock} chained hash table */
     size_t bucket_mask;
@@ -61,16 +62,6 @@ static uint32_t hash_name(const char *s, size_t len)
     return h;
 }
 
-static uint32_t random_epoch(void)
-{
-    uint32_t e = 0;
-    while (e == 0) {
-        if (getrandom(&e, sizeof e, 0) != (ssize_t)sizeof e)
-            e = (uint32_t)lg_mono_ns() ^ (uint32_t)getpid();
-    }
-    return e;
-}
-
 struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
 {
     struct lg_hub *hub = calloc(1, sizeof *hub);
@@ -78,17 +69,20 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         return NULL;
     hub->cfg = cfg;
     hub->workers = workers;
-    hub->epoch = random_epoch();
+    hub->store = lg_memory_store_create();
     size_t buckets = 64;
     while (buckets < cfg->limits.max_topics / 2 && buckets < (1u << 20))
         buckets <<= 1;
     hub->bucket_mask = buckets - 1;
     hub->buckets = calloc(buckets, sizeof *hub->buckets);
     hub->links = calloc(workers ? workers : 1, sizeof *hub->links);
-    if (!hub->buckets || !hub->links || pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
+    if (!hub->store || !hub->buckets || !hub->links ||
+        pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
     return hub;
 err:
+    if (hub->store)
+        hub->store->ops->destroy(hub->store);
     free(hub->buckets);
     free(hub->links);
     free(hub);
@@ -109,6 +103,7 @@ void lg_hub_destroy(struct lg_hub *hub)
         }
     }
     pthread_rwlock_destroy(&hub->registry_lock);
+    hub->store->ops->destroy(hub->store); /* after every topic closed its stream */
     free(hub->buckets);
     free(hub->links);
     free(hub);
@@ -170,8 +165,11 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
             char copy[LG_TOPIC_NAME_MAX + 1];
             memcpy(copy, name, len);
             copy[len] = '\0';
-            t = lg_topic_create(name, len, hub->epoch, lg_config_policy_for(hub->cfg, copy),
-                                lg_config_history_for(hub->cfg, copy), hub->workers);
+            struct lg_stream *stream = hub->store->ops->stream_open(
+                hub->store, name, len, lg_config_history_for(hub->cfg, copy));
+            t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->cfg, copy), stream,
+                                         hub->workers)
+                       : NULL;
             if (t) {
                 t->next_in_bucket = hub->buckets[h & hub->bucket_mask];
                 hub->buckets[h & hub->bucket_mask] = t;
@@ -249,8 +247,8 @@ static void release_reservations(struct lg_hub *hub, uint64_t reserved)
 static bool make_room(struct lg_hub *hub, struct lg_topic *t)
 {
     int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes;
-    while (LG_STAT_GET(event_bytes_live) > limit && t->history.count > 0)
-        lg_history_evict_oldest(&t->history);
+    while (LG_STAT_GET(event_bytes_live) > limit && lg_stream_evict_oldest(t->stream))
+        ;
     return LG_STAT_GET(event_bytes_live) <= limit;
 }
 
@@ -262,25 +260,41 @@ static enum lg_publish_status refuse(enum lg_publish_status s)
     return s;
 }
 
-/* The event of topic t still in history that carries this idempotency key, or NULL.
- * Caller holds t->lock. Newest first: a retry usually follows its original closely. */
-static struct lg_event *find_by_idempotency_key(struct lg_topic *t, const char *key, size_t len)
-{
-    for (uint32_t i = t->history.count; i-- > 0;) {
-        struct lg_event *ev = lg_history_at(&t->history, i);
-        if (ev->idempotency_key && strlen(ev->idempotency_key) == len &&
-            memcmp(ev->idempotency_key, key, len) == 0)
-            return ev;
-    }
-    return NULL;
-}
-
 static void fill_result(struct lg_publish_result *res, const struct lg_event *ev, bool duplicate)
 {
     res->seq = ev->seq;
     res->epoch = ev->epoch;
     memcpy(res->id, ev->id, ev->id_len + 1);
     res->duplicate = duplicate;
+}
+
+/* One publish in flight, between the store's append and its completion. */
+struct publish_call {
+    struct lg_hub *hub;
+    struct lg_topic *t;
+    uint64_t reserved;      /* inbox slots held for it, one bit per worker */
+    uint64_t *wake_mask;    /* workers to wake once every lock is dropped */
+    struct lg_publish_result *res;
+    enum lg_publish_status status;
+};
+
+/* The store assigned the event its position (the topic lock is still held): admit it against
+ * limits.max_retained_bytes, hand it to every reserved inbox and answer the publisher. */
+static bool on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+{
+    struct publish_call *call = arg;
+    struct lg_hub *hub = call->hub;
+    if (status != LG_APPEND_OK || !make_room(hub, call->t)) {
+        call->status = status != LG_APPEND_OK ? LG_PUBLISH_OOM : LG_PUBLISH_MEMORY_FULL;
+        return false;
+    }
+    for (uint32_t w = 0; w < hub->workers; w++)
+        if ((call->reserved & (UINT64_C(1) << w)) &&
+            lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+            *call->wake_mask |= UINT64_C(1) << w;
+    fill_result(call->res, ev, false);
+    call->status = LG_PUBLISH_OK;
+    return true;
 }
 
 static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_publish_req *req,
@@ -298,11 +312,10 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     if (!t)
         return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM : LG_PUBLISH_TOO_MANY_TOPICS);
 
-    uint64_t now = lg_mono_ns();
     pthread_mutex_lock(&t->lock);
     struct lg_event *original =
         req->idempotency_key
-            ? find_by_idempotency_key(t, req->idempotency_key, req->idempotency_key_len)
+            ? lg_stream_find_key(t->stream, req->idempotency_key, req->idempotency_key_len)
             : NULL;
     if (original) {
         fill_result(res, original, true);
@@ -310,8 +323,8 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         LG_STAT_ADD(publishes_deduplicated, 1);
         return LG_PUBLISH_OK;
     }
-    uint64_t reserved;
-    if (!reserve_inboxes(hub, t, &reserved)) {
+    struct publish_call call = {.hub = hub, .t = t, .wake_mask = wake_mask, .res = res};
+    if (!reserve_inboxes(hub, t, &call.reserved)) {
         pthread_mutex_unlock(&t->lock);
         return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
     }
@@ -319,8 +332,6 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         .topic = t,
         .topic_name = t->name,
         .topic_name_len = t->name_len,
-        .epoch = t->epoch,
-        .seq = t->last_seq + 1,
         .type = req->type,
         .type_len = req->type_len,
         .key = req->key,
@@ -331,26 +342,14 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         .idempotency_key = req->idempotency_key,
         .idempotency_key_len = req->idempotency_key_len,
         .published_unix_ms = lg_unix_ms(),
-        .published_mono_ns = now,
+        .published_mono_ns = lg_mono_ns(),
     };
-    struct lg_event *ev = lg_event_create(&f);
-    if (!ev || !make_room(hub, t)) {
-        enum lg_publish_status why = ev ? LG_PUBLISH_MEMORY_FULL : LG_PUBLISH_OOM;
-        lg_event_unref(&ev);
-        release_reservations(hub, reserved);
-        pthread_mutex_unlock(&t->lock);
-        return refuse(why);
-    }
-    t->last_seq = ev->seq;
-    for (uint32_t w = 0; w < hub->workers; w++)
-        if ((reserved & (UINT64_C(1) << w)) &&
-            lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
-            *wake_mask |= UINT64_C(1) << w;
-    fill_result(res, ev, false);
-    if (lg_history_append(&t->history, ev, now) != 0)
-        lg_warn("topic %s: event %" PRIu64 " not retained in history (out of memory)", t->name,
-                res->seq);
+    lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
+    if (call.status != LG_PUBLISH_OK)
+        release_reservations(hub, call.reserved);
     pthread_mutex_unlock(&t->lock);
+    if (call.status != LG_PUBLISH_OK)
+        return refuse(call.status);
     LG_STAT_ADD(events_published, 1);
     return LG_PUBLISH_OK;
 }
@@ -388,36 +387,6 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
 
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
-/* Copy history events with seq in [from, t->last_seq], at most max events and, after the
- * first, max_bytes bytes. Caller holds t->lock. */
-static int copy_history(struct lg_topic *t, uint64_t from, size_t max, uint64_t max_bytes,
-                        struct lg_replay *out)
-{
-    uint64_t first = lg_history_first_seq(&t->history);
-    if (t->history.count == 0 || from > t->last_seq)
-        return 0;
-    uint32_t index = from > first ? (uint32_t)(from - first) : 0;
-    size_t available = t->history.count - index;
-    size_t n = 0;
-    uint64_t bytes = 0;
-    while (n < available && n < max) {
-        bytes += lg_history_at(&t->history, index + (uint32_t)n)->size;
-        if (n > 0 && bytes > max_bytes)
-            break;
-        n++;
-    }
-    out->more = available > n;
-    if (n == 0)
-        return 0;
-    out->events = malloc(n * sizeof *out->events);
-    if (!out->events)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        out->events[i] = lg_event_ref(lg_history_at(&t->history, index + (uint32_t)i));
-    out->count = n;
-    return 0;
-}
-
 int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
                      const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
                      bool listen, struct lg_replay *out, const char **problem)
@@ -425,25 +394,31 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     (void)hub;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&t->lock);
-    out->epoch = t->epoch;
-    out->position = t->last_seq;
-    if (since && since->epoch != t->epoch) {
+    uint32_t epoch = lg_stream_epoch(t->stream);
+    uint64_t newest = lg_stream_newest(t->stream);
+    out->epoch = epoch;
+    out->position = newest;
+    if (since && since->epoch != epoch) {
         out->reset = true;
-    } else if (since && since->seq > t->last_seq) {
+    } else if (since && since->seq > newest) {
         pthread_mutex_unlock(&t->lock);
         *problem = "the cursor is ahead of the topic's newest event";
         return -1;
     } else if (since) {
-        uint64_t first = t->history.count ? lg_history_first_seq(&t->history) : t->last_seq + 1;
+        uint64_t first = lg_stream_oldest(t->stream);
         if (since->seq + 1 < first) {
             out->gap_from = since->seq + 1;
             out->gap_to = first - 1;
         }
-        if (copy_history(t, since->seq + 1, max_events, max_bytes, out) != 0) {
+        struct lg_store_page page;
+        if (lg_stream_read_after(t->stream, since->seq, max_events, max_bytes, &page) != 0) {
             pthread_mutex_unlock(&t->lock);
             *problem = "out of memory";
             return -1;
         }
+        out->events = page.events;
+        out->count = page.count;
+        out->more = page.more;
         if (out->count)
             out->position = out->events[out->count - 1]->seq;
         else
@@ -480,9 +455,8 @@ void lg_hub_expire(struct lg_hub *hub)
     for (size_t b = 0; b <= hub->bucket_mask; b++) {
         for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket) {
             pthread_mutex_lock(&t->lock);
-            uint32_t n = lg_history_expire(&t->history, now);
+            lg_stream_expire(t->stream, now);
             pthread_mutex_unlock(&t->lock);
-            (void)n;
         }
     }
     pthread_rwlock_unlock(&hub->registry_lock);

@@ -1,10 +1,11 @@
 /*
  * hub.h - the topic registry: where publishers (control port) and workers (subscribers) meet.
  *
- * Owns:    every struct lg_topic (hash table, bounded by limits.max_topics) and the list of
- *          worker inboxes it hands events to.
- * Frees:   lg_hub_destroy() frees topics and their history; call it after every worker and the
- *          control port were joined.
+ * Owns:    every struct lg_topic (hash table, bounded by limits.max_topics), the store that
+ *          keeps their streams (the memory store, store_memory.h), and the list of worker
+ *          inboxes it hands events to.
+ * Frees:   lg_hub_destroy() frees topics, their streams and the store; call it after every
+ *          worker and the control port were joined.
  * Threads: lg_hub_publish*() from any thread; lg_hub_subscribe/unsubscribe/replay only from the
  *          worker thread whose index is passed. Critical sections are short: registry lookups
  *          under `registry_lock`, sequence + history + inbox pushes under the topic's lock.

@@ -152,14 +152,14 @@ static char *id_of(char *out, size_t cap, const char *name, unsigned seq)
 {
     struct lg_topic *t = topic(name);
     ck_assert_ptr_nonnull(t);
-    snprintf(out, cap, "%s@%08x:%u", name, t->epoch, seq);
+    snprintf(out, cap, "%s@%08x:%u", name, lg_stream_epoch(t->stream), seq);
     return out;
 }
 
 static uint64_t last_seq(struct lg_topic *t)
 {
     pthread_mutex_lock(&t->lock);
-    uint64_t seq = t->last_seq;
+    uint64_t seq = lg_stream_newest(t->stream);
     pthread_mutex_unlock(&t->lock);
     return seq;
 }
@@ -169,10 +169,14 @@ static const struct lg_event *newest(const char *name)
 {
     struct lg_topic *t = topic(name);
     ck_assert_ptr_nonnull(t);
+    struct lg_store_page page;
     pthread_mutex_lock(&t->lock);
-    ck_assert_uint_gt(t->history.count, 0);
-    const struct lg_event *ev = lg_history_at(&t->history, t->history.count - 1);
+    ck_assert_int_eq(lg_stream_read_after(t->stream, lg_stream_newest(t->stream) - 1, 1,
+                                          UINT64_MAX, &page), 0);
     pthread_mutex_unlock(&t->lock);
+    ck_assert_uint_eq(page.count, 1);
+    const struct lg_event *ev = page.events[0]; /* history keeps its own reference */
+    lg_store_page_release(&page);
     return ev;
 }
 

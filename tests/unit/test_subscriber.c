@@ -111,7 +111,7 @@ static char *expect_id(const char *topic_name, uint64_t seq)
     static char ids[8][160];
     static unsigned next;
     char *id = ids[next++ % 8];
-    snprintf(id, sizeof ids[0], "%s@%08x:%llu", topic_name, topic(topic_name)->epoch,
+    snprintf(id, sizeof ids[0], "%s@%08x:%llu", topic_name, lg_stream_epoch(topic(topic_name)->stream),
              (unsigned long long)seq);
     return id;
 }
@@ -189,7 +189,7 @@ START_TEST(foreign_epoch_gives_a_reset)
     publish("a", "1");
     struct lg_subscriber s;
     lg_subscriber_init(&s, LG_TRANSPORT_WS, 0, &cfg.client_queue);
-    uint32_t other = topic("a")->epoch ^ 1u;
+    uint32_t other = lg_stream_epoch(topic("a")->stream) ^ 1u;
     char cursor[160];
     snprintf(cursor, sizeof cursor, "a@%08x:7", other);
     subscribe(&s, "a", cursor);
@@ -201,7 +201,7 @@ START_TEST(foreign_epoch_gives_a_reset)
     /* First frame: the reset notice; second: event 2 (the pre-encoded frame). */
     char want[2048];
     snprintf(want, sizeof want, "{\"type\":\"reset\",\"v\":1,\"topic\":\"a\",\"epoch\":\"%08x\",\"id\":\"%s\"}",
-             topic("a")->epoch, expect_id("a", 1));
+             lg_stream_epoch(topic("a")->stream), expect_id("a", 1));
     ck_assert_uint_eq((unsigned char)b.data[0], 0x81);
     ck_assert_uint_eq((unsigned char)b.data[1], strlen(want));
     ck_assert_int_eq(memcmp(b.data + 2, want, strlen(want)), 0);
@@ -315,7 +315,7 @@ START_TEST(multi_topic_sse_ids_are_whole_stream_cursors)
     deliver();
     char *out = render_sse(&s);
     char want[2048];
-    uint32_t e = topic("a")->epoch;
+    uint32_t e = lg_stream_epoch(topic("a")->stream);
     snprintf(want, sizeof want,
              "id: a@%08x:0,b@%08x:1\nevent: message\ndata: b1\n\n"
              "id: a@%08x:1,b@%08x:1\nevent: message\ndata: a1\n\n",

@@ -1,0 +1,150 @@
+/*
+ * store.h - where a topic's events are kept: the store interface (after Nchan's store
+ * modules). The hub keeps the registry and the fan-out; everything about a topic's stream of
+ * events - its epoch, the positions it assigns, what it retains, replay after a position,
+ * idempotency lookups, expiry - is the store's. Implementations: store_memory.c (the embedded
+ * default); a Redis Streams store shares this table (docs/architecture.md, "Stores").
+ *
+ * Positions. A stream assigns each appended event a position (seq), strictly increasing, and
+ * an id "<topic>@<epoch>:<seq>". The memory store's positions are dense (1, 2, 3, ...); a
+ * store may leave holes, so callers compare positions, never count them. The epoch belongs to
+ * the stream: a stream recreated under the same name gets a new epoch, so a cursor into its
+ * old life resolves to `reset`, while every node reading the same shared stream agrees on it.
+ *
+ * Append is asynchronous in the interface: the completion receives the new event (or why
+ * not) once the store has assigned its position. The memory store completes before append()
+ * returns; a remote store completes later, on its own thread, and its caller must not hold
+ * locks across that wait.
+ *
+ * Owns:    a store owns its streams; a stream owns one reference to every retained event.
+ * Frees:   stream_close() frees a stream and unrefs what it retains; destroy() frees the
+ *          store after every stream was closed.
+ * Threads: a stream is not thread-safe: its caller serialises every call on it (the hub
+ *          holds the topic's lock). Different streams may be used from different threads.
+ * Bounds:  each stream retains at most its struct lg_history_bounds (events, bytes, age);
+ *          the oldest goes first. evict_oldest() lets the caller give memory back sooner.
+ */
+#ifndef LG_STORE_H
+#define LG_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+struct lg_event;
+struct lg_event_fields;
+struct lg_store;
+struct lg_stream;
+
+enum lg_append_status {
+    LG_APPEND_OK = 0,
+    LG_APPEND_OOM,        /* the event could not be allocated */
+};
+
+/*
+ * Completion of an append: ev is borrowed for the call (take a reference to keep it).
+ * Returning false withdraws an event the caller's own admission refuses (the hub's
+ * limits.max_retained_bytes): the memory store then forgets it as if it was never appended,
+ * and its position is not used. A store that completes asynchronously has written the event
+ * already and ignores the answer; its caller admits before it appends.
+ */
+typedef bool lg_append_done(void *arg, enum lg_append_status status, struct lg_event *ev);
+
+/* A page of retained events, oldest first: references the caller unrefs. */
+struct lg_store_page {
+    struct lg_event **events; /* malloc'd [count] */
+    size_t count;
+    bool more;                /* more events after the last one were retained */
+};
+
+struct lg_store_ops {
+    const char *name; /* "memory", "redis" */
+
+    /* Open the stream of topic name[0..len) with these retention bounds.
+     * Return value: the stream, or NULL (out of memory). */
+    struct lg_stream *(*stream_open)(struct lg_store *store, const char *name, size_t len,
+                                     struct lg_history_bounds bounds);
+    void (*stream_close)(struct lg_stream *s);
+
+    uint32_t (*epoch)(const struct lg_stream *s);
+    /* Position of the newest event ever appended (0 = none). */
+    uint64_t (*newest)(const struct lg_stream *s);
+    /* Position of the oldest retained event, or newest + 1 when nothing is retained. */
+    uint64_t (*oldest)(const struct lg_stream *s);
+
+    /* The retained event carrying this idempotency key, borrowed, or NULL. O(1). */
+    struct lg_event *(*find_key)(const struct lg_stream *s, const char *key, size_t len);
+
+    /* Append an event with these fields (f->epoch and f->seq are the store's to fill). */
+    void (*append)(struct lg_stream *s, struct lg_event_fields *f, lg_append_done *done,
+                   void *arg);
+
+    /* Retained events with position > after: at most max, and after the first at most
+     * max_bytes. Return value: 0, or -1 (out of memory; page empty). */
+    int (*read_after)(const struct lg_stream *s, uint64_t after, size_t max, uint64_t max_bytes,
+                      struct lg_store_page *page);
+
+    /* Drop the oldest retained event. Return value: false when nothing was retained. */
+    bool (*evict_oldest)(struct lg_stream *s);
+    /* Drop events older than the stream's max_age_ms. Return value: how many. */
+    uint32_t (*expire)(struct lg_stream *s, uint64_t now_mono_ns);
+
+    void (*destroy)(struct lg_store *store);
+};
+
+struct lg_store {
+    const struct lg_store_ops *ops;
+};
+
+/* Every implementation's stream starts with this. */
+struct lg_stream {
+    struct lg_store *store;
+};
+
+void lg_store_page_release(struct lg_store_page *page);
+
+/* The calls, through the stream's store. */
+static inline uint32_t lg_stream_epoch(const struct lg_stream *s)
+{
+    return s->store->ops->epoch(s);
+}
+static inline uint64_t lg_stream_newest(const struct lg_stream *s)
+{
+    return s->store->ops->newest(s);
+}
+static inline uint64_t lg_stream_oldest(const struct lg_stream *s)
+{
+    return s->store->ops->oldest(s);
+}
+static inline struct lg_event *lg_stream_find_key(const struct lg_stream *s, const char *key,
+                                                  size_t len)
+{
+    return s->store->ops->find_key(s, key, len);
+}
+static inline void lg_stream_append(struct lg_stream *s, struct lg_event_fields *f,
+                                    lg_append_done *done, void *arg)
+{
+    s->store->ops->append(s, f, done, arg);
+}
+static inline int lg_stream_read_after(const struct lg_stream *s, uint64_t after, size_t max,
+                                       uint64_t max_bytes, struct lg_store_page *page)
+{
+    return s->store->ops->read_after(s, after, max, max_bytes, page);
+}
+static inline bool lg_stream_evict_oldest(struct lg_stream *s)
+{
+    return s->store->ops->evict_oldest(s);
+}
+static inline uint32_t lg_stream_expire(struct lg_stream *s, uint64_t now_mono_ns)
+{
+    return s->store->ops->expire(s, now_mono_ns);
+}
+static inline void lg_stream_close(struct lg_stream *s)
+{
+    if (s)
+        s->store->ops->stream_close(s);
+}
+
+#endif

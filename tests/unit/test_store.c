@@ -1,0 +1,280 @@
+/*
+ * test_store.c - the store contract (store.h), run against every store implementation in
+ * `stores` below: positions, ids and epochs, withdrawal, paged reads after a position,
+ * idempotency lookups, retention by count and age, eviction. A new store (Redis) joins the
+ * table and must pass the same cases; what is the memory store's own (dense positions, one
+ * epoch per process) is asserted only where the store says it holds.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event.h"
+#include "store.h"
+#include "store_memory.h"
+
+struct store_impl {
+    const char *name;
+    struct lg_store *(*create)(void);
+    bool dense; /* positions are 1, 2, 3, ... */
+};
+
+static const struct store_impl stores[] = {
+    {"memory", lg_memory_store_create, true},
+};
+
+static const struct store_impl *impl;
+static struct lg_store *store;
+
+static void setup_store(int i)
+{
+    impl = &stores[i];
+    store = impl->create();
+    ck_assert_ptr_nonnull(store);
+    ck_assert_str_eq(store->ops->name, impl->name);
+}
+
+static void teardown_store(void)
+{
+    store->ops->destroy(store);
+    store = NULL;
+}
+
+static struct lg_stream *open_stream(const char *name, uint32_t max_events, uint64_t max_age_ms)
+{
+    struct lg_history_bounds b = {.max_events = max_events, .max_bytes = UINT64_MAX,
+                                  .max_age_ms = max_age_ms};
+    struct lg_stream *s = store->ops->stream_open(store, name, strlen(name), b);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+struct appended {
+    int calls;
+    bool accept;
+    uint64_t seq;
+    char id[160];
+};
+
+static bool on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+{
+    struct appended *a = arg;
+    a->calls++;
+    ck_assert_int_eq(status, LG_APPEND_OK);
+    a->seq = ev->seq;
+    snprintf(a->id, sizeof a->id, "%s", ev->id);
+    return a->accept;
+}
+
+/* Append data (and an idempotency key, or NULL) published at mono_ns; returns its position. */
+static uint64_t append_at(struct lg_stream *s, const char *data, const char *key, uint64_t mono_ns,
+                          bool accept)
+{
+    struct lg_event_fields f = {
+        .topic_name = "t",
+        .topic_name_len = 1,
+        .data = data,
+        .data_len = strlen(data),
+        .idempotency_key = key,
+        .idempotency_key_len = key ? strlen(key) : 0,
+        .published_mono_ns = mono_ns,
+    };
+    struct appended a = {.accept = accept};
+    lg_stream_append(s, &f, on_appended, &a);
+    ck_assert_int_eq(a.calls, 1); /* the memory store completes before append() returns */
+    char want[160];
+    snprintf(want, sizeof want, "t@%08" PRIx32 ":%" PRIu64, lg_stream_epoch(s), a.seq);
+    ck_assert_str_eq(a.id, want);
+    return a.seq;
+}
+
+static uint64_t append(struct lg_stream *s, const char *data, const char *key)
+{
+    return append_at(s, data, key, 1000, true);
+}
+
+/* The page after `after` holds exactly these data strings, in order. */
+static void expect_page(struct lg_stream *s, uint64_t after, size_t max, uint64_t max_bytes,
+                        bool more, size_t n, const char *const *data)
+{
+    struct lg_store_page page;
+    ck_assert_int_eq(lg_stream_read_after(s, after, max, max_bytes, &page), 0);
+    ck_assert_uint_eq(page.count, n);
+    ck_assert_int_eq(page.more, more);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(page.events[i]->data_len, strlen(data[i]));
+        ck_assert_mem_eq(page.events[i]->data, data[i], strlen(data[i]));
+        if (i > 0)
+            ck_assert_uint_gt(page.events[i]->seq, page.events[i - 1]->seq);
+    }
+    lg_store_page_release(&page);
+}
+
+START_TEST(an_empty_stream)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 10, 0);
+    ck_assert_uint_ne(lg_stream_epoch(s), 0);
+    ck_assert_uint_eq(lg_stream_newest(s), 0);
+    ck_assert_uint_eq(lg_stream_oldest(s), 1);
+    ck_assert_ptr_null(lg_stream_find_key(s, "k", 1));
+    ck_assert(!lg_stream_evict_oldest(s));
+    ck_assert_uint_eq(lg_stream_expire(s, UINT64_MAX), 0);
+    expect_page(s, 0, 10, UINT64_MAX, false, 0, NULL);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+START_TEST(positions_increase_and_ids_name_them)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 10, 0);
+    uint64_t a = append(s, "a", NULL), b = append(s, "b", NULL), c = append(s, "c", NULL);
+    ck_assert_uint_gt(a, 0);
+    ck_assert_uint_gt(b, a);
+    ck_assert_uint_gt(c, b);
+    if (impl->dense)
+        ck_assert(a == 1 && b == 2 && c == 3);
+    ck_assert_uint_eq(lg_stream_newest(s), c);
+    ck_assert_uint_eq(lg_stream_oldest(s), a);
+    /* two streams of one store: each its own positions */
+    struct lg_stream *other = open_stream("u", 10, 0);
+    ck_assert_uint_eq(lg_stream_newest(other), 0);
+    lg_stream_close(other);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+START_TEST(a_withdrawn_event_uses_no_position)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 10, 0);
+    uint64_t a = append(s, "a", NULL);
+    uint64_t withdrawn = append_at(s, "x", "kx", 1000, false);
+    ck_assert_uint_gt(withdrawn, a);
+    ck_assert_uint_eq(lg_stream_newest(s), a);
+    ck_assert_ptr_null(lg_stream_find_key(s, "kx", 2));
+    uint64_t b = append(s, "b", NULL);
+    ck_assert_uint_eq(b, withdrawn);
+    const char *const want[] = {"a", "b"};
+    expect_page(s, 0, 10, UINT64_MAX, false, 2, want);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+START_TEST(read_after_pages_by_count_and_bytes)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 10, 0);
+    uint64_t pos[5];
+    const char *const data[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        pos[i] = append(s, data[i], NULL);
+    expect_page(s, 0, 10, UINT64_MAX, false, 5, data);
+    expect_page(s, pos[1], 10, UINT64_MAX, false, 3, data + 2);
+    expect_page(s, pos[1], 2, UINT64_MAX, true, 2, data + 2);
+    expect_page(s, pos[4], 10, UINT64_MAX, false, 0, NULL);
+    /* the first event always comes, whatever its size; then max_bytes bounds the page */
+    expect_page(s, 0, 10, 1, true, 1, data);
+    struct lg_store_page page;
+    ck_assert_int_eq(lg_stream_read_after(s, 0, 10, UINT64_MAX, &page), 0);
+    uint64_t two = page.events[0]->size + page.events[1]->size;
+    lg_store_page_release(&page);
+    expect_page(s, 0, 10, two, true, 2, data);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+START_TEST(retention_keeps_the_newest_max_events)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 3, 0);
+    uint64_t pos[5];
+    const char *const data[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++)
+        pos[i] = append(s, data[i], i == 0 ? "first" : NULL);
+    ck_assert_uint_eq(lg_stream_oldest(s), pos[2]);
+    ck_assert_uint_eq(lg_stream_newest(s), pos[4]);
+    ck_assert_ptr_null(lg_stream_find_key(s, "first", 5)); /* evicted with its event */
+    expect_page(s, 0, 10, UINT64_MAX, false, 3, data + 2);
+    ck_assert(lg_stream_evict_oldest(s));
+    ck_assert_uint_eq(lg_stream_oldest(s), pos[3]);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+START_TEST(idempotency_keys_find_retained_events)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 100, 0);
+    char key[32];
+    for (int i = 0; i < 50; i++) { /* past the index's first growth */
+        snprintf(key, sizeof key, "k%d", i);
+        append(s, "x", key);
+    }
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        struct lg_event *ev = lg_stream_find_key(s, key, strlen(key));
+        ck_assert_ptr_nonnull(ev);
+        ck_assert_str_eq(ev->idempotency_key, key);
+    }
+    ck_assert_ptr_null(lg_stream_find_key(s, "k5", 1));  /* "k": a prefix is no match */
+    ck_assert_ptr_null(lg_stream_find_key(s, "k50", 3));
+    ck_assert(lg_stream_evict_oldest(s));
+    ck_assert_ptr_null(lg_stream_find_key(s, "k0", 2));
+    ck_assert_ptr_nonnull(lg_stream_find_key(s, "k1", 2));
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+START_TEST(expire_drops_what_is_older_than_max_age)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 10, 100); /* 100 ms */
+    uint64_t ms = 1000000;
+    append_at(s, "old", "ko", 1 * ms, true);
+    uint64_t young = append_at(s, "young", NULL, 90 * ms, true); /* old is 89 ms old: kept */
+    ck_assert_uint_eq(lg_stream_expire(s, 160 * ms), 1);
+    ck_assert_uint_eq(lg_stream_oldest(s), young);
+    ck_assert_ptr_null(lg_stream_find_key(s, "ko", 2));
+    /* the newest goes too once it is old: the stream still knows its newest position */
+    ck_assert_uint_eq(lg_stream_expire(s, 400 * ms), 1);
+    ck_assert_uint_eq(lg_stream_newest(s), young);
+    ck_assert_uint_eq(lg_stream_oldest(s), young + 1);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+    Suite *s = suite_create("store");
+    TCase *tc = tcase_create("contract");
+    int n = (int)(sizeof stores / sizeof stores[0]);
+    tcase_add_loop_test(tc, an_empty_stream, 0, n);
+    tcase_add_loop_test(tc, positions_increase_and_ids_name_them, 0, n);
+    tcase_add_loop_test(tc, a_withdrawn_event_uses_no_position, 0, n);
+    tcase_add_loop_test(tc, read_after_pages_by_count_and_bytes, 0, n);
+    tcase_add_loop_test(tc, retention_keeps_the_newest_max_events, 0, n);
+    tcase_add_loop_test(tc, idempotency_keys_find_retained_events, 0, n);
+    tcase_add_loop_test(tc, expire_drops_what_is_older_than_max_age, 0, n);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(store_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
