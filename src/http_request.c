@@ -206,10 +206,15 @@ int lg_query_next(const char *q, size_t len, size_t *pos, char *name, size_t nam
     const char *eq = memchr(q + start, '=', end - start);
     size_t name_end = eq ? (size_t)(eq - q) : end;
     *pos = end;
-    if (lg_percent_decode(q + start, name_end - start, name, name_cap, true, NULL) < 0)
+    int name_len = lg_percent_decode(q + start, name_end - start, name, name_cap, true, NULL);
+    if (name_len < 0)
         return -1;
     size_t vstart = eq ? name_end + 1 : end;
-    if (lg_percent_decode(q + vstart, end - vstart, value, value_cap, true, NULL) < 0)
+    int value_len = lg_percent_decode(q + vstart, end - vstart, value, value_cap, true, NULL);
+    if (value_len < 0)
         return -1;
+    /* A decoded NUL would cut the C string short: "demo%00junk" must not read as "demo". */
+    if (strlen(name) != (size_t)name_len || strlen(value) != (size_t)value_len)
+        return -2;
     return 1;
 }

@@ -69,7 +69,8 @@ int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t le
 /*
  * Iterate the query string q[0..len): each call decodes the next "name=value" pair
  * (percent-escapes and '+' as space) into name/value (NUL-terminated).
- * Return value: 1 pair found, 0 end of query, -1 malformed escape or value longer than the cap.
+ * Return value: 1 pair found, 0 end of query, -1 malformed escape or value longer than the cap,
+ * -2 the decoded name or value holds a NUL byte (%00).
  */
 int lg_query_next(const char *q, size_t len, size_t *pos, char *name, size_t name_cap,
                   char *value, size_t value_cap);

@@ -80,7 +80,12 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
     size_t pos = 0;
     int rc;
     while (!code && (rc = lg_query_next(q, len, &pos, name, sizeof name, value, VALUE_MAX)) != 0) {
-        if (rc < 0) {
+        if (rc == -2) {
+            snprintf(problem, problem_cap,
+                     "malformed query string: a parameter holds a NUL byte (%%00), which no "
+                     "name, topic, cursor or timeout may contain");
+            code = "bad_request";
+        } else if (rc < 0) {
             snprintf(problem, problem_cap,
                      "malformed query string: bad %%-escape or a parameter over %d bytes",
                      VALUE_MAX);
