@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the suite with warnings as errors, the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer, and a seconds-long
-# smoke run of the benchmark. LG_TEST_QUICK=1 skips the sanitizer passes (for a fast local loop).
+# AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer, every libFuzzer
+# harness for LG_FUZZ_SECONDS (20) each, and a seconds-long smoke run of the benchmark.
+# LG_TEST_QUICK=1 skips the sanitizer and fuzzer passes (for a fast local loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -25,6 +26,9 @@ if [[ "${LG_TEST_QUICK:-0}" != 1 ]]; then
   cmake --build build-tsan -j"$jobs" >/dev/null
   (cd build-tsan && TSAN_OPTIONS="suppressions=$PWD/../tests/tsan.supp:halt_on_error=1:exitcode=66" \
      ctest --output-on-failure -j"$jobs")
+
+  echo "== the fuzzers, ${LG_FUZZ_SECONDS:-20} s each (tests/fuzz)"
+  scripts/fuzz.sh "${LG_FUZZ_SECONDS:-20}"
 fi
 
 if [[ -x bench/run.sh ]]; then

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,10 +42,44 @@ struct lg_acceptor {
     int listen_fd;
     int heads_fd;                       /* epoll set of pending sockets */
     bool fds_taken;                     /* the owner closes listen_fd and heads_fd */
+    int spare_fd;                       /* /dev/null, given up to refuse at EMFILE */
     struct lg_dlist pending;            /* struct lg_pending, oldest first */
 };
 
 /* ---- Listening socket ------------------------------------------------------------------- */
+
+/*
+ * The workers' listeners share their port through SO_REUSEPORT, which would also let a second
+ * gateway (same user) bind it and silently take half the connections with another epoch. A
+ * socket bound without SO_REUSEPORT cannot share the port with anyone: binding one first (and
+ * closing it) proves nobody else listens there.
+ */
+int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, size_t errlen)
+{
+    if (addr->port == 0)
+        return 0; /* the kernel picks a port nobody has */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", addr->port);
+    int rc = getaddrinfo(addr->host, port_text, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "public address %s: %s", addr->host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    int ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+             bind(fd, res->ai_addr, res->ai_addrlen) == 0;
+    if (!ok)
+        snprintf(err, errlen, "cannot listen on public address %s:%u: %s", addr->host,
+                 addr->port, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(res);
+    return ok ? 0 : -1;
+}
 
 static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
                          size_t errlen)
@@ -161,14 +196,50 @@ static void accept_one(struct lg_acceptor *a, int fd)
         pending_finish(a, p, true);
 }
 
+/*
+ * Out of descriptors (EMFILE/ENFILE): the connection stays in the listen backlog and the
+ * listener stays readable, so retrying would spin. Instead give up the spare descriptor kept
+ * for this, take the connection with it, answer 503 and close it, then take the spare back
+ * (libuv's and nginx's way). Return value: true if a connection was refused.
+ */
+static bool refuse_without_descriptors(struct lg_acceptor *a, int accept_errno)
+{
+    if (a->spare_fd < 0)
+        return false;
+    close(a->spare_fd);
+    int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+        struct lg_buf b;
+        lg_buf_init(&b);
+        lg_http_error_response(&b, 503, "unavailable",
+                               "the gateway is out of file descriptors; retry later",
+                               "Retry-After: 1\r\n", false);
+        if (!b.oom)
+            (void)send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        lg_buf_release(&b);
+        close(fd);
+        LG_STAT_ADD(connections_refused, 1);
+    }
+    a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                       "accept failed: %s; refusing connections with 503 until descriptors "
+                       "free up (limits.max_connections is above what ulimit -n allows?)",
+                       strerror(accept_errno));
+    return fd >= 0;
+}
+
 void lg_acceptor_accept_ready(struct lg_acceptor *a)
 {
     for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
         int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            int e = errno;
+            if ((e == EMFILE || e == ENFILE) && refuse_without_descriptors(a, e))
+                continue;
+            if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != EMFILE && e != ENFILE) {
                 static struct lg_ratelimit rl;
-                lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "accept failed: %s", strerror(errno));
+                lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "accept failed: %s", strerror(e));
             }
             return;
         }
@@ -273,6 +344,7 @@ struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *po
     a->ops = ops;
     a->owner = owner;
     a->heads_fd = -1;
+    a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     a->listen_fd = open_listener(&cfg->public_addr, *port, err, errlen);
     if (a->listen_fd < 0) {
         lg_acceptor_destroy(a);
@@ -299,6 +371,8 @@ void lg_acceptor_destroy(struct lg_acceptor *a)
         close(a->listen_fd);
     if (!a->fds_taken && a->heads_fd >= 0)
         close(a->heads_fd);
+    if (a->spare_fd >= 0)
+        close(a->spare_fd);
     free(a);
 }
 

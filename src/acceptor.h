@@ -12,7 +12,9 @@
  * loop and calls accept_ready / heads_ready when they are readable.
  *
  * Owns:    the listening socket and the heads epoll set until lg_acceptor_fds_taken() (then
- *          whoever took them closes them), every pending socket and its head buffer.
+ *          whoever took them closes them), every pending socket and its head buffer, and one
+ *          spare descriptor (/dev/null) given up at EMFILE to accept and refuse with 503, so a
+ *          full descriptor table never makes the listener spin.
  * Frees:   a pending socket when it is refused, handed on, or at lg_acceptor_destroy().
  * Threads: the owning worker's thread only (create/destroy: the app, before start/after join).
  * Bounds:  pending sockets count in limits.max_connections; each buffers at most
@@ -45,6 +47,11 @@ struct lg_acceptor_ops {
      * call. */
     void (*http)(void *owner, const struct lg_accepted *a);
 };
+
+/* Fail with "address in use" when another process listens on addr's port (SO_REUSEPORT would
+ * let it share the workers' port silently). Call once, before the first acceptor. Return
+ * value: 0, or -1 with err filled. */
+int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, size_t errlen);
 
 /* Bind cfg->public_addr (port *port; 0 = let the kernel pick, then *port is set). Return
  * value: the acceptor, or NULL with err filled. */

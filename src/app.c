@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "acceptor.h"
 #include "clock.h"
 #include "control.h"
 #include "hub.h"
@@ -20,7 +21,8 @@
 #include "worker.h"
 
 struct lg_app {
-    const struct lg_config *cfg;
+    const struct lg_config *cfg;             /* &running */
+    struct lg_config running;                /* the loaded config, limits capped (above) */
     _Atomic int lifecycle;                   /* enum lg_lifecycle, read by the control port */
     char static_dir[PATH_MAX];
     struct lg_hub *hub;
@@ -66,29 +68,63 @@ static void tune_allocator(void)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
+/* Descriptors the process needs besides its connections: epoll sets, eventfds, each
+ * worker's listener and spare, lws' own, the log, MHD's listener and its internal pipes. */
+#define FIXED_DESCRIPTORS 64u
+#define DESCRIPTORS_PER_WORKER 8u
+
 /* Connections are bounded by limits.max_connections, not by a soft descriptor limit that a
  * shell or service manager happened to leave low: raise it to the hard limit, as nginx's
- * worker_rlimit_nofile does. */
-static void raise_descriptor_limit(const struct lg_config *cfg)
+ * worker_rlimit_nofile does. Return value: the limit now in force (RLIM_INFINITY = none). */
+static rlim_t raise_descriptor_limit(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return;
+        return RLIM_INFINITY;
     if (rl.rlim_cur < rl.rlim_max) {
         rlim_t was = rl.rlim_cur;
         rl.rlim_cur = rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
             rl.rlim_cur = was;
     }
-    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)cfg->limits.max_connections + 64)
-        lg_warn("the descriptor limit (%llu) is below limits.max_connections (%u) + 64: "
-                "connections past it are refused by accept(); raise ulimit -n",
-                (unsigned long long)rl.rlim_cur, cfg->limits.max_connections);
+    return rl.rlim_cur;
+}
+
+/*
+ * The connection limits the descriptor limit can honour: past it accept() fails with EMFILE
+ * and no client gets an answer, so the limits are capped (with a warning) to leave the fixed
+ * descriptors free. The control port keeps at most an eighth of what is left. The running
+ * config is the loaded one with these two limits capped.
+ */
+static void cap_connection_limits(struct lg_config *cfg, rlim_t nofile, uint32_t workers)
+{
+    uint64_t fixed = FIXED_DESCRIPTORS + (uint64_t)DESCRIPTORS_PER_WORKER * workers;
+    if (nofile == RLIM_INFINITY || (uint64_t)nofile >= fixed + cfg->limits.max_connections +
+                                                          cfg->limits.control_max_connections)
+        return;
+    uint64_t left = (uint64_t)nofile > fixed + 2 ? (uint64_t)nofile - fixed : 2;
+    uint32_t control = cfg->limits.control_max_connections;
+    if (control > left / 8)
+        control = left / 8 ? (uint32_t)(left / 8) : 1;
+    uint32_t public = cfg->limits.max_connections;
+    if (public > left - control)
+        public = (uint32_t)(left - control);
+    lg_warn("the descriptor limit (%llu) cannot hold limits.max_connections (%u) and "
+            "limits.control_max_connections (%u): capped at %u and %u; raise ulimit -n (hard) "
+            "for more",
+            (unsigned long long)nofile, cfg->limits.max_connections,
+            cfg->limits.control_max_connections, public, control);
+    cfg->limits.max_connections = public;
+    cfg->limits.control_max_connections = control;
 }
 
 static int start(struct lg_app *app)
 {
     char err[256];
+    if (lg_acceptor_check_port_free(&app->cfg->public_addr, err, sizeof err) != 0) {
+        lg_err("%s", err);
+        return -1;
+    }
     app->hub = lg_hub_create(app->cfg, app->worker_count);
     if (!app->hub) {
         lg_err("cannot create the hub: out of memory");
@@ -202,7 +238,10 @@ int lg_app_run(const struct lg_config *cfg)
     signal(SIGPIPE, SIG_IGN);
 
     tune_allocator();
-    raise_descriptor_limit(cfg);
+    app.running = *cfg; /* shallow: borrows what cfg owns, which outlives the app */
+    cap_connection_limits(&app.running, raise_descriptor_limit(), app.worker_count);
+    app.cfg = &app.running;
+    cfg = app.cfg;
     if (start(&app) != 0) {
         stop(&app);
         return 1;

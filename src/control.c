@@ -214,7 +214,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     if (c->capturing)
         snprintf(c->start_err, sizeof c->start_err, "%s", line);
     pthread_mutex_unlock(&c->err_lock);
-    lg_warn("control: %s", line);
+    /* At the descriptor limit MHD reports every failed accept: a million lines in seconds. */
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "control: %s", line);
 }
 
 /* ======================================================================================== */

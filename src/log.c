@@ -4,10 +4,12 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "encode.h"
 
 #define LOG_LINE_MAX 1024 /* bytes of one line, its newline included */
 
@@ -48,6 +50,52 @@ static size_t advance(size_t len, int written)
     return len < LOG_LINE_MAX - 1 ? len : LOG_LINE_MAX - 1;
 }
 
+/* Length of the well-formed UTF-8 sequence at s[0..n) (n > 0, s[0] >= 0x80), or 0. */
+static size_t utf8_sequence(const char *s, size_t n)
+{
+    unsigned char lead = (unsigned char)s[0];
+    size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 0;
+    return want && want <= n && lg_utf8_valid(s, want) ? want : 0;
+}
+
+/*
+ * Append msg[0..n) to line at len: client bytes reach log lines (topic names, paths, reasons),
+ * so control bytes (CR and LF would forge a line; ESC starts a terminal escape), DEL and bytes
+ * that are not well-formed UTF-8 are written as \xNN, and a backslash as \\, so every line
+ * is one line of valid UTF-8 and an escape in it is always ours. Stops before the newline
+ * byte, as advance() does. Return value: the new length.
+ */
+static size_t append_escaped(char *line, size_t len, const char *msg, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const size_t end = LOG_LINE_MAX - 1;
+    for (size_t i = 0; i < n && len < end;) {
+        unsigned char c = (unsigned char)msg[i];
+        size_t seq = c >= 0x80 ? utf8_sequence(msg + i, n - i) : 0;
+        if (seq > 0) {
+            if (len + seq > end)
+                break;
+            memcpy(line + len, msg + i, seq);
+            len += seq;
+            i += seq;
+        } else if (c >= 0x20 && c < 0x7f && c != '\\') {
+            line[len++] = (char)c;
+            i++;
+        } else {
+            char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+            size_t w = c == '\\' ? 2 : 4;
+            if (c == '\\')
+                esc[1] = '\\';
+            if (len + w > end)
+                break;
+            memcpy(line + len, esc, w);
+            len += w;
+            i++;
+        }
+    }
+    return len;
+}
+
 static void log_emit(enum lg_log_level level, uint64_t suppressed, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
@@ -66,9 +114,12 @@ static void log_emit(enum lg_log_level level, uint64_t suppressed, const char *f
     size_t len = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
     len = advance(len, snprintf(line + len, sizeof line - len, ".%03ldZ %s ",
                                 ts.tv_nsec / 1000000, level_word(level)));
-    len = advance(len, vsnprintf(line + len, sizeof line - len, fmt, ap));
-    if (len > 0 && line[len - 1] == '\n')
-        len--; /* the caller's own newline: we add exactly one */
+    char msg[LOG_LINE_MAX];
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t msg_len = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+    if (msg_len > 0 && msg[msg_len - 1] == '\n')
+        msg_len--; /* the caller's own newline: we add exactly one */
+    len = append_escaped(line, len, msg, msg_len);
     if (suppressed)
         len = advance(len, snprintf(line + len, sizeof line - len,
                                     " (%" PRIu64 " similar lines suppressed)", suppressed));

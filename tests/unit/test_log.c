@@ -1,0 +1,107 @@
+/*
+ * test_log.c - log lines (log.h): one line per call, whatever bytes a client put in the
+ * message: CR, LF, ESC and other control bytes, DEL, a backslash and malformed UTF-8 are
+ * escaped as \xNN (\\ for the backslash); well-formed UTF-8 passes as it is.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* Everything lg_log wrote to stderr while fn ran, as a malloc'd string. */
+static char *captured(void (*fn)(void))
+{
+    FILE *tmp = tmpfile();
+    ck_assert_ptr_nonnull(tmp);
+    int saved = dup(STDERR_FILENO);
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fileno(tmp), STDERR_FILENO), 0);
+    fn();
+    ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
+    close(saved);
+    long n = ftell(tmp);
+    if (n <= 0) { /* write(2) went past the FILE's own position */
+        fseek(tmp, 0, SEEK_END);
+        n = ftell(tmp);
+    }
+    char *text = calloc(1, (size_t)n + 1);
+    rewind(tmp);
+    ck_assert_uint_eq(fread(text, 1, (size_t)n, tmp), (size_t)n);
+    fclose(tmp);
+    return text;
+}
+
+/* The message part of the only line in text: after "<time> <LEVEL> ", before the newline. */
+static const char *message_of(const char *text, const char *level)
+{
+    const char *nl = strchr(text, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "not exactly one line: [%s]", text);
+    const char *m = strstr(text, level);
+    ck_assert_ptr_nonnull(m);
+    return m + strlen(level) + 1;
+}
+
+static void log_hostile_topic(void)
+{
+    lg_log_set_level(LG_LOG_INFO);
+    lg_log(LG_LOG_INFO, "subscribed to %s", "a\r\n2026-01-01T00:00:00.000Z WARN forged\x1b[31m");
+}
+
+START_TEST(control_bytes_cannot_forge_a_line)
+{
+    char *text = captured(log_hostile_topic);
+    ck_assert_str_eq(message_of(text, "INFO"),
+                     "subscribed to a\\x0d\\x0a2026-01-01T00:00:00.000Z WARN forged\\x1b[31m\n");
+    free(text);
+}
+END_TEST
+
+static void log_mixed_bytes(void)
+{
+    lg_log(LG_LOG_WARN, "topic %s", "caf\xc3\xa9 \\x41 \xff\xc3 tab\tdel\x7f");
+}
+
+START_TEST(utf8_passes_and_the_rest_is_escaped)
+{
+    char *text = captured(log_mixed_bytes);
+    ck_assert_str_eq(message_of(text, "WARN"),
+                     "topic caf\xc3\xa9 \\\\x41 \\xff\\xc3 tab\\x09del\\x7f\n");
+    free(text);
+}
+END_TEST
+
+static void log_long_escapes(void)
+{
+    char many[2000];
+    memset(many, '\n', sizeof many - 1);
+    many[sizeof many - 1] = '\0';
+    lg_log(LG_LOG_ERROR, "%s", many);
+}
+
+START_TEST(an_escaped_line_stays_within_the_line_bound)
+{
+    char *text = captured(log_long_escapes);
+    const char *m = message_of(text, "ERROR");
+    ck_assert_uint_le(strlen(text), 1024);
+    ck_assert_uint_eq(strncmp(m, "\\x0a\\x0a", 8), 0);
+    free(text);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("log");
+    TCase *tc = tcase_create("escaping");
+    tcase_add_test(tc, control_bytes_cannot_forge_a_line);
+    tcase_add_test(tc, utf8_passes_and_the_rest_is_escaped);
+    tcase_add_test(tc, an_escaped_line_stays_within_the_line_bound);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
