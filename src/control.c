@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <microhttpd.h>
@@ -82,6 +83,51 @@ static int too_large(struct MHD_Connection *conn, const struct lg_ctl_route *rt,
     return lg_ctl_reply_error(conn, &e, NULL);
 }
 
+struct framing {
+    unsigned content_lengths;
+    bool lengths_differ;
+    const char *first_length;
+    bool chunked;
+};
+
+static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    struct framing *f = cls;
+    (void)kind;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (f->content_lengths++ == 0)
+            f->first_length = value;
+        else if (strcmp(value ? value : "", f->first_length ? f->first_length : "") != 0)
+            f->lengths_differ = true;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        f->chunked = true;
+    }
+    return MHD_YES;
+}
+
+/*
+ * Two Content-Length values, or a length beside Transfer-Encoding, make the end of the body a
+ * matter of opinion (libmicrohttpd takes the first length and leaves the rest of the bytes on
+ * the connection): a request-smuggling setup when a proxy takes another. Refuse it and close.
+ * Return value: true when the request was refused (the answer is queued, or -1 in *rc).
+ */
+static bool ambiguous_framing(struct MHD_Connection *conn, int *rc)
+{
+    struct framing f = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, note_framing, &f);
+    if (!f.lengths_differ && !(f.chunked && f.content_lengths > 0))
+        return false;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    lg_ctl_fail(&e, 400, "bad_request",
+                f.lengths_differ ? "the request has Content-Length headers that disagree; send one"
+                                 : "the request has both Content-Length and Transfer-Encoding; "
+                                   "send one of them");
+    e.close = true;
+    *rc = lg_ctl_reply_error(conn, &e, NULL);
+    return true;
+}
+
 /* First call of a request: route it, answer what needs no body, else set up *con_cls. */
 static int begin_request(struct lg_control *c, struct MHD_Connection *conn, const char *url,
                          const char *method, void **con_cls)
@@ -102,6 +148,9 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
     if (rt->limit_of == NULL)
         return rt->handle(c, conn, url, NULL);
 
+    int refused;
+    if (ambiguous_framing(conn, &refused))
+        return refused;
     uint32_t limit = rt->limit_of(c->cfg);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);

@@ -22,6 +22,7 @@ struct lg_ctl_error {
     const char *code;  /* "bad_request", "invalid_topic", ... (a string literal) */
     long index;        /* batch item the error is about, -1 = none */
     bool retry;        /* send Retry-After: 1 (every 503) */
+    bool close;        /* send Connection: close and close after the answer */
     char message[512]; /* what was wrong and how to fix it */
 };
 

@@ -9,8 +9,8 @@
 
 #include "log.h"
 
-int lg_ctl_reply_text(struct MHD_Connection *conn, unsigned status, char *text,
-                      const char *allow, bool retry)
+static int reply(struct MHD_Connection *conn, unsigned status, char *text, const char *allow,
+                 bool retry, bool close)
 {
     if (text == NULL)
         return -1;
@@ -26,6 +26,8 @@ int lg_ctl_reply_text(struct MHD_Connection *conn, unsigned status, char *text,
         ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow) == MHD_YES;
     if (ok && retry)
         ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1") == MHD_YES;
+    if (ok && close)
+        ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES;
     if (ok)
         ok = MHD_queue_response(conn, status, resp) == MHD_YES;
     MHD_destroy_response(resp);
@@ -33,20 +35,26 @@ int lg_ctl_reply_text(struct MHD_Connection *conn, unsigned status, char *text,
 }
 
 static int reply_json(struct MHD_Connection *conn, unsigned status, json_t *body,
-                      const char *allow, bool retry)
+                      const char *allow, bool retry, bool close)
 {
     char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    return lg_ctl_reply_text(conn, status, text, allow, retry);
+    return reply(conn, status, text, allow, retry, close);
+}
+
+int lg_ctl_reply_text(struct MHD_Connection *conn, unsigned status, char *text,
+                      const char *allow, bool retry)
+{
+    return reply(conn, status, text, allow, retry, false);
 }
 
 int lg_ctl_reply_json(struct MHD_Connection *conn, unsigned status, json_t *body)
 {
-    return reply_json(conn, status, body, NULL, false);
+    return reply_json(conn, status, body, NULL, false, false);
 }
 
 int lg_ctl_reply_error(struct MHD_Connection *conn, struct lg_ctl_error *e, const char *allow)
 {
     lg_debug("control: %u %s: %s", e->status, e->code, e->message);
-    return reply_json(conn, e->status, lg_ctl_error_json(e), allow, e->retry);
+    return reply_json(conn, e->status, lg_ctl_error_json(e), allow, e->retry, e->close);
 }

@@ -1,0 +1,258 @@
+/*
+ * test_hardening.c - hostile input over real sockets (docs/security.md). One table row per bad
+ * input: the exact status and JSON body it gets, whether the connection is closed after it,
+ * and, through all of them, a healthy SSE subscriber that must receive every event published
+ * between the rows, in order. Then the resource cases: a second gateway on the same port, a
+ * descriptor limit below the connection limits, descriptors running out while serving, and
+ * log lines that client bytes cannot forge.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lg_test.h"
+
+#define WAIT_MS 5000
+
+enum port { PUBLIC, CONTROL };
+
+struct bad_input {
+    const char *what;
+    enum port port;
+    const char *request; /* raw bytes sent on a fresh connection */
+    int status;
+    const char *body;    /* exact body */
+    bool closes;         /* the gateway closes the connection after its answer */
+};
+
+#define NUL_BODY                                                                                   \
+    "{\"error\":\"bad_request\",\"message\":\"malformed query string: a parameter holds a NUL "  \
+    "byte (%00), which no name, topic, cursor or timeout may contain\"}\n"
+
+static const struct bad_input bad_inputs[] = {
+    {"Content-Length headers that disagree", CONTROL,
+     "POST /v1/topics/a/events HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n"
+     "\r\nabcd",
+     400, "{\"error\":\"bad_request\",\"message\":\"the request has Content-Length headers that "
+          "disagree; send one\"}",
+     true},
+    {"Content-Length beside Transfer-Encoding", CONTROL,
+     "POST /v1/topics/a/events HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+     "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+     400, "{\"error\":\"bad_request\",\"message\":\"the request has both Content-Length and "
+          "Transfer-Encoding; send one of them\"}",
+     true},
+    {"a NUL in a topic", PUBLIC, "GET /sse?topic=demo%00junk HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     NUL_BODY, true},
+    {"a NUL in a cursor", PUBLIC, "GET /poll?topic=demo&since=%00garbage HTTP/1.1\r\nHost: x\r\n\r\n",
+     400, NUL_BODY, true},
+    {"a NUL in a timeout", PUBLIC, "GET /poll?topic=demo&timeout=0%00abc HTTP/1.1\r\nHost: x\r\n\r\n",
+     400, NUL_BODY, true},
+};
+
+/* Send raw, read the answer; fill its status and body and whether the server closed after it. */
+static void exchange(uint16_t port, const char *raw, struct lg_http_response *r, bool *closed)
+{
+    int fd = lg_tcp_connect(port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(lg_send_all(fd, raw, strlen(raw)), 0);
+    ck_assert_int_eq(lg_http_read_response(fd, r, WAIT_MS), 0);
+    char byte;
+    struct timeval tv = {.tv_sec = 2};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    *closed = recv(fd, &byte, 1, 0) == 0;
+    close(fd);
+}
+
+/* The healthy subscriber's next event has data "e<n>". */
+static void expect_event(struct lg_sse_client *healthy, int n)
+{
+    struct lg_sse_event ev;
+    char want[32];
+    snprintf(want, sizeof want, "e%d", n);
+    ck_assert_int_eq(lg_sse_next(healthy, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.data, want);
+    lg_sse_event_free(&ev);
+}
+
+START_TEST(every_bad_input_gets_its_answer_and_harms_nobody)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, NULL);
+    struct lg_sse_client healthy;
+    ck_assert_int_eq(lg_sse_open(&healthy, s.public_port, "/sse?topic=healthy", NULL), 0);
+    ck_assert_int_eq(healthy.status, 200);
+    int published = 0;
+    for (size_t i = 0; i < sizeof bad_inputs / sizeof bad_inputs[0]; i++) {
+        const struct bad_input *b = &bad_inputs[i];
+        struct lg_http_response r;
+        bool closed;
+        exchange(b->port == PUBLIC ? s.public_port : s.control_port, b->request, &r, &closed);
+        ck_assert_msg(r.status == b->status, "%s: status %d, want %d", b->what, r.status,
+                      b->status);
+        ck_assert_msg(strcmp(r.body, b->body) == 0, "%s: body\n  %s\nwant\n  %s", b->what,
+                      r.body, b->body);
+        ck_assert_msg(closed == b->closes, "%s: connection %s", b->what,
+                      closed ? "closed" : "left open");
+        lg_http_response_free(&r);
+        char data[32];
+        snprintf(data, sizeof data, "e%d", ++published);
+        ck_assert_int_eq(lg_publish(s.control_port, "healthy", data, NULL, 0), 201);
+        expect_event(&healthy, published);
+    }
+    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), published);
+    lg_sse_close(&healthy);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(a_second_gateway_cannot_take_the_same_port)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, NULL);
+    char public[64];
+    snprintf(public, sizeof public, "127.0.0.1:%u", s.public_port);
+    const char *const args[] = {"--public", public, "--control", "127.0.0.1:0", NULL};
+    struct lg_run_result r;
+    ck_assert_int_eq(lg_run_binary(args, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "cannot listen on public address 127.0.0.1:") &&
+                      strstr(r.err, "Address already in use"),
+                  "stderr: %s", r.err);
+    lg_run_result_free(&r);
+    /* the first one still serves */
+    ck_assert_int_eq(lg_publish(s.control_port, "t", "x", NULL, 0), 201);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+/* Open n connections to port and send each the head of an SSE request; count the answers:
+ * 200 streams and 503 refusals. The fds stay open in fds[] for the caller to close. */
+static void flood(uint16_t port, int *fds, int n, int *streams, int *refused)
+{
+    *streams = *refused = 0;
+    for (int i = 0; i < n; i++) {
+        fds[i] = lg_tcp_connect(port);
+        ck_assert_int_ge(fds[i], 0);
+        char req[128];
+        snprintf(req, sizeof req, "GET /sse?topic=f%d HTTP/1.1\r\nHost: x\r\n\r\n", i);
+        ck_assert_int_eq(lg_send_all(fds[i], req, strlen(req)), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        char buf[2048];
+        size_t len = 0;
+        ck_assert_int_ge(lg_recv_until(fds[i], buf, sizeof buf, &len, "\r\n", WAIT_MS), 0);
+        if (strncmp(buf, "HTTP/1.1 200", 12) == 0)
+            (*streams)++;
+        else if (strncmp(buf, "HTTP/1.1 503", 12) == 0)
+            (*refused)++;
+    }
+}
+
+START_TEST(connection_limits_are_capped_to_the_descriptor_limit)
+{
+    /* This test's process (check forks one per test) and the gateway it starts: 200 each. */
+    struct rlimit rl = {200, 200};
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    struct lg_server s;
+    lg_server_must_start(&s, NULL);
+    ck_assert(lg_server_wait_log(&s, "the descriptor limit (200) cannot hold "
+                                     "limits.max_connections (19400)", WAIT_MS));
+    /* 200 - 64 - 8 per worker left; the control port keeps an eighth of it */
+    int fds[150], streams, refused;
+    flood(s.public_port, fds, 150, &streams, &refused);
+    ck_assert_int_eq(streams + refused, 150);
+    ck_assert_int_gt(refused, 0);
+    double cpu0 = lg_server_cpu_seconds(&s);
+    usleep(500 * 1000);
+    ck_assert_double_lt(lg_server_cpu_seconds(&s) - cpu0, 0.2); /* no accept() spin */
+    ck_assert_int_eq(lg_stat(s.control_port, "connections_refused"), refused);
+    for (int i = 0; i < 150; i++)
+        close(fds[i]);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+/* How many descriptors process pid holds (its /proc/PID/fd entries). */
+static int open_descriptors(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+START_TEST(running_out_of_descriptors_refuses_instead_of_spinning)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, NULL);
+    /* Leave the running gateway a handful of descriptors above what it holds now. */
+    int open_now = open_descriptors(s.pid);
+    struct rlimit rl = {(rlim_t)open_now + 6, (rlim_t)open_now + 6};
+    ck_assert_int_eq(prlimit(s.pid, RLIMIT_NOFILE, &rl, NULL), 0);
+    int fds[40], streams, refused;
+    flood(s.public_port, fds, 40, &streams, &refused);
+    ck_assert_int_eq(streams + refused, 40);
+    ck_assert_int_gt(refused, 0);
+    double cpu0 = lg_server_cpu_seconds(&s);
+    usleep(500 * 1000);
+    ck_assert_double_lt(lg_server_cpu_seconds(&s) - cpu0, 0.2);
+    lg_server_pump_log(&s);
+    ck_assert_ptr_nonnull(strstr(s.log, "refusing connections with 503 until descriptors free up"));
+    for (int i = 0; i < 40; i++)
+        close(fds[i]);
+    rl.rlim_cur = rl.rlim_max = 4096;
+    prlimit(s.pid, RLIMIT_NOFILE, &rl, NULL); /* may fail without privilege: then stay low */
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(client_bytes_cannot_forge_a_log_line)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"log_level\":\"debug\"}");
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.public_port, "GET",
+                                     "/sse?topic=x%0D%0A2026-01-01T00:00:00.000Z%20ERROR%20FORGED"
+                                     "%1B%5B31m",
+                                     NULL, NULL, 0, &r, WAIT_MS),
+                     0);
+    ck_assert_int_eq(r.status, 400); /* invalid_topic */
+    lg_http_response_free(&r);
+    ck_assert(lg_server_wait_log(&s, "FORGED", WAIT_MS));
+    lg_server_pump_log(&s);
+    ck_assert_ptr_null(strstr(s.log, "\nERROR FORGED"));
+    ck_assert_ptr_null(strstr(s.log, "\n2026-01-01T00:00:00.000Z ERROR FORGED"));
+    ck_assert_ptr_null(strchr(s.log, '\x1b'));
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *suite = suite_create("hardening");
+    TCase *tc = tcase_create("bad_input");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, every_bad_input_gets_its_answer_and_harms_nobody);
+    tcase_add_test(tc, a_second_gateway_cannot_take_the_same_port);
+    tcase_add_test(tc, connection_limits_are_capped_to_the_descriptor_limit);
+    tcase_add_test(tc, running_out_of_descriptors_refuses_instead_of_spinning);
+    tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
+    suite_add_tcase(suite, tc);
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
