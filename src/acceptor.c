@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,7 +24,9 @@
 #include "stats.h"
 
 #define ACCEPTS_PER_WAKE 64
+#define ACCEPT_PAUSE_MS 100   /* out of descriptors and no spare: how long to stop accepting */
 #define WEBSOCKET_HEAD_MAX 2048 /* lws re-parses the head of an upgrade from this copy */
+#define LG_WS_SUBPROTOCOL "livegate.v1" /* transport_ws.c's lws protocol name */
 
 /* A socket accepted but not yet classified: its request head is being read. */
 struct lg_pending {
@@ -205,7 +208,15 @@ static void accept_one(struct lg_acceptor *a, int fd)
 static bool refuse_without_descriptors(struct lg_acceptor *a, int accept_errno)
 {
     if (a->spare_fd < 0)
+        a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (a->spare_fd < 0) {
+        a->ops->pause(a->owner, ACCEPT_PAUSE_MS);
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                           "accept failed: %s and no spare descriptor; not accepting for %u ms",
+                           strerror(accept_errno), ACCEPT_PAUSE_MS);
         return false;
+    }
     close(a->spare_fd);
     int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
@@ -269,6 +280,60 @@ static void hand_on(struct lg_acceptor *a, struct lg_pending *p, bool websocket)
     free(p);
 }
 
+static bool header_is(const char *buf, const struct lg_slice *h, const char *want)
+{
+    return h->len == strlen(want) && strncasecmp(buf + h->off, want, h->len) == 0;
+}
+
+/* Whether the comma-separated token list h holds token (RFC 6455 4.1: Sec-WebSocket-Protocol). */
+static bool list_has(const char *buf, const struct lg_slice *h, const char *token)
+{
+    size_t n = strlen(token);
+    for (uint32_t i = 0; i < h->len;) {
+        while (i < h->len && (buf[h->off + i] == ' ' || buf[h->off + i] == '\t' ||
+                              buf[h->off + i] == ','))
+            i++;
+        uint32_t start = i;
+        while (i < h->len && buf[h->off + i] != ',' && buf[h->off + i] != ' ' &&
+               buf[h->off + i] != '\t')
+            i++;
+        if (i - start == n && memcmp(buf + h->off + start, token, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The handshake checks RFC 6455 4.2.1 asks of a server, made before lws sees the request, so
+ * each refusal says what was wrong (lws closes silently or accepts what it should not).
+ * Return value: true when p was refused.
+ */
+static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
+{
+    const struct lg_http_request *req = &p->req;
+    const struct lg_slice *key = &req->headers[LG_HDR_SEC_WEBSOCKET_KEY];
+    const struct lg_slice *version = &req->headers[LG_HDR_SEC_WEBSOCKET_VERSION];
+    const struct lg_slice *protocol = &req->headers[LG_HDR_SEC_WEBSOCKET_PROTOCOL];
+    if (!header_is(p->buf, &req->headers[LG_HDR_UPGRADE], "websocket"))
+        pending_refuse(a, p, 400, "bad_request",
+                       "/ws upgrades to websocket only (Upgrade: websocket)", NULL);
+    else if (key->len != 24 || p->buf[key->off + 22] != '=' || p->buf[key->off + 23] != '=')
+        pending_refuse(a, p, 400, "bad_request",
+                       "the WebSocket handshake needs a Sec-WebSocket-Key of 16 bytes in "
+                       "base64 (24 characters)", NULL);
+    else if (!header_is(p->buf, version, "13"))
+        pending_refuse(a, p, 426, "upgrade_required",
+                       "this server speaks WebSocket version 13 (RFC 6455)",
+                       "Sec-WebSocket-Version: 13\r\n");
+    else if (protocol->len > 0 && !list_has(p->buf, protocol, LG_WS_SUBPROTOCOL))
+        pending_refuse(a, p, 400, "unsupported_subprotocol",
+                       "the subprotocol of /ws is " LG_WS_SUBPROTOCOL
+                       " (or offer none); none of those offered is supported", NULL);
+    else
+        return false;
+    return true;
+}
+
 static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
 {
     const struct lg_http_request *req = &p->req;
@@ -280,7 +345,7 @@ static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
         else if (p->len > WEBSOCKET_HEAD_MAX)
             pending_refuse(a, p, 431, "headers_too_large",
                            "a WebSocket upgrade request must fit in 2048 bytes", NULL);
-        else
+        else if (!refuse_bad_handshake(a, p))
             hand_on(a, p, true);
         return;
     }

@@ -46,6 +46,9 @@ struct lg_acceptor_ops {
     /* Any other request. The owner takes the socket and may read a->head only during the
      * call. */
     void (*http)(void *owner, const struct lg_accepted *a);
+    /* Stop watching listen_fd for ms milliseconds: out of descriptors with no spare to refuse
+     * with (a sibling worker took the freed slot), retrying at once would spin. */
+    void (*pause)(void *owner, uint32_t ms);
 };
 
 /* Fail with "address in use" when another process listens on addr's port (SO_REUSEPORT would

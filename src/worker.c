@@ -53,6 +53,7 @@ struct lg_worker {
     char **ws_queries;                  /* [fd]: raw query of a WebSocket upgrade in flight */
     size_t ws_queries_cap;
     lws_sorted_usec_list_t tick;
+    lws_sorted_usec_list_t accept_resume; /* the listener paused at EMFILE comes back */
 };
 
 /* Tags for the two RAW_FILE wsis this worker adopts (lws opaque user data). */
@@ -161,9 +162,26 @@ static void adopt_http(void *owner, const struct lg_accepted *a)
         LG_STAT_SUB(connections_open, 1); /* lws closed the socket */
 }
 
+static void resume_accepting(lws_sorted_usec_list_t *sul)
+{
+    struct lg_worker *w = lws_container_of(sul, struct lg_worker, accept_resume);
+    if (w->listen_wsi)
+        lws_rx_flow_control(w->listen_wsi, 1);
+}
+
+static void pause_accepting(void *owner, uint32_t ms)
+{
+    struct lg_worker *w = owner;
+    if (!w->listen_wsi)
+        return;
+    lws_rx_flow_control(w->listen_wsi, 0);
+    lws_sul_schedule(w->ctx, 0, &w->accept_resume, resume_accepting, (lws_usec_t)ms * 1000);
+}
+
 static const struct lg_acceptor_ops adopt_ops = {
     .websocket = adopt_websocket,
     .http = adopt_http,
+    .pause = pause_accepting,
 };
 
 /* ---- Inbox: events from the hub --------------------------------------------------------- */
@@ -572,6 +590,7 @@ void lg_worker_destroy(struct lg_worker *w)
     lg_acceptor_destroy(w->acceptor); /* its pending sockets; lws closes the adopted fds */
     if (w->ctx) {
         lws_sul_cancel(&w->tick);
+        lws_sul_cancel(&w->accept_resume);
         lws_context_destroy(w->ctx);
     }
     if (w->loop) {

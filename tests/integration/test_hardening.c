@@ -29,7 +29,11 @@ struct bad_input {
     int status;
     const char *body;    /* exact body */
     bool closes;         /* the gateway closes the connection after its answer */
+    const char *header;  /* a header line the answer must carry, or NULL */
 };
+
+#define WS_HEAD(extra) "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n" extra "\r\n"
+#define WS_KEY "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 
 #define NUL_BODY                                                                                   \
     "{\"error\":\"bad_request\",\"message\":\"malformed query string: a parameter holds a NUL "  \
@@ -41,19 +45,41 @@ static const struct bad_input bad_inputs[] = {
      "\r\nabcd",
      400, "{\"error\":\"bad_request\",\"message\":\"the request has Content-Length headers that "
           "disagree; send one\"}",
-     true},
+     true, NULL},
     {"Content-Length beside Transfer-Encoding", CONTROL,
      "POST /v1/topics/a/events HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
      "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
      400, "{\"error\":\"bad_request\",\"message\":\"the request has both Content-Length and "
           "Transfer-Encoding; send one of them\"}",
-     true},
+     true, NULL},
     {"a NUL in a topic", PUBLIC, "GET /sse?topic=demo%00junk HTTP/1.1\r\nHost: x\r\n\r\n", 400,
-     NUL_BODY, true},
+     NUL_BODY, true, NULL},
     {"a NUL in a cursor", PUBLIC, "GET /poll?topic=demo&since=%00garbage HTTP/1.1\r\nHost: x\r\n\r\n",
-     400, NUL_BODY, true},
+     400, NUL_BODY, true, NULL},
     {"a NUL in a timeout", PUBLIC, "GET /poll?topic=demo&timeout=0%00abc HTTP/1.1\r\nHost: x\r\n\r\n",
-     400, NUL_BODY, true},
+     400, NUL_BODY, true, NULL},
+    {"an upgrade to something else", PUBLIC,
+     WS_HEAD("Upgrade: h2c\r\n" WS_KEY "Sec-WebSocket-Version: 13\r\n"), 400,
+     "{\"error\":\"bad_request\",\"message\":\"/ws upgrades to websocket only (Upgrade: "
+     "websocket)\"}\n",
+     true, NULL},
+    {"a WebSocket handshake without Sec-WebSocket-Key", PUBLIC,
+     WS_HEAD("Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"), 400,
+     "{\"error\":\"bad_request\",\"message\":\"the WebSocket handshake needs a "
+     "Sec-WebSocket-Key of 16 bytes in base64 (24 characters)\"}\n",
+     true, NULL},
+    {"WebSocket version 7", PUBLIC, WS_HEAD("Upgrade: websocket\r\n" WS_KEY "Sec-WebSocket-Version: 7\r\n"),
+     426,
+     "{\"error\":\"upgrade_required\",\"message\":\"this server speaks WebSocket version 13 "
+     "(RFC 6455)\"}\n",
+     true, "Sec-WebSocket-Version: 13"},
+    {"an unsupported subprotocol", PUBLIC,
+     WS_HEAD("Upgrade: websocket\r\n" WS_KEY "Sec-WebSocket-Version: 13\r\n"
+             "Sec-WebSocket-Protocol: chat, livegate.v2\r\n"),
+     400,
+     "{\"error\":\"unsupported_subprotocol\",\"message\":\"the subprotocol of /ws is "
+     "livegate.v1 (or offer none); none of those offered is supported\"}\n",
+     true, NULL},
 };
 
 /* Send raw, read the answer; fill its status and body and whether the server closed after it. */
@@ -100,6 +126,8 @@ START_TEST(every_bad_input_gets_its_answer_and_harms_nobody)
                       r.body, b->body);
         ck_assert_msg(closed == b->closes, "%s: connection %s", b->what,
                       closed ? "closed" : "left open");
+        ck_assert_msg(!b->header || strstr(r.headers, b->header), "%s: no %s in\n%s", b->what,
+                      b->header, r.headers);
         lg_http_response_free(&r);
         char data[32];
         snprintf(data, sizeof data, "e%d", ++published);
@@ -196,7 +224,9 @@ static int open_descriptors(pid_t pid)
 START_TEST(running_out_of_descriptors_refuses_instead_of_spinning)
 {
     struct lg_server s;
-    lg_server_must_start(&s, NULL);
+    /* One worker: with two, a sibling can take the slot a worker's spare frees, and that
+     * worker then pauses accepting until a descriptor frees up (no answer, but no spin). */
+    lg_server_must_start(&s, "{\"workers\":1}");
     /* Leave the running gateway a handful of descriptors above what it holds now. */
     int open_now = open_descriptors(s.pid);
     struct rlimit rl = {(rlim_t)open_now + 6, (rlim_t)open_now + 6};
