@@ -255,18 +255,11 @@ static void ws_read_through(struct lg_ws_client *c, const char *topic, const cha
     }
 }
 
-static long long stat_now(const struct lg_server *s, const char *name)
-{
-    long long v = lg_stall_stat(s->control_port, name);
-    ck_assert_msg(v >= 0, "stats counter %s unreadable", name);
-    return v;
-}
-
 /* Wait (<= timeout_ms) until counter >= value; fail with the last value otherwise. */
 static long long wait_stat_ge(const struct lg_server *s, const char *name, long long value,
                               int timeout_ms)
 {
-    long long v = lg_stall_stat_wait(s->control_port, name, 1, value, timeout_ms);
+    long long v = lg_stat_wait(s->control_port, name, 1, value, timeout_ms);
     ck_assert_msg(v >= value, "%s is %lld after %d ms, expected >= %lld", name, v, timeout_ms,
                   value);
     return v;
@@ -275,7 +268,7 @@ static long long wait_stat_ge(const struct lg_server *s, const char *name, long 
 static void wait_stat_eq(const struct lg_server *s, const char *name, long long value,
                          int timeout_ms)
 {
-    long long v = lg_stall_stat_wait(s->control_port, name, 0, value, timeout_ms);
+    long long v = lg_stat_wait(s->control_port, name, 0, value, timeout_ms);
     ck_assert_msg(v == value, "%s is %lld after %d ms, expected %lld", name, v, timeout_ms, value);
 }
 
@@ -320,7 +313,7 @@ START_TEST(test_drop_oldest_sse)
     flood(&k, topic, 2, DROP_N);
     const uint64_t last = 1 + DROP_N;
     wait_stat_ge(&s, "events_dropped_overflow", 1, 5000);
-    long long depth = stat_now(&s, "max_queue_depth");
+    long long depth = lg_server_stat(&s, "max_queue_depth");
     ck_assert_msg(depth >= 1 && depth <= 8, "max_queue_depth %lld outside 1..8", depth);
 
     struct lg_sse_client c;
@@ -336,10 +329,10 @@ START_TEST(test_drop_oldest_sse)
     ck_assert_msg(l.event_after_gap, "no event followed a gap");
     ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
     /* the server counted exactly what the gaps reported */
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), (long long)l.gaps);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_lag"), 0);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_lag"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 0);
     fprintf(stderr,
             "drop-oldest SSE: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
@@ -380,8 +373,8 @@ START_TEST(test_drop_oldest_ws)
     ck_assert_uint_ge(l.gaps, 1);
     ck_assert_msg(l.event_after_gap, "no event followed a gap");
     ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), (long long)l.gaps);
     fprintf(stderr,
             "drop-oldest WS: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
@@ -465,8 +458,8 @@ START_TEST(test_disconnect_sse)
     ck_assert_int_eq(c.retry_ms, 3000);
     lg_sse_close(&c);
     wait_stat_eq(&s, "clients_sse", 0, 5000);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 1);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 1);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), 0);
 
     /* the cursor stays valid: Last-Event-ID gets every following event from history */
     if (!last_id[0]) /* nothing came: the cursor is still the one the client started with */
@@ -545,7 +538,7 @@ START_TEST(test_disconnect_ws)
     snprintf(reason, sizeof reason, "%s", c.close_reason);
     lg_ws_close(&c);
     wait_stat_eq(&s, "clients_ws", 0, 5000);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 1);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 1);
 
     /* resume with the last id received (or the one it started with) */
     if (!last_id[0])
@@ -600,7 +593,7 @@ START_TEST(test_replay_backlog_beyond_queue)
                   " retained event(s)",
                   l.gaps, l.gap_seqs);
     ck_assert_uint_eq(l.events, REPLAY_N);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
     lg_server_must_stop(&s);
@@ -670,13 +663,13 @@ START_TEST(test_conflate)
     ck_assert_int_eq(lastv[0], total - 2);
     ck_assert_int_eq(lastv[1], total - 1);
     ck_assert_int_eq(lastv[2], total);
-    long long conflated = stat_now(&s, "events_conflated");
+    long long conflated = lg_server_stat(&s, "events_conflated");
     ck_assert_int_gt(conflated, 0);
     ck_assert_uint_lt(received, (uint64_t)total);
     /* only conflation removed events: none dropped, no gap */
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_lag"), 0);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_lag"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), 0);
     ck_assert_int_eq((long long)received + conflated, total);
     fprintf(stderr, "conflate: %" PRIu64 " of %d events received, %lld conflated\n", received,
             total, conflated);
@@ -715,8 +708,8 @@ START_TEST(test_lag)
     int64_t waited = now_ms() - t0;
     ck_assert_msg(waited >= 500, "lag drop after %lld ms, before max_lag_ms (500)",
                   (long long)waited);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 0);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
@@ -724,8 +717,8 @@ START_TEST(test_lag)
     sse_read_through(&c, topic, prefix, last, &l);
     ck_assert_uint_eq(l.events + l.gap_seqs, LAG_N);
     ck_assert_uint_ge(l.gaps, 1);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_lag"), (long long)l.gap_seqs);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_lag"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), (long long)l.gaps);
     fprintf(stderr,
             "lag: first lag drop seen %lld ms after the first publish; %" PRIu64
             " events received, %" PRIu64 " dropped for lag\n",
@@ -822,7 +815,7 @@ START_TEST(test_bounded_memory)
             long rss = lg_server_rss_kib(&s);
             if (rss > peak_kib)
                 peak_kib = rss;
-            long long live = stat_now(&s, "event_bytes_live");
+            long long live = lg_server_stat(&s, "event_bytes_live");
             if (live > peak_live)
                 peak_live = live;
         }
@@ -845,11 +838,11 @@ START_TEST(test_bounded_memory)
                       bound_kib);
 
     /* the counters agree with what the publishers saw */
-    struct lg_stall_stats st;
-    ck_assert_int_eq(lg_stall_stats_read(s.control_port, &st), 0);
-    ck_assert_int_eq(lg_stall_stats_value(&st, "events_published"), (long long)ok);
-    ck_assert_int_eq(lg_stall_stats_value(&st, "publishes_refused"), (long long)refused);
-    long long live = lg_stall_stats_value(&st, "event_bytes_live");
+    struct lg_stats st;
+    ck_assert_int_eq(lg_stats_read(s.control_port, &st), 0);
+    ck_assert_int_eq(lg_stats_value(&st, "events_published"), (long long)ok);
+    ck_assert_int_eq(lg_stats_value(&st, "publishes_refused"), (long long)refused);
+    long long live = lg_stats_value(&st, "event_bytes_live");
     if (live > peak_live)
         peak_live = live;
     /* an event is counted when created and freed at once if it does not fit: allow one in
@@ -857,7 +850,7 @@ START_TEST(test_bounded_memory)
     ck_assert_msg(peak_live <= MEM_MAX_RETAINED + 2 * 4 * DATA_1K,
                   "event_bytes_live %lld over limits.max_retained_bytes %d", peak_live,
                   MEM_MAX_RETAINED);
-    ck_assert_int_le(lg_stall_stats_value(&st, "max_queue_depth"), MEM_QUEUE_EVENTS);
+    ck_assert_int_le(lg_stats_value(&st, "max_queue_depth"), MEM_QUEUE_EVENTS);
 
     /* no silent loss: one stalled subscriber, resumed, accounts for every accepted event */
     struct lg_sse_client c;
@@ -904,16 +897,16 @@ START_TEST(test_retained_limit_counts_encodings)
     long long live = 0;
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(publish_ka(&k, "quotes", NULL, quotes, NULL, NULL, 0), 201);
-        live = stat_now(&s, "event_bytes_live");
+        live = lg_server_stat(&s, "event_bytes_live");
         ck_assert_int_le(live, limit);
     }
     for (int i = 0; i < 1000 && live <= limit - QUOTES_BYTES - 10000; i++) {
         ck_assert_int_eq(publish_ka(&k, "quotes", NULL, small, NULL, NULL, 0), 201);
-        live = stat_now(&s, "event_bytes_live");
+        live = lg_server_stat(&s, "event_bytes_live");
     }
     ck_assert_int_le(live, limit - QUOTES_BYTES);
     int st = publish_ka(&k, "quotes", NULL, quotes, NULL, NULL, 0);
-    long long after = stat_now(&s, "event_bytes_live");
+    long long after = lg_server_stat(&s, "event_bytes_live");
     fprintf(stderr,
             "retained limit: live %lld before a %d-byte quote event, %d, live %lld after "
             "(limit %lld)\n",
@@ -1045,9 +1038,9 @@ START_TEST(test_isolation)
     for (int i = 0; i < ISO_HEALTHY; i++)
         ck_assert_uint_eq(next[i], 2 + ISO_EVENTS);
     /* the stalled ones really were stalled: their rings overflowed */
-    long long dropped = stat_now(&s, "events_dropped_overflow");
+    long long dropped = lg_server_stat(&s, "events_dropped_overflow");
     ck_assert_int_gt(dropped, 0);
-    ck_assert_int_eq(stat_now(&s, "clients_sse"), ISO_STALLED + ISO_HEALTHY);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_sse"), ISO_STALLED + ISO_HEALTHY);
     fprintf(stderr,
             "isolation: %d healthy subscribers got all %d events in order; the %d "
             "stalled ones dropped %lld\n",

@@ -36,13 +36,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static long long stat_of(const struct lg_server *s, const char *name)
-{
-    long long v = lg_stall_stat(s->control_port, name);
-    ck_assert_msg(v >= 0, "no counter %s in /v1/stats", name);
-    return v;
-}
-
 /* ---- Freezing the worker thread ------------------------------------------------------------ */
 
 static pid_t worker_tid(pid_t pid)
@@ -219,9 +212,9 @@ START_TEST(test_held_then_refused_after_the_wait)
     ck_assert_str_eq(a.retry_after, "1");
     ck_assert_msg(a.took_ms >= 290, "refused after %" PRId64 " ms, before the 300 ms wait",
                   a.took_ms);
-    ck_assert_int_eq(stat_of(&s, "publishes_held"), 1);
-    ck_assert_int_eq(stat_of(&s, "publishes_refused_overload"), 1);
-    ck_assert_int_ge(stat_of(&s, "publish_wait_ms_total"), 290);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_held"), 1);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused_overload"), 1);
+    ck_assert_int_ge(lg_server_stat(&s, "publish_wait_ms_total"), 290);
     thaw_worker(tid);
 
     /* What was accepted arrives; what was refused was never published: the next is seq 3. */
@@ -262,7 +255,7 @@ START_TEST(test_held_publish_is_accepted_when_the_worker_catches_up)
     ck_assert_uint_eq(third.answer.seq, 3);
     ck_assert_msg(now_ms() - thawed < 5000, "the held publish took %" PRId64 " ms after the thaw",
                   now_ms() - thawed);
-    ck_assert_int_eq(stat_of(&s, "publishes_refused_overload"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused_overload"), 0);
 
     for (uint64_t seq = 1; seq <= 3; seq++)
         expect_seq(&sub, seq);
@@ -309,16 +302,16 @@ START_TEST(test_paced_batch_reaches_every_subscriber)
     lg_http_response_free(&r);
     /* The inbox holds 2 events and the worker writes 20 sockets per batch: the batch must
      * have waited for room. */
-    ck_assert_int_gt(stat_of(&s, "publishes_held"), 0);
+    ck_assert_int_gt(lg_server_stat(&s, "publishes_held"), 0);
 
     for (int i = 0; i < BATCH_SUBS; i++) {
         for (uint64_t seq = 1; seq <= BATCH_N; seq++)
             expect_seq(&subs[i], seq);
         lg_sse_close(&subs[i]);
     }
-    ck_assert_int_eq(stat_of(&s, "gaps_sent"), 0);
-    ck_assert_int_eq(stat_of(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(stat_of(&s, "publishes_refused"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused"), 0);
     lg_server_must_stop(&s);
 }
 END_TEST
@@ -396,7 +389,7 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
 
     /* The stalled one's socket filled: its ring overflowed and drop-oldest fired on it alone;
      * what it reads now covers every seq exactly once as events or gap ranges. */
-    ck_assert_int_gt(stat_of(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_gt(lg_server_stat(&s, "events_dropped_overflow"), 0);
     struct lg_sse_client slow;
     ck_assert_int_eq(lg_stall_sse_resume(&slow, stalled, 5000), 0);
     uint64_t covered = 0, gaps = 0;

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct lg_http_response;
+
 #define LG_TEST__MAX_BUF ((size_t)256 << 20) /* 256 MiB: a runaway peer fails the test */
 
 /* Milliseconds on the monotonic clock. */
@@ -58,6 +60,14 @@ int lg_test__rbuf_need(struct lg_test__rbuf *b, size_t n);
  * Return value: 0, or -1 after printing why (prefixed with `who`).
  */
 int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *who);
+/*
+ * Read one response that must carry Content-Length (e.g. on a kept-alive connection) from b
+ * into out: status, headers and the malloc'd body (left NULL on failure). Bytes after it are
+ * printed and dropped, or with extra_fails a failure. Return value: 0, or -1 after printing
+ * why (prefixed with `who`).
+ */
+int lg_test__read_sized_response(struct lg_test__rbuf *b, struct lg_http_response *out,
+                                 const char *who, bool extra_fails);
 /* Status code of "HTTP/1.x NNN ...", or 0 if the line does not parse. */
 int lg_test__parse_status(const char *head);
 
