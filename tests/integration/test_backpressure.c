@@ -52,15 +52,6 @@
     "\"workers\":2,\"socket_send_buffer_bytes\":4096,\"write_batch_bytes\":4096,"                  \
     "\"drain_timeout_ms\":1000,\"history\":{\"max_events\":100000,\"max_bytes\":268435456}"
 
-/* ---- Small helpers --------------------------------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* size-1 bytes: prefix then 'x' padding, NUL-terminated. */
 static void fill_data(char *buf, size_t size, const char *prefix)
 {
@@ -195,10 +186,10 @@ static void check_gap(const char *data, bool ws, const char *topic, const char *
 static void sse_read_through(struct lg_sse_client *c, const char *topic, const char *prefix,
                              uint64_t last, struct ledger *l)
 {
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     while (l->next <= last) {
         struct lg_sse_event ev;
-        int rc = lg_sse_next(c, &ev, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_sse_next(c, &ev, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "stream %s before seq %" PRIu64 " (at %" PRIu64 ")",
                       rc == 0 ? "timed out" : "ended", last, l->next);
         ck_assert_msg(strcmp(ev.event, "message") == 0 || strcmp(ev.event, "gap") == 0,
@@ -223,11 +214,11 @@ static void sse_read_through(struct lg_sse_client *c, const char *topic, const c
 static void ws_read_through(struct lg_ws_client *c, const char *topic, const char *prefix,
                             uint64_t last, struct ledger *l)
 {
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     bool first = true;
     while (l->next <= last) {
         char *msg = NULL;
-        int rc = lg_ws_next(c, &msg, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_ws_next(c, &msg, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "ws %s before seq %" PRIu64 " (at %" PRIu64 ", close %d %s)",
                       rc == 0 ? "timed out" : "closed", last, l->next, c->close_code,
                       c->close_reason);
@@ -419,11 +410,11 @@ START_TEST(test_disconnect_sse)
     struct ledger l = {.next = 2};
     char last_id[1024] = "";
     size_t error_at = 0;
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     for (;;) {
         struct lg_sse_event ev;
         size_t before = c.parsed;
-        int rc = lg_sse_next(&c, &ev, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_sse_next(&c, &ev, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "stream %s before the error notice (at seq %" PRIu64 ")",
                       rc == 0 ? "timed out" : "ended", l.next);
         if (strcmp(ev.event, "error") == 0) {
@@ -506,11 +497,11 @@ START_TEST(test_disconnect_ws)
     ck_assert_int_eq(lg_stall_ws_resume(&c, &w, 10000), 0);
     struct ledger l = {.next = 2};
     char last_id[1024] = "";
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     bool first = true;
     for (;;) {
         char *msg;
-        int rc = lg_ws_next(&c, &msg, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_ws_next(&c, &msg, lg_left_ms(deadline));
         ck_assert_msg(rc != 0, "no close frame within %d ms (at seq %" PRIu64 ")", READ_TIMEOUT_MS,
                       l.next);
         if (rc < 0)
@@ -636,10 +627,10 @@ START_TEST(test_conflate)
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
     int lastv[3] = {0, 0, 0};
     uint64_t prev_seq = 1, received = 0;
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     while (prev_seq < (uint64_t)total + 1) {
         struct lg_sse_event ev;
-        int rc = lg_sse_next(&c, &ev, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_sse_next(&c, &ev, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "stream %s at seq %" PRIu64, rc == 0 ? "timed out" : "ended",
                       prev_seq);
         ck_assert_msg(strcmp(ev.event, "message") == 0, "conflation sent a %s: %s", ev.event,
@@ -700,12 +691,12 @@ START_TEST(test_lag)
     ck_assert_int_ge(fd, 0);
     wait_stat_eq(&s, "clients_sse", 1, 5000);
 
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     flood(&k, topic, 2, LAG_N);
     const uint64_t last = 1 + LAG_N;
     /* no more publishes: the worker's tick alone must notice the age */
     wait_stat_ge(&s, "events_dropped_lag", 1, 5000);
-    int64_t waited = now_ms() - t0;
+    int64_t waited = lg_now_ms() - t0;
     ck_assert_msg(waited >= 500, "lag drop after %lld ms, before max_lag_ms (500)",
                   (long long)waited);
     ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
@@ -793,9 +784,9 @@ START_TEST(test_bounded_memory)
         next_seq[i] = 1;
     long peak_kib = base_kib;
     long long peak_live = 0;
-    int64_t deadline = now_ms() + MEM_FLOOD_MS;
+    int64_t deadline = lg_now_ms() + MEM_FLOOD_MS;
     int sent = 0;
-    for (; sent < MEM_EVENTS && now_ms() < deadline; sent++) {
+    for (; sent < MEM_EVENTS && lg_now_ms() < deadline; sent++) {
         snprintf(head, sizeof head, "%d:", sent);
         fill_data(data, sizeof data, head);
         int t = sent % MEM_SUBS;
@@ -827,9 +818,9 @@ START_TEST(test_bounded_memory)
             "bounded memory: %d publishes in %lld ms: %" PRIu64 " accepted, %" PRIu64
             " refused (503); RSS base %ld KiB, peak %ld KiB, end %ld KiB, bound %ld KiB%s; "
             "peak event_bytes_live %lld (limit %d)\n",
-            sent, (long long)(now_ms() - (deadline - MEM_FLOOD_MS)), ok, refused, base_kib,
-            peak_kib, end_kib, bound_kib, LG_BP_ASAN ? " (not asserted under a sanitizer)" : "", peak_live,
-            MEM_MAX_RETAINED);
+            sent, (long long)(lg_now_ms() - (deadline - MEM_FLOOD_MS)), ok, refused, base_kib,
+            peak_kib, end_kib, bound_kib, LG_BP_ASAN ? " (not asserted under a sanitizer)" : "",
+            peak_live, MEM_MAX_RETAINED);
     ck_assert_int_eq(sent, MEM_EVENTS);
     ck_assert_msg(refused > 0, "the publisher never saw a 503");
     ck_assert_msg(ok > 0, "no publish was accepted");
@@ -994,7 +985,7 @@ START_TEST(test_isolation)
     char *body = malloc(cap);
     ck_assert_ptr_nonnull(body);
     uint64_t published = 1;
-    int64_t deadline = now_ms() + 60000;
+    int64_t deadline = lg_now_ms() + 60000;
     while (published < 1 + ISO_EVENTS) {
         size_t len = 0;
         body[len++] = '[';
@@ -1021,7 +1012,7 @@ START_TEST(test_isolation)
                 behind += next[i] <= published;
             if (behind == 0)
                 break;
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - lg_now_ms();
             ck_assert_msg(left > 0, "%d healthy subscribers still behind seq %" PRIu64, behind,
                           published);
             int n = poll(pfd, ISO_HEALTHY, (int)(left < 1000 ? left : 1000));

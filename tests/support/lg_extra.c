@@ -184,10 +184,10 @@ int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_
     r->out[0] = r->err[0] = '\0';
     bool oopen = true, eopen = true;
     int64_t deadline = lg_test__deadline(timeout_ms);
-    while ((oopen || eopen) && lg_test__left_ms(deadline) > 0) {
+    while ((oopen || eopen) && lg_left_ms(deadline) > 0) {
         struct pollfd p[2] = {{.fd = oopen ? po[0] : -1, .events = POLLIN},
                               {.fd = eopen ? pe[0] : -1, .events = POLLIN}};
-        int n = poll(p, 2, lg_test__left_ms(deadline));
+        int n = poll(p, 2, lg_left_ms(deadline));
         if (n < 0 && errno != EINTR)
             break;
         if (oopen && p[0].revents)
@@ -204,7 +204,7 @@ int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_
             r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             return 0;
         }
-        if (lg_test__left_ms(deadline) == 0) {
+        if (lg_left_ms(deadline) == 0) {
             fprintf(stderr, "lg_run_binary: still running after %d ms; killed\n", timeout_ms);
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);

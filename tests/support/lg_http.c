@@ -27,21 +27,14 @@
 
 /* ---- Clock and buffers ------------------------------------------------------------------ */
 
-int64_t lg_test__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t lg_test__deadline(int timeout_ms)
 {
-    return lg_test__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    return lg_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 }
 
-int lg_test__left_ms(int64_t deadline)
+int lg_left_ms(int64_t deadline)
 {
-    int64_t left = deadline - lg_test__now_ms();
+    int64_t left = deadline - lg_now_ms();
     if (left < 0)
         return 0;
     return left > INT32_MAX ? INT32_MAX : (int)left;
@@ -72,7 +65,7 @@ ssize_t lg_test__recv_deadline(int fd, void *buf, size_t cap, int64_t deadline)
 {
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int rc = poll(&pfd, 1, lg_test__left_ms(deadline));
+        int rc = poll(&pfd, 1, lg_left_ms(deadline));
         if (rc < 0) {
             if (errno == EINTR)
                 continue;

@@ -20,12 +20,8 @@ struct lg_http_response;
 
 #define LG_TEST__MAX_BUF ((size_t)256 << 20) /* 256 MiB: a runaway peer fails the test */
 
-/* Milliseconds on the monotonic clock. */
-int64_t lg_test__now_ms(void);
-/* now + timeout_ms (a negative timeout is treated as 0). */
+/* now (lg_now_ms, the monotonic clock) + timeout_ms (a negative timeout is treated as 0). */
 int64_t lg_test__deadline(int timeout_ms);
-/* Milliseconds left before deadline, clamped to [0, INT32_MAX]. */
-int lg_test__left_ms(int64_t deadline);
 
 /* Make sure buf can hold `need` bytes plus a NUL. Return value: 0 or -1 (over the bound). */
 int lg_test__reserve(char **buf, size_t *cap, size_t need);

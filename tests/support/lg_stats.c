@@ -82,7 +82,7 @@ long long lg_stat_wait(uint16_t control_port, const char *name, int op, long lon
     for (;;) {
         v = lg_stat(control_port, name);
         bool ok = v >= 0 && (op > 0 ? v >= value : op < 0 ? v <= value : v == value);
-        if (ok || lg_test__left_ms(deadline) == 0)
+        if (ok || lg_left_ms(deadline) == 0)
             break;
         poll(NULL, 0, LG_STATS__POLL_MS);
     }

@@ -125,6 +125,45 @@ int lg_ws_send_text(struct lg_ws_client *c, const char *text, size_t len);
 int lg_ws_next(struct lg_ws_client *c, char **msg, int timeout_ms);
 void lg_ws_close(struct lg_ws_client *c);
 
+/* ==== Check assertions the integration tests share (lg_expect.c) ========================== */
+/* Each fails the running check test (with the cause) instead of returning an error. */
+
+/* Milliseconds on the monotonic clock / on the wall clock (CLOCK_REALTIME, as event times). */
+int64_t lg_now_ms(void);
+long long lg_wall_ms(void);
+/* Milliseconds left before deadline (a lg_now_ms() value), clamped to [0, INT32_MAX]. */
+int lg_left_ms(int64_t deadline);
+
+/* The epoch of an id "topic@epoch:seq" (it must parse and be 8 characters long). */
+void lg_epoch_of(const char *id, char *epoch, size_t cap);
+/* The seq of an id "topic@epoch:seq" (it must parse). */
+uint64_t lg_seq_of(const char *id);
+/* Publish events from..to (inclusive) to topic as text, each answered 201; last_id (may be
+ * NULL) receives the last id. The data of event i is "d<i>" (lg_publish_n) or
+ * "<topic>-d<i>" (lg_publish_n_tagged). */
+void lg_publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id, size_t cap);
+void lg_publish_n_tagged(uint16_t cport, const char *topic, int from, int to, char *last_id,
+                         size_t cap);
+
+/* What lg_expect_error checks beyond the status, "error" == code and a non-empty "message"
+ * in a body that parses as JSON (checks == 0: that alone). */
+enum lg_error_check {
+    LG_ERROR_JSON_TYPE = 1, /* Content-Type: application/json, and the body is an object */
+    LG_ERROR_ONLY_KEYS = 2, /* no member but "error" and "message" */
+    LG_ERROR_INDEX_OK = 4,  /* no member but "error", "message" and "index" */
+};
+void lg_expect_error(const struct lg_http_response *r, int status, const char *code,
+                     unsigned checks);
+
+/* Nothing arrives on the stream within ms, and it stays open. */
+void lg_sse_expect_quiet(struct lg_sse_client *c, int ms);
+/* No event arrives within ms (the stream may end). */
+void lg_sse_expect_no_event(struct lg_sse_client *c, int ms);
+
+/* The whole file (at most 1 MiB - 1 bytes), malloc'd and NUL-terminated; *len its size. */
+char *lg_slurp(const char *path, size_t *len);
+/* ==== end of lg_expect.c =================================================================== */
+
 /* ==== /v1/stats (lg_stats.c): the one stats client ======================================== */
 
 #define LG_STATS_MAX 64

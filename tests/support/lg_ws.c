@@ -412,7 +412,7 @@ void lg_ws_close(struct lg_ws_client *c)
             int64_t deadline = lg_test__deadline(LG_TEST__WS_CLOSE_WAIT_MS);
             char *m;
             int rc;
-            while ((rc = lg_test__ws_next(c, &m, lg_test__left_ms(deadline), true)) == 1)
+            while ((rc = lg_test__ws_next(c, &m, lg_left_ms(deadline), true)) == 1)
                 free(m);
         }
     }
