@@ -155,6 +155,29 @@ int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *wh
     return 0;
 }
 
+int lg_test__read_head_on(struct lg_test__rbuf *b, int fd, int timeout_ms, size_t *head_len,
+                          const char *who)
+{
+    lg_test__rbuf_init(b, fd, lg_test__deadline(timeout_ms));
+    if (lg_test__read_head(b, head_len, who) == 0)
+        return 0;
+    lg_test__rbuf_release(b);
+    close(fd);
+    return -1;
+}
+
+char *lg_test__rbuf_take_after(struct lg_test__rbuf *b, size_t head_len, size_t *len, size_t *cap)
+{
+    memmove(b->p, b->p + head_len, b->len - head_len);
+    *len = b->len - head_len;
+    *cap = b->cap;
+    b->p[*len] = '\0';
+    char *p = b->p;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
 int lg_test__parse_status(const char *head)
 {
     if (strncmp(head, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)head[7]) || head[8] != ' ')

@@ -64,6 +64,16 @@ int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *wh
  */
 int lg_test__read_sized_response(struct lg_test__rbuf *b, struct lg_http_response *out,
                                  const char *who, bool extra_fails);
+/*
+ * Read the response head on fd (<= timeout_ms) into b, which this initialises. On failure b is
+ * released and fd closed. Return value: 0 (head_len as lg_test__read_head), or -1 (printed).
+ */
+int lg_test__read_head_on(struct lg_test__rbuf *b, int fd, int timeout_ms, size_t *head_len,
+                          const char *who);
+/* Hand over b's buffer with the head_len bytes of the head removed: the bytes after the head
+ * move to the front, *len and *cap receive their count and the allocation. Return value: the
+ * buffer (NUL-terminated; b must not be released afterwards). */
+char *lg_test__rbuf_take_after(struct lg_test__rbuf *b, size_t head_len, size_t *len, size_t *cap);
 /* Status code of "HTTP/1.x NNN ...", or 0 if the line does not parse. */
 int lg_test__parse_status(const char *head);
 

@@ -53,20 +53,12 @@ int lg_stall_sse_resume(struct lg_sse_client *c, int fd, int timeout_ms)
     c->fd = -1;
     c->retry_ms = -1;
     struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
     size_t head_len;
-    if (lg_test__read_head(&b, &head_len, "lg_stall_sse_resume") < 0) {
-        lg_test__rbuf_release(&b);
-        close(fd);
+    if (lg_test__read_head_on(&b, fd, timeout_ms, &head_len, "lg_stall_sse_resume") < 0)
         return -1;
-    }
     c->status = lg_test__parse_status(b.p);
     lg_test__copy_head(c->headers, sizeof c->headers, b.p, head_len);
-    memmove(b.p, b.p + head_len, b.len - head_len);
-    c->raw = b.p;
-    c->raw_len = b.len - head_len;
-    c->raw_cap = b.cap;
-    c->raw[c->raw_len] = '\0';
+    c->raw = lg_test__rbuf_take_after(&b, head_len, &c->raw_len, &c->raw_cap);
     c->fd = fd;
     if (c->status != 200)
         fprintf(stderr, "lg_stall_sse_resume: answered %d: %.*s\n", c->status,
@@ -96,14 +88,10 @@ int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeou
     int fd = w->fd;
     w->fd = -1;
     struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
     size_t head_len;
     char head[4096], val[256];
-    if (lg_test__read_head(&b, &head_len, "lg_stall_ws_resume") < 0) {
-        lg_test__rbuf_release(&b);
-        close(fd);
+    if (lg_test__read_head_on(&b, fd, timeout_ms, &head_len, "lg_stall_ws_resume") < 0)
         return -1;
-    }
     lg_test__copy_head(head, sizeof head, b.p, head_len);
     c->status = lg_test__parse_status(head);
     if (c->status != 101 || !lg_test__header_find(head, "Sec-WebSocket-Accept", val, sizeof val) ||
@@ -114,10 +102,7 @@ int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeou
         return -1;
     }
     lg_test__header_find(head, "Sec-WebSocket-Protocol", c->protocol, sizeof c->protocol);
-    memmove(b.p, b.p + head_len, b.len - head_len);
-    c->buf = (unsigned char *)b.p;
-    c->len = b.len - head_len;
-    c->cap = b.cap;
+    c->buf = (unsigned char *)lg_test__rbuf_take_after(&b, head_len, &c->len, &c->cap);
     c->fd = fd;
     return 0;
 }
