@@ -286,32 +286,55 @@ static void flood(struct lg_stall_ka *k, const char *topic, uint64_t first_seq, 
     }
 }
 
+/* What the stalled-subscriber tests share: the server, a keep-alive publisher, and the id of
+ * the warm-up event (seq 1) of their topic. */
+struct stalled {
+    struct lg_server s;
+    struct lg_stall_ka k;
+    char id1[256], prefix[256]; /* the warm-up id and its "topic@epoch:" */
+};
+
+/* Start the server with config, warm topic up, and send a stalled subscriber's request from
+ * the warm-up id (SSE with last_event_id when w is NULL, else WebSocket with since); wait until
+ * the server counts it. Return value: the stalled SSE socket, or -1 with w filled. */
+static int stalled_start(struct stalled *t, const char *config, const char *topic,
+                         struct lg_stall_ws *w)
+{
+    lg_server_must_start(&t->s, config);
+    lg_stall_ka_init(&t->k, t->s.control_port);
+    warm_up(&t->k, topic, t->id1, sizeof t->id1, t->prefix, sizeof t->prefix);
+    char path[1200];
+    int fd = -1;
+    if (w) {
+        snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, t->id1);
+        ck_assert_int_eq(lg_stall_ws_open(w, t->s.public_port, path, RCVBUF), 0);
+    } else {
+        snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, t->id1);
+        fd = lg_stall_sse_open(t->s.public_port, path, NULL, RCVBUF);
+        ck_assert_int_ge(fd, 0);
+    }
+    wait_stat_eq(&t->s, w ? "clients_ws" : "clients_sse", 1, 5000);
+    return fd;
+}
+
 START_TEST(test_drop_oldest_sse)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "drop/sse";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
+    int fd = stalled_start(&t, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}", topic,
+                           NULL);
 
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
-
-    flood(&k, topic, 2, DROP_N);
+    flood(&t.k, topic, 2, DROP_N);
     const uint64_t last = 1 + DROP_N;
-    wait_stat_ge(&s, "events_dropped_overflow", 1, 5000);
-    long long depth = lg_server_stat(&s, "max_queue_depth");
+    wait_stat_ge(&t.s, "events_dropped_overflow", 1, 5000);
+    long long depth = lg_server_stat(&t.s, "max_queue_depth");
     ck_assert_msg(depth >= 1 && depth <= 8, "max_queue_depth %lld outside 1..8", depth);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
     ck_assert_int_eq(c.status, 200);
     struct ledger l = {.next = 2};
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(c.retry_ms, 3000);
 
     /* everything from 2 to last exactly once: as an event or inside a gap */
@@ -320,60 +343,52 @@ START_TEST(test_drop_oldest_sse)
     ck_assert_msg(l.event_after_gap, "no event followed a gap");
     ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
     /* the server counted exactly what the gaps reported */
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), (long long)l.gaps);
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_lag"), 0);
-    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 0);
     fprintf(stderr,
             "drop-oldest SSE: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
             l.events, l.gaps, l.gap_seqs);
 
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
 START_TEST(test_drop_oldest_ws)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
-    const char *topic = "drop/ws";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, id1);
+    struct stalled t;
     struct lg_stall_ws w;
-    ck_assert_int_eq(lg_stall_ws_open(&w, s.public_port, path, RCVBUF), 0);
-    wait_stat_eq(&s, "clients_ws", 1, 5000);
+    const char *topic = "drop/ws";
+    stalled_start(&t, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}", topic, &w);
 
-    flood(&k, topic, 2, DROP_N);
+    flood(&t.k, topic, 2, DROP_N);
     const uint64_t last = 1 + DROP_N;
-    wait_stat_ge(&s, "events_dropped_overflow", 1, 5000);
+    wait_stat_ge(&t.s, "events_dropped_overflow", 1, 5000);
 
     struct lg_ws_client c;
     ck_assert_int_eq(lg_stall_ws_resume(&c, &w, 10000), 0);
     ck_assert_str_eq(c.protocol, "livegate.v1");
     struct ledger l = {.next = 2};
-    ws_read_through(&c, topic, prefix, last, &l);
+    ws_read_through(&c, topic, t.prefix, last, &l);
 
     ck_assert_uint_eq(l.events + l.gap_seqs, DROP_N);
     ck_assert_uint_ge(l.gaps, 1);
     ck_assert_msg(l.event_after_gap, "no event followed a gap");
     ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
     fprintf(stderr,
             "drop-oldest WS: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
             l.events, l.gaps, l.gap_seqs);
 
     lg_ws_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -386,22 +401,14 @@ END_TEST
 
 START_TEST(test_disconnect_sse)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, DISC_CONFIG);
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "orders/sse";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
+    char path[1200];
+    int fd = stalled_start(&t, DISC_CONFIG, topic, NULL);
 
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
-
-    flood(&k, topic, 2, DISC_N);
+    flood(&t.k, topic, 2, DISC_N);
     const uint64_t last = 1 + DISC_N;
-    wait_stat_eq(&s, "clients_disconnected_slow", 1, 5000);
+    wait_stat_eq(&t.s, "clients_disconnected_slow", 1, 5000);
 
     /* resume: events 2..K in order, then exactly the error notice, then the end */
     struct lg_sse_client c;
@@ -425,7 +432,7 @@ START_TEST(test_disconnect_sse)
             break;
         }
         ck_assert_str_eq(ev.event, "message");
-        ledger_event(&l, id_seq(ev.id, prefix));
+        ledger_event(&l, id_seq(ev.id, t.prefix));
         snprintf(last_id, sizeof last_id, "%s", ev.id);
         lg_sse_event_free(&ev);
     }
@@ -448,20 +455,20 @@ START_TEST(test_disconnect_sse)
                   notice);
     ck_assert_int_eq(c.retry_ms, 3000);
     lg_sse_close(&c);
-    wait_stat_eq(&s, "clients_sse", 0, 5000);
-    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 1);
-    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), 0);
+    wait_stat_eq(&t.s, "clients_sse", 0, 5000);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 1);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), 0);
 
     /* the cursor stays valid: Last-Event-ID gets every following event from history */
     if (!last_id[0]) /* nothing came: the cursor is still the one the client started with */
-        snprintf(last_id, sizeof last_id, "%s", id1);
+        snprintf(last_id, sizeof last_id, "%s", t.id1);
     char hdr[1100];
     snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", last_id);
     snprintf(path, sizeof path, "/sse?topic=%s", topic);
-    ck_assert_int_eq(lg_sse_open(&c, s.public_port, path, hdr), 0);
+    ck_assert_int_eq(lg_sse_open(&c, t.s.public_port, path, hdr), 0);
     ck_assert_int_eq(c.status, 200);
     uint64_t resumed_from = l.next;
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(l.gaps, 0);
     ck_assert_uint_eq(l.events, DISC_N);
     fprintf(stderr,
@@ -469,29 +476,22 @@ START_TEST(test_disconnect_sse)
             " resumed from history\n",
             resumed_from - 2, last + 1 - resumed_from);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
 START_TEST(test_disconnect_ws)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, DISC_CONFIG);
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
-    const char *topic = "orders/ws";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, id1);
+    struct stalled t;
     struct lg_stall_ws w;
-    ck_assert_int_eq(lg_stall_ws_open(&w, s.public_port, path, RCVBUF), 0);
-    wait_stat_eq(&s, "clients_ws", 1, 5000);
+    const char *topic = "orders/ws";
+    char path[1200];
+    stalled_start(&t, DISC_CONFIG, topic, &w);
 
-    flood(&k, topic, 2, DISC_N);
+    flood(&t.k, topic, 2, DISC_N);
     const uint64_t last = 1 + DISC_N;
-    wait_stat_eq(&s, "clients_disconnected_slow", 1, 5000);
+    wait_stat_eq(&t.s, "clients_disconnected_slow", 1, 5000);
 
     struct lg_ws_client c;
     ck_assert_int_eq(lg_stall_ws_resume(&c, &w, 10000), 0);
@@ -515,7 +515,7 @@ START_TEST(test_disconnect_ws)
             ck_assert_msg(strcmp(type, "event") == 0, "unexpected ws message: %s", msg);
             const char *id = json_string_value(json_object_get(root, "id"));
             ck_assert_ptr_nonnull(id);
-            ledger_event(&l, id_seq(id, prefix));
+            ledger_event(&l, id_seq(id, t.prefix));
             snprintf(last_id, sizeof last_id, "%s", id);
         }
         json_decref(root);
@@ -528,16 +528,16 @@ START_TEST(test_disconnect_ws)
     char reason[sizeof c.close_reason];
     snprintf(reason, sizeof reason, "%s", c.close_reason);
     lg_ws_close(&c);
-    wait_stat_eq(&s, "clients_ws", 0, 5000);
-    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 1);
+    wait_stat_eq(&t.s, "clients_ws", 0, 5000);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 1);
 
     /* resume with the last id received (or the one it started with) */
     if (!last_id[0])
-        snprintf(last_id, sizeof last_id, "%s", id1);
+        snprintf(last_id, sizeof last_id, "%s", t.id1);
     snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, last_id);
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, path, "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, t.s.public_port, path, "livegate.v1"), 0);
     uint64_t resumed_from = l.next;
-    ws_read_through(&c, topic, prefix, last, &l);
+    ws_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(l.gaps, 0);
     ck_assert_uint_eq(l.events, DISC_N);
     fprintf(stderr,
@@ -545,8 +545,8 @@ START_TEST(test_disconnect_ws)
             " resumed from history\n",
             resumed_from - 2, reason, last + 1 - resumed_from);
     lg_ws_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -597,20 +597,14 @@ END_TEST
 
 START_TEST(test_conflate)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"
-                     "\"topic_rules\":[{\"match\":\"prices/*\",\"on_slow\":\"conflate\"}]}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "prices/x";
     static const char keys[3] = {'A', 'B', 'C'};
-    char id1[256], prefix[256], path[1200], data[DATA_1K + 1], head[32], query[16];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
+    char data[DATA_1K + 1], head[32], query[16];
+    int fd = stalled_start(&t,
+                           "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"
+                           "\"topic_rules\":[{\"match\":\"prices/*\",\"on_slow\":\"conflate\"}]}",
+                           topic, NULL);
 
     /* value = counter 1..900, keys round robin; event seq = counter + 1 */
     const int total = 3 * CONF_ROUNDS;
@@ -619,9 +613,9 @@ START_TEST(test_conflate)
         snprintf(head, sizeof head, "%c=%d;", key, v);
         snprintf(query, sizeof query, "key=%c", key);
         fill_data(data, sizeof data, head);
-        ck_assert_uint_eq(publish_ok(&k, topic, query, data, NULL, 0), (uint64_t)v + 1);
+        ck_assert_uint_eq(publish_ok(&t.k, topic, query, data, NULL, 0), (uint64_t)v + 1);
     }
-    wait_stat_ge(&s, "events_conflated", 1, 5000);
+    wait_stat_ge(&t.s, "events_conflated", 1, 5000);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
@@ -635,7 +629,7 @@ START_TEST(test_conflate)
                       prev_seq);
         ck_assert_msg(strcmp(ev.event, "message") == 0, "conflation sent a %s: %s", ev.event,
                       ev.data);
-        uint64_t seq = id_seq(ev.id, prefix);
+        uint64_t seq = id_seq(ev.id, t.prefix);
         char key;
         int v;
         ck_assert_msg(sscanf(ev.data, "%c=%d;", &key, &v) == 2, "data: %.40s", ev.data);
@@ -654,19 +648,19 @@ START_TEST(test_conflate)
     ck_assert_int_eq(lastv[0], total - 2);
     ck_assert_int_eq(lastv[1], total - 1);
     ck_assert_int_eq(lastv[2], total);
-    long long conflated = lg_server_stat(&s, "events_conflated");
+    long long conflated = lg_server_stat(&t.s, "events_conflated");
     ck_assert_int_gt(conflated, 0);
     ck_assert_uint_lt(received, (uint64_t)total);
     /* only conflation removed events: none dropped, no gap */
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_lag"), 0);
-    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), 0);
     ck_assert_int_eq((long long)received + conflated, total);
     fprintf(stderr, "conflate: %" PRIu64 " of %d events received, %lld conflated\n", received,
             total, conflated);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -676,47 +670,40 @@ END_TEST
 
 START_TEST(test_lag)
 {
-    struct lg_server s;
+    struct stalled t;
     /* max_events/max_bytes far above what is published: only the age bound can drop */
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":100000,"
-                     "\"max_bytes\":67108864,\"max_lag_ms\":500}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
     const char *topic = "lag/x";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
+    int fd = stalled_start(&t,
+                           "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":100000,"
+                           "\"max_bytes\":67108864,\"max_lag_ms\":500}}",
+                           topic, NULL);
 
     int64_t t0 = lg_now_ms();
-    flood(&k, topic, 2, LAG_N);
+    flood(&t.k, topic, 2, LAG_N);
     const uint64_t last = 1 + LAG_N;
     /* no more publishes: the worker's tick alone must notice the age */
-    wait_stat_ge(&s, "events_dropped_lag", 1, 5000);
+    wait_stat_ge(&t.s, "events_dropped_lag", 1, 5000);
     int64_t waited = lg_now_ms() - t0;
     ck_assert_msg(waited >= 500, "lag drop after %lld ms, before max_lag_ms (500)",
                   (long long)waited);
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(lg_server_stat(&s, "clients_disconnected_slow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 0);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
     struct ledger l = {.next = 2};
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(l.events + l.gap_seqs, LAG_N);
     ck_assert_uint_ge(l.gaps, 1);
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_lag"), (long long)l.gap_seqs);
-    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
     fprintf(stderr,
             "lag: first lag drop seen %lld ms after the first publish; %" PRIu64
             " events received, %" PRIu64 " dropped for lag\n",
             (long long)waited, l.events, l.gap_seqs);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 

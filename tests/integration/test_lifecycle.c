@@ -249,12 +249,9 @@ END_TEST
 
 START_TEST(test_lifecycle_print_config)
 {
-    const char *src = getenv("LG_SOURCE_DIR");
-    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
     char path[4096];
-    snprintf(path, sizeof path, "%s/config/livegate.json", src);
     size_t flen;
-    char *file = lg_slurp(path, &flen);
+    char *file = lg_slurp_source("config/livegate.json", path, sizeof path, &flen);
 
     struct lg_run_result r;
     const char *args[] = {"--print-config", NULL};

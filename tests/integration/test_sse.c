@@ -462,12 +462,9 @@ END_TEST
 
 START_TEST(test_sse_static_files)
 {
-    const char *src = getenv("LG_SOURCE_DIR");
-    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
     char path[4096];
-    snprintf(path, sizeof path, "%s/static/index.html", src);
     size_t flen;
-    char *file = lg_slurp(path, &flen);
+    char *file = lg_slurp_source("static/index.html", path, sizeof path, &flen);
 
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);

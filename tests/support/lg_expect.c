@@ -1,11 +1,11 @@
 /*
  * lg_expect.c - check assertions and small procedures that several integration tests share:
  * clocks, the parts of an event id, numbered publishes, the JSON error answer, quiet SSE
- * streams and reading a file whole. Each used to be copied into the test files.
+ * streams and reading a source file whole. Each used to be copied into the test files.
  *
- * Owns:    nothing global. lg_slurp's buffer belongs to the caller.
+ * Owns:    nothing global. lg_slurp_source's buffer belongs to the caller.
  * Threads: single-threaded test code; the assertions must run in a check test.
- * Bounds:  every wait takes a timeout; lg_slurp reads at most 1 MiB - 1 bytes.
+ * Bounds:  every wait takes a timeout; lg_slurp_source reads at most 1 MiB - 1 bytes.
  */
 #include <check.h>
 #include <errno.h>
@@ -122,8 +122,11 @@ void lg_sse_expect_no_event(struct lg_sse_client *c, int ms)
 
 /* ---- Files ---------------------------------------------------------------------------------- */
 
-char *lg_slurp(const char *path, size_t *len)
+char *lg_slurp_source(const char *rel, char *path, size_t path_cap, size_t *len)
 {
+    const char *src = getenv("LG_SOURCE_DIR");
+    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
+    snprintf(path, path_cap, "%s/%s", src, rel);
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
     char *buf = malloc(1 << 20);

@@ -160,8 +160,9 @@ void lg_sse_expect_quiet(struct lg_sse_client *c, int ms);
 /* No event arrives within ms (the stream may end). */
 void lg_sse_expect_no_event(struct lg_sse_client *c, int ms);
 
-/* The whole file (at most 1 MiB - 1 bytes), malloc'd and NUL-terminated; *len its size. */
-char *lg_slurp(const char *path, size_t *len);
+/* The whole file $LG_SOURCE_DIR/rel (at most 1 MiB - 1 bytes), malloc'd and NUL-terminated;
+ * *len its size, path (path_cap bytes) its name. */
+char *lg_slurp_source(const char *rel, char *path, size_t path_cap, size_t *len);
 /* ==== end of lg_expect.c =================================================================== */
 
 /* ==== /v1/stats (lg_stats.c): the one stats client ======================================== */
