@@ -111,6 +111,15 @@ static void expect_sse_cursor(const struct seen *s, const char *id)
     ck_assert_msg(strcmp(id, want) == 0, "SSE id %s, want the cursor %s", id, want);
 }
 
+/* The next WS message must arrive and be the subscribed answer; returns it (caller frees). */
+static char *next_subscribed(struct lg_ws_client *ws)
+{
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(ws, &m, WAIT_MS), 1);
+    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    return m;
+}
+
 /* Read one WS event message into the record; returns its id in id_out. */
 static void ws_take(struct lg_ws_client *c, struct seen *s, char *id_out, size_t cap)
 {
@@ -174,9 +183,7 @@ START_TEST(test_resume_ws_poll_sse_one_topic)
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=x&since=x@%s:0", seen.epoch);
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     char last[256] = "";
     for (int i = 0; i < 10; i++)
@@ -237,9 +244,7 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
              "{\"op\":\"subscribe\",\"topics\":[\"x\",\"y\"],\"since\":\"x@%1$s:0,y@%1$s:0\"}",
              seen.epoch);
     ck_assert_int_eq(lg_ws_send_text(&ws, sub, strlen(sub)), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     snprintf(cursor, sizeof cursor, "x@%1$s:0,y@%1$s:0", seen.epoch);
     for (int i = 0; i < 10; i++) {
@@ -312,9 +317,7 @@ START_TEST(test_resume_gap_all_transports)
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=g&since=g@%s:2", ep);
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want,
@@ -408,9 +411,7 @@ START_TEST(test_resume_reset_after_restart)
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=r&since=%s", old);
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want,
@@ -486,9 +487,7 @@ START_TEST(test_resume_concurrent_publishers_order)
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws?topic=t0&topic=t1&topic=t2&topic=t3",
                                 "livegate.v1"),
                      0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     json_t *sub = json_loads(m, 0, NULL);
     char poll_cursor[1024];
     copy(poll_cursor, sizeof poll_cursor, json_string_value(json_object_get(sub, "cursor")));
