@@ -52,15 +52,6 @@
     "\"workers\":2,\"socket_send_buffer_bytes\":4096,\"write_batch_bytes\":4096,"                  \
     "\"drain_timeout_ms\":1000,\"history\":{\"max_events\":100000,\"max_bytes\":268435456}"
 
-/* ---- Small helpers --------------------------------------------------------------------------- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* size-1 bytes: prefix then 'x' padding, NUL-terminated. */
 static void fill_data(char *buf, size_t size, const char *prefix)
 {
@@ -195,10 +186,10 @@ static void check_gap(const char *data, bool ws, const char *topic, const char *
 static void sse_read_through(struct lg_sse_client *c, const char *topic, const char *prefix,
                              uint64_t last, struct ledger *l)
 {
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     while (l->next <= last) {
         struct lg_sse_event ev;
-        int rc = lg_sse_next(c, &ev, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_sse_next(c, &ev, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "stream %s before seq %" PRIu64 " (at %" PRIu64 ")",
                       rc == 0 ? "timed out" : "ended", last, l->next);
         ck_assert_msg(strcmp(ev.event, "message") == 0 || strcmp(ev.event, "gap") == 0,
@@ -223,11 +214,11 @@ static void sse_read_through(struct lg_sse_client *c, const char *topic, const c
 static void ws_read_through(struct lg_ws_client *c, const char *topic, const char *prefix,
                             uint64_t last, struct ledger *l)
 {
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     bool first = true;
     while (l->next <= last) {
         char *msg = NULL;
-        int rc = lg_ws_next(c, &msg, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_ws_next(c, &msg, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "ws %s before seq %" PRIu64 " (at %" PRIu64 ", close %d %s)",
                       rc == 0 ? "timed out" : "closed", last, l->next, c->close_code,
                       c->close_reason);
@@ -255,18 +246,11 @@ static void ws_read_through(struct lg_ws_client *c, const char *topic, const cha
     }
 }
 
-static long long stat_now(const struct lg_server *s, const char *name)
-{
-    long long v = lg_stall_stat(s->control_port, name);
-    ck_assert_msg(v >= 0, "stats counter %s unreadable", name);
-    return v;
-}
-
 /* Wait (<= timeout_ms) until counter >= value; fail with the last value otherwise. */
 static long long wait_stat_ge(const struct lg_server *s, const char *name, long long value,
                               int timeout_ms)
 {
-    long long v = lg_stall_stat_wait(s->control_port, name, 1, value, timeout_ms);
+    long long v = lg_stat_wait(s->control_port, name, 1, value, timeout_ms);
     ck_assert_msg(v >= value, "%s is %lld after %d ms, expected >= %lld", name, v, timeout_ms,
                   value);
     return v;
@@ -275,7 +259,7 @@ static long long wait_stat_ge(const struct lg_server *s, const char *name, long 
 static void wait_stat_eq(const struct lg_server *s, const char *name, long long value,
                          int timeout_ms)
 {
-    long long v = lg_stall_stat_wait(s->control_port, name, 0, value, timeout_ms);
+    long long v = lg_stat_wait(s->control_port, name, 0, value, timeout_ms);
     ck_assert_msg(v == value, "%s is %lld after %d ms, expected %lld", name, v, timeout_ms, value);
 }
 
@@ -302,32 +286,55 @@ static void flood(struct lg_stall_ka *k, const char *topic, uint64_t first_seq, 
     }
 }
 
+/* What the stalled-subscriber tests share: the server, a keep-alive publisher, and the id of
+ * the warm-up event (seq 1) of their topic. */
+struct stalled {
+    struct lg_server s;
+    struct lg_stall_ka k;
+    char id1[256], prefix[256]; /* the warm-up id and its "topic@epoch:" */
+};
+
+/* Start the server with config, warm topic up, and send a stalled subscriber's request from
+ * the warm-up id (SSE with last_event_id when w is NULL, else WebSocket with since); wait until
+ * the server counts it. Return value: the stalled SSE socket, or -1 with w filled. */
+static int stalled_start(struct stalled *t, const char *config, const char *topic,
+                         struct lg_stall_ws *w)
+{
+    lg_server_must_start(&t->s, config);
+    lg_stall_ka_init(&t->k, t->s.control_port);
+    warm_up(&t->k, topic, t->id1, sizeof t->id1, t->prefix, sizeof t->prefix);
+    char path[1200];
+    int fd = -1;
+    if (w) {
+        snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, t->id1);
+        ck_assert_int_eq(lg_stall_ws_open(w, t->s.public_port, path, RCVBUF), 0);
+    } else {
+        snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, t->id1);
+        fd = lg_stall_sse_open(t->s.public_port, path, NULL, RCVBUF);
+        ck_assert_int_ge(fd, 0);
+    }
+    wait_stat_eq(&t->s, w ? "clients_ws" : "clients_sse", 1, 5000);
+    return fd;
+}
+
 START_TEST(test_drop_oldest_sse)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "drop/sse";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
+    int fd = stalled_start(&t, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}", topic,
+                           NULL);
 
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
-
-    flood(&k, topic, 2, DROP_N);
+    flood(&t.k, topic, 2, DROP_N);
     const uint64_t last = 1 + DROP_N;
-    wait_stat_ge(&s, "events_dropped_overflow", 1, 5000);
-    long long depth = stat_now(&s, "max_queue_depth");
+    wait_stat_ge(&t.s, "events_dropped_overflow", 1, 5000);
+    long long depth = lg_server_stat(&t.s, "max_queue_depth");
     ck_assert_msg(depth >= 1 && depth <= 8, "max_queue_depth %lld outside 1..8", depth);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
     ck_assert_int_eq(c.status, 200);
     struct ledger l = {.next = 2};
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(c.retry_ms, 3000);
 
     /* everything from 2 to last exactly once: as an event or inside a gap */
@@ -336,60 +343,52 @@ START_TEST(test_drop_oldest_sse)
     ck_assert_msg(l.event_after_gap, "no event followed a gap");
     ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
     /* the server counted exactly what the gaps reported */
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), (long long)l.gaps);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_lag"), 0);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 0);
     fprintf(stderr,
             "drop-oldest SSE: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
             l.events, l.gaps, l.gap_seqs);
 
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
 START_TEST(test_drop_oldest_ws)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
-    const char *topic = "drop/ws";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, id1);
+    struct stalled t;
     struct lg_stall_ws w;
-    ck_assert_int_eq(lg_stall_ws_open(&w, s.public_port, path, RCVBUF), 0);
-    wait_stat_eq(&s, "clients_ws", 1, 5000);
+    const char *topic = "drop/ws";
+    stalled_start(&t, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}", topic, &w);
 
-    flood(&k, topic, 2, DROP_N);
+    flood(&t.k, topic, 2, DROP_N);
     const uint64_t last = 1 + DROP_N;
-    wait_stat_ge(&s, "events_dropped_overflow", 1, 5000);
+    wait_stat_ge(&t.s, "events_dropped_overflow", 1, 5000);
 
     struct lg_ws_client c;
     ck_assert_int_eq(lg_stall_ws_resume(&c, &w, 10000), 0);
     ck_assert_str_eq(c.protocol, "livegate.v1");
     struct ledger l = {.next = 2};
-    ws_read_through(&c, topic, prefix, last, &l);
+    ws_read_through(&c, topic, t.prefix, last, &l);
 
     ck_assert_uint_eq(l.events + l.gap_seqs, DROP_N);
     ck_assert_uint_ge(l.gaps, 1);
     ck_assert_msg(l.event_after_gap, "no event followed a gap");
     ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
     fprintf(stderr,
             "drop-oldest WS: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
             l.events, l.gaps, l.gap_seqs);
 
     lg_ws_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -402,22 +401,14 @@ END_TEST
 
 START_TEST(test_disconnect_sse)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, DISC_CONFIG);
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "orders/sse";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
+    char path[1200];
+    int fd = stalled_start(&t, DISC_CONFIG, topic, NULL);
 
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
-
-    flood(&k, topic, 2, DISC_N);
+    flood(&t.k, topic, 2, DISC_N);
     const uint64_t last = 1 + DISC_N;
-    wait_stat_eq(&s, "clients_disconnected_slow", 1, 5000);
+    wait_stat_eq(&t.s, "clients_disconnected_slow", 1, 5000);
 
     /* resume: events 2..K in order, then exactly the error notice, then the end */
     struct lg_sse_client c;
@@ -426,11 +417,11 @@ START_TEST(test_disconnect_sse)
     struct ledger l = {.next = 2};
     char last_id[1024] = "";
     size_t error_at = 0;
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     for (;;) {
         struct lg_sse_event ev;
         size_t before = c.parsed;
-        int rc = lg_sse_next(&c, &ev, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_sse_next(&c, &ev, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "stream %s before the error notice (at seq %" PRIu64 ")",
                       rc == 0 ? "timed out" : "ended", l.next);
         if (strcmp(ev.event, "error") == 0) {
@@ -441,7 +432,7 @@ START_TEST(test_disconnect_sse)
             break;
         }
         ck_assert_str_eq(ev.event, "message");
-        ledger_event(&l, id_seq(ev.id, prefix));
+        ledger_event(&l, id_seq(ev.id, t.prefix));
         snprintf(last_id, sizeof last_id, "%s", ev.id);
         lg_sse_event_free(&ev);
     }
@@ -464,20 +455,20 @@ START_TEST(test_disconnect_sse)
                   notice);
     ck_assert_int_eq(c.retry_ms, 3000);
     lg_sse_close(&c);
-    wait_stat_eq(&s, "clients_sse", 0, 5000);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 1);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), 0);
+    wait_stat_eq(&t.s, "clients_sse", 0, 5000);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 1);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), 0);
 
     /* the cursor stays valid: Last-Event-ID gets every following event from history */
     if (!last_id[0]) /* nothing came: the cursor is still the one the client started with */
-        snprintf(last_id, sizeof last_id, "%s", id1);
+        snprintf(last_id, sizeof last_id, "%s", t.id1);
     char hdr[1100];
     snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", last_id);
     snprintf(path, sizeof path, "/sse?topic=%s", topic);
-    ck_assert_int_eq(lg_sse_open(&c, s.public_port, path, hdr), 0);
+    ck_assert_int_eq(lg_sse_open(&c, t.s.public_port, path, hdr), 0);
     ck_assert_int_eq(c.status, 200);
     uint64_t resumed_from = l.next;
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(l.gaps, 0);
     ck_assert_uint_eq(l.events, DISC_N);
     fprintf(stderr,
@@ -485,39 +476,32 @@ START_TEST(test_disconnect_sse)
             " resumed from history\n",
             resumed_from - 2, last + 1 - resumed_from);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
 START_TEST(test_disconnect_ws)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, DISC_CONFIG);
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
-    const char *topic = "orders/ws";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, id1);
+    struct stalled t;
     struct lg_stall_ws w;
-    ck_assert_int_eq(lg_stall_ws_open(&w, s.public_port, path, RCVBUF), 0);
-    wait_stat_eq(&s, "clients_ws", 1, 5000);
+    const char *topic = "orders/ws";
+    char path[1200];
+    stalled_start(&t, DISC_CONFIG, topic, &w);
 
-    flood(&k, topic, 2, DISC_N);
+    flood(&t.k, topic, 2, DISC_N);
     const uint64_t last = 1 + DISC_N;
-    wait_stat_eq(&s, "clients_disconnected_slow", 1, 5000);
+    wait_stat_eq(&t.s, "clients_disconnected_slow", 1, 5000);
 
     struct lg_ws_client c;
     ck_assert_int_eq(lg_stall_ws_resume(&c, &w, 10000), 0);
     struct ledger l = {.next = 2};
     char last_id[1024] = "";
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     bool first = true;
     for (;;) {
         char *msg;
-        int rc = lg_ws_next(&c, &msg, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_ws_next(&c, &msg, lg_left_ms(deadline));
         ck_assert_msg(rc != 0, "no close frame within %d ms (at seq %" PRIu64 ")", READ_TIMEOUT_MS,
                       l.next);
         if (rc < 0)
@@ -531,7 +515,7 @@ START_TEST(test_disconnect_ws)
             ck_assert_msg(strcmp(type, "event") == 0, "unexpected ws message: %s", msg);
             const char *id = json_string_value(json_object_get(root, "id"));
             ck_assert_ptr_nonnull(id);
-            ledger_event(&l, id_seq(id, prefix));
+            ledger_event(&l, id_seq(id, t.prefix));
             snprintf(last_id, sizeof last_id, "%s", id);
         }
         json_decref(root);
@@ -544,16 +528,16 @@ START_TEST(test_disconnect_ws)
     char reason[sizeof c.close_reason];
     snprintf(reason, sizeof reason, "%s", c.close_reason);
     lg_ws_close(&c);
-    wait_stat_eq(&s, "clients_ws", 0, 5000);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 1);
+    wait_stat_eq(&t.s, "clients_ws", 0, 5000);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 1);
 
     /* resume with the last id received (or the one it started with) */
     if (!last_id[0])
-        snprintf(last_id, sizeof last_id, "%s", id1);
+        snprintf(last_id, sizeof last_id, "%s", t.id1);
     snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, last_id);
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, path, "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, t.s.public_port, path, "livegate.v1"), 0);
     uint64_t resumed_from = l.next;
-    ws_read_through(&c, topic, prefix, last, &l);
+    ws_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(l.gaps, 0);
     ck_assert_uint_eq(l.events, DISC_N);
     fprintf(stderr,
@@ -561,8 +545,8 @@ START_TEST(test_disconnect_ws)
             " resumed from history\n",
             resumed_from - 2, reason, last + 1 - resumed_from);
     lg_ws_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -600,7 +584,7 @@ START_TEST(test_replay_backlog_beyond_queue)
                   " retained event(s)",
                   l.gaps, l.gap_seqs);
     ck_assert_uint_eq(l.events, REPLAY_N);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
     lg_sse_close(&c);
     lg_stall_ka_close(&k);
     lg_server_must_stop(&s);
@@ -613,20 +597,14 @@ END_TEST
 
 START_TEST(test_conflate)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"
-                     "\"topic_rules\":[{\"match\":\"prices/*\",\"on_slow\":\"conflate\"}]}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "prices/x";
     static const char keys[3] = {'A', 'B', 'C'};
-    char id1[256], prefix[256], path[1200], data[DATA_1K + 1], head[32], query[16];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
+    char data[DATA_1K + 1], head[32], query[16];
+    int fd = stalled_start(&t,
+                           "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"
+                           "\"topic_rules\":[{\"match\":\"prices/*\",\"on_slow\":\"conflate\"}]}",
+                           topic, NULL);
 
     /* value = counter 1..900, keys round robin; event seq = counter + 1 */
     const int total = 3 * CONF_ROUNDS;
@@ -635,23 +613,23 @@ START_TEST(test_conflate)
         snprintf(head, sizeof head, "%c=%d;", key, v);
         snprintf(query, sizeof query, "key=%c", key);
         fill_data(data, sizeof data, head);
-        ck_assert_uint_eq(publish_ok(&k, topic, query, data, NULL, 0), (uint64_t)v + 1);
+        ck_assert_uint_eq(publish_ok(&t.k, topic, query, data, NULL, 0), (uint64_t)v + 1);
     }
-    wait_stat_ge(&s, "events_conflated", 1, 5000);
+    wait_stat_ge(&t.s, "events_conflated", 1, 5000);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
     int lastv[3] = {0, 0, 0};
     uint64_t prev_seq = 1, received = 0;
-    int64_t deadline = now_ms() + READ_TIMEOUT_MS;
+    int64_t deadline = lg_now_ms() + READ_TIMEOUT_MS;
     while (prev_seq < (uint64_t)total + 1) {
         struct lg_sse_event ev;
-        int rc = lg_sse_next(&c, &ev, (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 0));
+        int rc = lg_sse_next(&c, &ev, lg_left_ms(deadline));
         ck_assert_msg(rc == 1, "stream %s at seq %" PRIu64, rc == 0 ? "timed out" : "ended",
                       prev_seq);
         ck_assert_msg(strcmp(ev.event, "message") == 0, "conflation sent a %s: %s", ev.event,
                       ev.data);
-        uint64_t seq = id_seq(ev.id, prefix);
+        uint64_t seq = id_seq(ev.id, t.prefix);
         char key;
         int v;
         ck_assert_msg(sscanf(ev.data, "%c=%d;", &key, &v) == 2, "data: %.40s", ev.data);
@@ -670,19 +648,19 @@ START_TEST(test_conflate)
     ck_assert_int_eq(lastv[0], total - 2);
     ck_assert_int_eq(lastv[1], total - 1);
     ck_assert_int_eq(lastv[2], total);
-    long long conflated = stat_now(&s, "events_conflated");
+    long long conflated = lg_server_stat(&t.s, "events_conflated");
     ck_assert_int_gt(conflated, 0);
     ck_assert_uint_lt(received, (uint64_t)total);
     /* only conflation removed events: none dropped, no gap */
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_lag"), 0);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), 0);
     ck_assert_int_eq((long long)received + conflated, total);
     fprintf(stderr, "conflate: %" PRIu64 " of %d events received, %lld conflated\n", received,
             total, conflated);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -692,47 +670,40 @@ END_TEST
 
 START_TEST(test_lag)
 {
-    struct lg_server s;
+    struct stalled t;
     /* max_events/max_bytes far above what is published: only the age bound can drop */
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":100000,"
-                     "\"max_bytes\":67108864,\"max_lag_ms\":500}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
     const char *topic = "lag/x";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
+    int fd = stalled_start(&t,
+                           "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":100000,"
+                           "\"max_bytes\":67108864,\"max_lag_ms\":500}}",
+                           topic, NULL);
 
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
-    int fd = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
-    ck_assert_int_ge(fd, 0);
-    wait_stat_eq(&s, "clients_sse", 1, 5000);
-
-    int64_t t0 = now_ms();
-    flood(&k, topic, 2, LAG_N);
+    int64_t t0 = lg_now_ms();
+    flood(&t.k, topic, 2, LAG_N);
     const uint64_t last = 1 + LAG_N;
     /* no more publishes: the worker's tick alone must notice the age */
-    wait_stat_ge(&s, "events_dropped_lag", 1, 5000);
-    int64_t waited = now_ms() - t0;
+    wait_stat_ge(&t.s, "events_dropped_lag", 1, 5000);
+    int64_t waited = lg_now_ms() - t0;
     ck_assert_msg(waited >= 500, "lag drop after %lld ms, before max_lag_ms (500)",
                   (long long)waited);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(stat_now(&s, "clients_disconnected_slow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 0);
 
     struct lg_sse_client c;
     ck_assert_int_eq(lg_stall_sse_resume(&c, fd, 10000), 0);
     struct ledger l = {.next = 2};
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(l.events + l.gap_seqs, LAG_N);
     ck_assert_uint_ge(l.gaps, 1);
-    ck_assert_int_eq(stat_now(&s, "events_dropped_lag"), (long long)l.gap_seqs);
-    ck_assert_int_eq(stat_now(&s, "gaps_sent"), (long long)l.gaps);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), (long long)l.gap_seqs);
+    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
     fprintf(stderr,
             "lag: first lag drop seen %lld ms after the first publish; %" PRIu64
             " events received, %" PRIu64 " dropped for lag\n",
             (long long)waited, l.events, l.gap_seqs);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    lg_stall_ka_close(&t.k);
+    lg_server_must_stop(&t.s);
 }
 END_TEST
 
@@ -800,9 +771,9 @@ START_TEST(test_bounded_memory)
         next_seq[i] = 1;
     long peak_kib = base_kib;
     long long peak_live = 0;
-    int64_t deadline = now_ms() + MEM_FLOOD_MS;
+    int64_t deadline = lg_now_ms() + MEM_FLOOD_MS;
     int sent = 0;
-    for (; sent < MEM_EVENTS && now_ms() < deadline; sent++) {
+    for (; sent < MEM_EVENTS && lg_now_ms() < deadline; sent++) {
         snprintf(head, sizeof head, "%d:", sent);
         fill_data(data, sizeof data, head);
         int t = sent % MEM_SUBS;
@@ -822,7 +793,7 @@ START_TEST(test_bounded_memory)
             long rss = lg_server_rss_kib(&s);
             if (rss > peak_kib)
                 peak_kib = rss;
-            long long live = stat_now(&s, "event_bytes_live");
+            long long live = lg_server_stat(&s, "event_bytes_live");
             if (live > peak_live)
                 peak_live = live;
         }
@@ -834,9 +805,9 @@ START_TEST(test_bounded_memory)
             "bounded memory: %d publishes in %lld ms: %" PRIu64 " accepted, %" PRIu64
             " refused (503); RSS base %ld KiB, peak %ld KiB, end %ld KiB, bound %ld KiB%s; "
             "peak event_bytes_live %lld (limit %d)\n",
-            sent, (long long)(now_ms() - (deadline - MEM_FLOOD_MS)), ok, refused, base_kib,
-            peak_kib, end_kib, bound_kib, LG_BP_ASAN ? " (not asserted under a sanitizer)" : "", peak_live,
-            MEM_MAX_RETAINED);
+            sent, (long long)(lg_now_ms() - (deadline - MEM_FLOOD_MS)), ok, refused, base_kib,
+            peak_kib, end_kib, bound_kib, LG_BP_ASAN ? " (not asserted under a sanitizer)" : "",
+            peak_live, MEM_MAX_RETAINED);
     ck_assert_int_eq(sent, MEM_EVENTS);
     ck_assert_msg(refused > 0, "the publisher never saw a 503");
     ck_assert_msg(ok > 0, "no publish was accepted");
@@ -845,11 +816,11 @@ START_TEST(test_bounded_memory)
                       bound_kib);
 
     /* the counters agree with what the publishers saw */
-    struct lg_stall_stats st;
-    ck_assert_int_eq(lg_stall_stats_read(s.control_port, &st), 0);
-    ck_assert_int_eq(lg_stall_stats_value(&st, "events_published"), (long long)ok);
-    ck_assert_int_eq(lg_stall_stats_value(&st, "publishes_refused"), (long long)refused);
-    long long live = lg_stall_stats_value(&st, "event_bytes_live");
+    struct lg_stats st;
+    ck_assert_int_eq(lg_stats_read(s.control_port, &st), 0);
+    ck_assert_int_eq(lg_stats_value(&st, "events_published"), (long long)ok);
+    ck_assert_int_eq(lg_stats_value(&st, "publishes_refused"), (long long)refused);
+    long long live = lg_stats_value(&st, "event_bytes_live");
     if (live > peak_live)
         peak_live = live;
     /* an event is counted when created and freed at once if it does not fit: allow one in
@@ -857,7 +828,7 @@ START_TEST(test_bounded_memory)
     ck_assert_msg(peak_live <= MEM_MAX_RETAINED + 2 * 4 * DATA_1K,
                   "event_bytes_live %lld over limits.max_retained_bytes %d", peak_live,
                   MEM_MAX_RETAINED);
-    ck_assert_int_le(lg_stall_stats_value(&st, "max_queue_depth"), MEM_QUEUE_EVENTS);
+    ck_assert_int_le(lg_stats_value(&st, "max_queue_depth"), MEM_QUEUE_EVENTS);
 
     /* no silent loss: one stalled subscriber, resumed, accounts for every accepted event */
     struct lg_sse_client c;
@@ -904,16 +875,16 @@ START_TEST(test_retained_limit_counts_encodings)
     long long live = 0;
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(publish_ka(&k, "quotes", NULL, quotes, NULL, NULL, 0), 201);
-        live = stat_now(&s, "event_bytes_live");
+        live = lg_server_stat(&s, "event_bytes_live");
         ck_assert_int_le(live, limit);
     }
     for (int i = 0; i < 1000 && live <= limit - QUOTES_BYTES - 10000; i++) {
         ck_assert_int_eq(publish_ka(&k, "quotes", NULL, small, NULL, NULL, 0), 201);
-        live = stat_now(&s, "event_bytes_live");
+        live = lg_server_stat(&s, "event_bytes_live");
     }
     ck_assert_int_le(live, limit - QUOTES_BYTES);
     int st = publish_ka(&k, "quotes", NULL, quotes, NULL, NULL, 0);
-    long long after = stat_now(&s, "event_bytes_live");
+    long long after = lg_server_stat(&s, "event_bytes_live");
     fprintf(stderr,
             "retained limit: live %lld before a %d-byte quote event, %d, live %lld after "
             "(limit %lld)\n",
@@ -1001,7 +972,7 @@ START_TEST(test_isolation)
     char *body = malloc(cap);
     ck_assert_ptr_nonnull(body);
     uint64_t published = 1;
-    int64_t deadline = now_ms() + 60000;
+    int64_t deadline = lg_now_ms() + 60000;
     while (published < 1 + ISO_EVENTS) {
         size_t len = 0;
         body[len++] = '[';
@@ -1028,7 +999,7 @@ START_TEST(test_isolation)
                 behind += next[i] <= published;
             if (behind == 0)
                 break;
-            int64_t left = deadline - now_ms();
+            int64_t left = deadline - lg_now_ms();
             ck_assert_msg(left > 0, "%d healthy subscribers still behind seq %" PRIu64, behind,
                           published);
             int n = poll(pfd, ISO_HEALTHY, (int)(left < 1000 ? left : 1000));
@@ -1045,9 +1016,9 @@ START_TEST(test_isolation)
     for (int i = 0; i < ISO_HEALTHY; i++)
         ck_assert_uint_eq(next[i], 2 + ISO_EVENTS);
     /* the stalled ones really were stalled: their rings overflowed */
-    long long dropped = stat_now(&s, "events_dropped_overflow");
+    long long dropped = lg_server_stat(&s, "events_dropped_overflow");
     ck_assert_int_gt(dropped, 0);
-    ck_assert_int_eq(stat_now(&s, "clients_sse"), ISO_STALLED + ISO_HEALTHY);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_sse"), ISO_STALLED + ISO_HEALTHY);
     fprintf(stderr,
             "isolation: %d healthy subscribers got all %d events in order; the %d "
             "stalled ones dropped %lld\n",

@@ -15,39 +15,13 @@
 #include "lg_test.h"
 
 #define WAIT_MS 5000
-
-static void epoch_of(const char *id, char *epoch, size_t cap)
-{
-    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
-    ck_assert_uint_eq(strlen(epoch), 8);
-}
+/* An error answer here: application/json, no member but error, message and (batches) index. */
+#define ERROR_CHECKS (LG_ERROR_JSON_TYPE | LG_ERROR_INDEX_OK)
 
 static void request(uint16_t port, const char *method, const char *path, const char *headers,
                     const void *body, size_t len, struct lg_http_response *r)
 {
     ck_assert_int_eq(lg_http_request(port, method, path, headers, body, len, r, WAIT_MS), 0);
-}
-
-/* status, Content-Type: application/json, {"error": code, "message": non-empty[, "index"]} */
-static void expect_error(const struct lg_http_response *r, int status, const char *code)
-{
-    ck_assert_msg(r->status == status, "status %d, want %d: %s", r->status, status, r->body);
-    char ct[128];
-    ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
-    ck_assert_str_eq(ct, "application/json");
-    json_t *o = json_loadb(r->body, r->body_len, 0, NULL);
-    ck_assert_msg(json_is_object(o), "not a JSON object: %s", r->body);
-    const char *e = json_string_value(json_object_get(o, "error"));
-    const char *m = json_string_value(json_object_get(o, "message"));
-    ck_assert_msg(e && strcmp(e, code) == 0, "error in %s, want %s", r->body, code);
-    ck_assert_msg(m && *m, "no message in %s", r->body);
-    const char *key;
-    json_t *v;
-    json_object_foreach(o, key, v)
-        ck_assert_msg(strcmp(key, "error") == 0 || strcmp(key, "message") == 0 ||
-                          strcmp(key, "index") == 0,
-                      "unexpected key %s in %s", key, r->body);
-    json_decref(o);
 }
 
 /* A poll from the given cursor (timeout 0): its body. Caller frees. */
@@ -88,7 +62,7 @@ START_TEST(test_control_publish_201)
         ck_assert_str_eq(ct, "application/json");
         if (!ep[0]) {
             json_t *o = json_loads(r.body, 0, NULL);
-            epoch_of(json_string_value(json_object_get(o, "id")), ep, sizeof ep);
+            lg_epoch_of(json_string_value(json_object_get(o, "id")), ep, sizeof ep);
             json_decref(o);
         }
         snprintf(want, sizeof want, "{\"topic\":\"orders\",\"id\":\"orders@%s:%d\",\"seq\":%d}",
@@ -132,34 +106,34 @@ START_TEST(test_control_errors)
     /* 400 */
     request(s.control_port, "POST", "/v1/topics/e/events", "Content-Type: application/json\r\n",
             "{\"a\":", 5, &r);
-    expect_error(&r, 400, "bad_request");
+    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
     lg_http_response_free(&r);
     request(s.control_port, "POST", "/v1/topics/e/events", "Content-Type: text/plain\r\n",
             "\xff\xfe", 2, &r);
-    expect_error(&r, 400, "bad_request");
+    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     /* 404 */
     request(s.control_port, "GET", "/v1/nothing", NULL, NULL, 0, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
     request(s.control_port, "POST", "/v1/topics/e", NULL, "x", 1, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     /* 405 with Allow */
     request(s.control_port, "GET", "/v1/topics/e/events", NULL, NULL, 0, &r);
-    expect_error(&r, 405, "method_not_allowed");
+    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
     ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
     ck_assert_str_eq(allow, "POST");
     lg_http_response_free(&r);
     request(s.control_port, "PUT", "/v1/publish", NULL, "[]", 2, &r);
-    expect_error(&r, 405, "method_not_allowed");
+    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
     ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
     ck_assert_str_eq(allow, "POST");
     lg_http_response_free(&r);
     request(s.control_port, "POST", "/healthz", NULL, "x", 1, &r);
-    expect_error(&r, 405, "method_not_allowed");
+    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
     ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
     ck_assert_ptr_nonnull(strstr(allow, "GET"));
     lg_http_response_free(&r);
@@ -168,7 +142,7 @@ START_TEST(test_control_errors)
     char body[1025];
     memset(body, 'b', sizeof body);
     request(s.control_port, "POST", "/v1/topics/e/events", NULL, body, 1025, &r);
-    expect_error(&r, 413, "payload_too_large");
+    lg_expect_error(&r, 413, "payload_too_large", ERROR_CHECKS);
     lg_http_response_free(&r);
     request(s.control_port, "POST", "/v1/topics/e/events", NULL, body, 1024, &r);
     ck_assert_int_eq(r.status, 201);
@@ -179,7 +153,7 @@ START_TEST(test_control_errors)
     memcpy(batch, "[{\"topic\":\"e\",\"data\":\"x\"}", 25);
     batch[blen - 1] = ']';
     request(s.control_port, "POST", "/v1/publish", NULL, batch, blen, &r);
-    expect_error(&r, 413, "payload_too_large");
+    lg_expect_error(&r, 413, "payload_too_large", ERROR_CHECKS);
     lg_http_response_free(&r);
     free(batch);
 
@@ -190,14 +164,14 @@ START_TEST(test_control_errors)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         request(s.control_port, "POST", bad[i], NULL, "x", 1, &r);
         ck_assert_msg(r.status == 422, "%s: %d %s", bad[i], r.status, r.body);
-        expect_error(&r, 422, "invalid_topic");
+        lg_expect_error(&r, 422, "invalid_topic", ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     char path[300] = "/v1/topics/";
     memset(path + strlen(path), 'n', 129);
     strcat(path, "/events");
     request(s.control_port, "POST", path, NULL, "x", 1, &r);
-    expect_error(&r, 422, "invalid_topic");
+    lg_expect_error(&r, 422, "invalid_topic", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     /* only the one good publish happened */
@@ -213,7 +187,7 @@ START_TEST(test_control_batch)
     char id[256], ep[16], want[2048], since[256];
     /* seq 1 of each topic exists before, so the batch must continue at 2 */
     ck_assert_int_eq(lg_publish(s.control_port, "b1", "first", id, sizeof id), 201);
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     ck_assert_int_eq(lg_publish(s.control_port, "b2", "first", NULL, 0), 201);
 
     static const char arr[] = "[{\"topic\":\"b1\",\"data\":\"x\"},"
@@ -307,7 +281,7 @@ START_TEST(test_control_batch)
         request(s.control_port, "POST", "/v1/publish", NULL, bad[i].body, strlen(bad[i].body),
                 &r);
         ck_assert_msg(r.status == bad[i].status, "batch %zu: %d %s", i, r.status, r.body);
-        expect_error(&r, bad[i].status, bad[i].code);
+        lg_expect_error(&r, bad[i].status, bad[i].code, ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     snprintf(since, sizeof since, "b1@%1$s:4,b2@%1$s:3", ep);
@@ -327,7 +301,7 @@ START_TEST(test_control_publish_fans_out)
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256];
     ck_assert_int_eq(lg_publish(s.control_port, "f", "zero", id, sizeof id), 201);
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     struct lg_sse_client c;
     ck_assert_int_eq(lg_sse_open(&c, s.public_port, "/sse?topic=f", NULL), 0);
     ck_assert(lg_sse_wait_raw(&c, 0, "retry: 3000\n\n", WAIT_MS));

@@ -21,13 +21,6 @@
 #define WAIT_MS 5000
 #define RETRY "retry: 3000\n\n"
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void expect_body(uint16_t port, const char *path, int status, const char *body)
 {
     struct lg_http_response r;
@@ -48,17 +41,6 @@ static void temp_file(char *path, size_t cap, const char *text)
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
-    char *buf = malloc(1 << 20);
-    *len = fread(buf, 1, (1 << 20) - 1, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
 }
 
 /* ---- Signals ------------------------------------------------------------------------------ */
@@ -83,9 +65,9 @@ START_TEST(test_lifecycle_health_and_sigterm)
     size_t before = a.raw_len;
 
     /* stop: exit 0; both streams end with a retry: hint and a clean EOF */
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
-    ck_assert_msg(now_ms() - t0 < 5000, "shutdown took %lld ms", (long long)(now_ms() - t0));
+    ck_assert_msg(lg_now_ms() - t0 < 5000, "shutdown took %lld ms", (long long)(lg_now_ms() - t0));
     ck_assert_msg(lg_server_wait_log(&s, "stopped cleanly", 0), "log:\n%s", s.log);
     ck_assert(lg_sse_wait_eof(&a, WAIT_MS));
     ck_assert(lg_sse_wait_eof(&b, WAIT_MS));
@@ -146,15 +128,15 @@ START_TEST(test_lifecycle_readyz_draining)
     free(data);
     /* wait until the worker has taken them all and the client's queue overflowed: then its
      * socket is full and the queue holds the rest (a 201 only means the hub took the event) */
-    int64_t w0 = now_ms();
-    while (lg_stat(s.control_port, "events_dropped_overflow") < 1 && now_ms() - w0 < WAIT_MS)
+    int64_t w0 = lg_now_ms();
+    while (lg_stat(s.control_port, "events_dropped_overflow") < 1 && lg_now_ms() - w0 < WAIT_MS)
         poll(NULL, 0, 20);
     ck_assert_int_ge(lg_stat(s.control_port, "events_dropped_overflow"), 1);
 
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
     bool draining = false;
-    while (!draining && now_ms() - t0 < 1500) {
+    while (!draining && lg_now_ms() - t0 < 1500) {
         struct lg_http_response r;
         if (lg_http_request(s.control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0 &&
             r.status == 503) {
@@ -179,7 +161,7 @@ START_TEST(test_lifecycle_readyz_draining)
         close(fd);
     }
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
-    int64_t took = now_ms() - t0;
+    int64_t took = lg_now_ms() - t0;
     ck_assert_msg(took >= 1500 && took < 5000, "drain took %lld ms with drain_timeout_ms 2000",
                   (long long)took);
     lg_sse_close(&c);
@@ -267,12 +249,9 @@ END_TEST
 
 START_TEST(test_lifecycle_print_config)
 {
-    const char *src = getenv("LG_SOURCE_DIR");
-    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
     char path[4096];
-    snprintf(path, sizeof path, "%s/config/livegate.json", src);
     size_t flen;
-    char *file = slurp(path, &flen);
+    char *file = lg_slurp_source("config/livegate.json", path, sizeof path, &flen);
 
     struct lg_run_result r;
     const char *args[] = {"--print-config", NULL};

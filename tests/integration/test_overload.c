@@ -29,20 +29,6 @@
 
 #define READ_TIMEOUT_MS 20000
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long stat_of(const struct lg_server *s, const char *name)
-{
-    long long v = lg_stall_stat(s->control_port, name);
-    ck_assert_msg(v >= 0, "no counter %s in /v1/stats", name);
-    return v;
-}
-
 /* ---- Freezing the worker thread ------------------------------------------------------------ */
 
 static pid_t worker_tid(pid_t pid)
@@ -103,11 +89,11 @@ static void publish(struct lg_stall_ka *k, const char *topic, const char *data, 
     char path[256];
     snprintf(path, sizeof path, "/v1/topics/%s/events", topic);
     struct lg_http_response r;
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     ck_assert_int_eq(lg_stall_ka_request(k, "POST", path, NULL, data, strlen(data), &r, 15000),
                      0);
     memset(a, 0, sizeof *a);
-    a->took_ms = now_ms() - t0;
+    a->took_ms = lg_now_ms() - t0;
     a->status = r.status;
     json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
     ck_assert_msg(root != NULL, "answer %d is not JSON: %s", r.status, r.body);
@@ -140,14 +126,6 @@ static void *async_publish_main(void *arg)
 
 /* ---- Reading ------------------------------------------------------------------------------- */
 
-/* seq of an SSE event id "topic@epoch:seq". */
-static uint64_t seq_of(const char *id)
-{
-    unsigned long long seq = 0;
-    ck_assert_int_eq(lg_id_parse(id, NULL, 0, NULL, 0, &seq), 0);
-    return seq;
-}
-
 /* The next `message` event on c must carry seq `want` (no gap, duplicate or reorder). */
 static void expect_seq(struct lg_sse_client *c, uint64_t want)
 {
@@ -156,19 +134,8 @@ static void expect_seq(struct lg_sse_client *c, uint64_t want)
     ck_assert_msg(rc == 1, "no event seq %" PRIu64 " (%s)", want, rc == 0 ? "timeout" : "closed");
     ck_assert_msg(strcmp(ev.event, "message") == 0, "got \"%s\" instead of seq %" PRIu64 ": %s",
                   ev.event, want, ev.data);
-    ck_assert_uint_eq(seq_of(ev.id), want);
+    ck_assert_uint_eq(lg_seq_of(ev.id), want);
     lg_sse_event_free(&ev);
-}
-
-/* Nothing more arrives within ms. */
-static void expect_quiet(struct lg_sse_client *c, int ms)
-{
-    struct lg_sse_event ev;
-    int rc = lg_sse_next(c, &ev, ms);
-    if (rc == 1) {
-        ck_abort_msg("unexpected event %s \"%s\": %s", ev.id, ev.event, ev.data);
-        lg_sse_event_free(&ev);
-    }
 }
 
 static void open_stream(struct lg_sse_client *c, const struct lg_server *s, const char *topic)
@@ -219,9 +186,9 @@ START_TEST(test_held_then_refused_after_the_wait)
     ck_assert_str_eq(a.retry_after, "1");
     ck_assert_msg(a.took_ms >= 290, "refused after %" PRId64 " ms, before the 300 ms wait",
                   a.took_ms);
-    ck_assert_int_eq(stat_of(&s, "publishes_held"), 1);
-    ck_assert_int_eq(stat_of(&s, "publishes_refused_overload"), 1);
-    ck_assert_int_ge(stat_of(&s, "publish_wait_ms_total"), 290);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_held"), 1);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused_overload"), 1);
+    ck_assert_int_ge(lg_server_stat(&s, "publish_wait_ms_total"), 290);
     thaw_worker(tid);
 
     /* What was accepted arrives; what was refused was never published: the next is seq 3. */
@@ -231,7 +198,7 @@ START_TEST(test_held_then_refused_after_the_wait)
     ck_assert_int_eq(a.status, 201);
     ck_assert_uint_eq(a.seq, 3);
     expect_seq(&sub, 3);
-    expect_quiet(&sub, 200);
+    lg_sse_expect_no_event(&sub, 200);
     ck_assert(lg_server_wait_log(&s, "publish refused: subscribers' workers stayed behind", 2000));
 
     lg_stall_ka_close(&k);
@@ -255,18 +222,18 @@ START_TEST(test_held_publish_is_accepted_when_the_worker_catches_up)
     struct async_publish third = {.port = s.control_port, .topic = "catchup", .data = "three"};
     ck_assert_int_eq(pthread_create(&third.thread, NULL, async_publish_main, &third), 0);
     ck_assert(lg_wait_stat(s.control_port, "publishes_held", 1, 5000));
-    int64_t thawed = now_ms();
+    int64_t thawed = lg_now_ms();
     thaw_worker(tid);
     pthread_join(third.thread, NULL);
     ck_assert_int_eq(third.answer.status, 201);
     ck_assert_uint_eq(third.answer.seq, 3);
-    ck_assert_msg(now_ms() - thawed < 5000, "the held publish took %" PRId64 " ms after the thaw",
-                  now_ms() - thawed);
-    ck_assert_int_eq(stat_of(&s, "publishes_refused_overload"), 0);
+    ck_assert_msg(lg_now_ms() - thawed < 5000,
+                  "the held publish took %" PRId64 " ms after the thaw", lg_now_ms() - thawed);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused_overload"), 0);
 
     for (uint64_t seq = 1; seq <= 3; seq++)
         expect_seq(&sub, seq);
-    expect_quiet(&sub, 200);
+    lg_sse_expect_no_event(&sub, 200);
     lg_stall_ka_close(&k);
     lg_sse_close(&sub);
     lg_server_must_stop(&s);
@@ -309,16 +276,16 @@ START_TEST(test_paced_batch_reaches_every_subscriber)
     lg_http_response_free(&r);
     /* The inbox holds 2 events and the worker writes 20 sockets per batch: the batch must
      * have waited for room. */
-    ck_assert_int_gt(stat_of(&s, "publishes_held"), 0);
+    ck_assert_int_gt(lg_server_stat(&s, "publishes_held"), 0);
 
     for (int i = 0; i < BATCH_SUBS; i++) {
         for (uint64_t seq = 1; seq <= BATCH_N; seq++)
             expect_seq(&subs[i], seq);
         lg_sse_close(&subs[i]);
     }
-    ck_assert_int_eq(stat_of(&s, "gaps_sent"), 0);
-    ck_assert_int_eq(stat_of(&s, "events_dropped_overflow"), 0);
-    ck_assert_int_eq(stat_of(&s, "publishes_refused"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "gaps_sent"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused"), 0);
     lg_server_must_stop(&s);
 }
 END_TEST
@@ -373,8 +340,8 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
     struct closed_loop pub = {.port = s.control_port};
     ck_assert_int_eq(pthread_create(&pub.thread, NULL, closed_loop_main, &pub), 0);
     uint64_t next[2] = {1, 1};
-    int64_t deadline = now_ms() + 60000;
-    while ((next[0] <= STALL_N || next[1] <= STALL_N) && now_ms() < deadline) {
+    int64_t deadline = lg_now_ms() + 60000;
+    while ((next[0] <= STALL_N || next[1] <= STALL_N) && lg_now_ms() < deadline) {
         for (int i = 0; i < 2; i++) { /* a few events each in turn: both keep up */
             struct lg_sse_event ev;
             for (int n = 0; n < 8 && next[i] <= STALL_N && lg_sse_next(&healthy[i], &ev, 1) == 1;
@@ -382,7 +349,7 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
                 ck_assert_msg(strcmp(ev.event, "message") == 0,
                               "healthy subscriber %d got \"%s\" at seq %" PRIu64 ": %s", i,
                               ev.event, next[i], ev.data);
-                ck_assert_uint_eq(seq_of(ev.id), next[i]);
+                ck_assert_uint_eq(lg_seq_of(ev.id), next[i]);
                 next[i]++;
                 lg_sse_event_free(&ev);
             }
@@ -396,14 +363,14 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
 
     /* The stalled one's socket filled: its ring overflowed and drop-oldest fired on it alone;
      * what it reads now covers every seq exactly once as events or gap ranges. */
-    ck_assert_int_gt(stat_of(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_gt(lg_server_stat(&s, "events_dropped_overflow"), 0);
     struct lg_sse_client slow;
     ck_assert_int_eq(lg_stall_sse_resume(&slow, stalled, 5000), 0);
     uint64_t covered = 0, gaps = 0;
     while (covered < STALL_N) {
         struct lg_sse_event ev;
         ck_assert_int_eq(lg_sse_next(&slow, &ev, READ_TIMEOUT_MS), 1);
-        uint64_t seq = seq_of(ev.id);
+        uint64_t seq = lg_seq_of(ev.id);
         if (strcmp(ev.event, "gap") == 0) {
             json_t *g = json_loads(ev.data, 0, NULL);
             uint64_t from = (uint64_t)json_integer_value(json_object_get(g, "from"));

@@ -17,29 +17,8 @@
 #include "lg_test.h"
 
 #define WAIT_MS 5000
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void epoch_of(const char *id, char *epoch, size_t cap)
-{
-    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
-    ck_assert_uint_eq(strlen(epoch), 8);
-}
-
-static void publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id,
-                      size_t cap)
-{
-    for (int i = from; i <= to; i++) {
-        char d[32];
-        snprintf(d, sizeof d, "d%d", i);
-        ck_assert_int_eq(lg_publish(cport, topic, d, last_id, cap), 201);
-    }
-}
+/* An error answer here: JSON with error and message (Content-Type and other members not checked). */
+#define ERROR_CHECKS 0
 
 /*
  * Check a poll answer: 200, JSON, and exactly the body
@@ -97,17 +76,6 @@ static int start_poll(uint16_t port, const char *path)
     return fd;
 }
 
-static void expect_error(const struct lg_http_response *r, int status, const char *code)
-{
-    ck_assert_msg(r->status == status, "status %d, want %d: %s", r->status, status, r->body);
-    json_t *root = json_loadb(r->body, r->body_len, 0, NULL);
-    ck_assert_msg(root != NULL, "not JSON: %s", r->body);
-    ck_assert_str_eq(json_string_value(json_object_get(root, "error")), code);
-    const char *m = json_string_value(json_object_get(root, "message"));
-    ck_assert(m && *m);
-    json_decref(root);
-}
-
 /* ---- Cases -------------------------------------------------------------------------------- */
 
 START_TEST(test_poll_immediate_answer)
@@ -115,15 +83,15 @@ START_TEST(test_poll_immediate_answer)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], cur[256];
-    publish_n(s.control_port, "p", 1, 3, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "p", 1, 3, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_http_response r;
     snprintf(path, sizeof path, "/poll?topic=p&since=p@%s:1&timeout=20", ep);
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     do_poll(s.public_port, path, &r);
-    ck_assert_msg(now_ms() - t0 < 2000, "events were available, yet the poll took %lld ms",
-                  (long long)(now_ms() - t0));
+    ck_assert_msg(lg_now_ms() - t0 < 2000, "events were available, yet the poll took %lld ms",
+                  (long long)(lg_now_ms() - t0));
     static const char *const two[] = {"p:2", "p:3"};
     snprintf(cur, sizeof cur, "p@%s:3", ep);
     expect_poll(&r, ep, two, 2, cur);
@@ -159,19 +127,19 @@ START_TEST(test_poll_held_until_publish)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], cur[256];
-    publish_n(s.control_port, "h", 1, 2, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "h", 1, 2, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     snprintf(path, sizeof path, "/poll?topic=h&since=h@%s:2&timeout=20", ep);
     int fd = start_poll(s.public_port, path);
     ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
-    int64_t t0 = now_ms();
-    publish_n(s.control_port, "other", 1, 1, NULL, 0); /* not ours: the poll stays held */
-    publish_n(s.control_port, "h", 3, 3, NULL, 0);
+    int64_t t0 = lg_now_ms();
+    lg_publish_n(s.control_port, "other", 1, 1, NULL, 0); /* not ours: the poll stays held */
+    lg_publish_n(s.control_port, "h", 3, 3, NULL, 0);
     struct lg_http_response r;
     ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
-    ck_assert_msg(now_ms() - t0 < 2000, "answer took %lld ms after the publish",
-                  (long long)(now_ms() - t0));
+    ck_assert_msg(lg_now_ms() - t0 < 2000, "answer took %lld ms after the publish",
+                  (long long)(lg_now_ms() - t0));
     static const char *const one[] = {"h:3"};
     snprintf(cur, sizeof cur, "h@%s:3", ep);
     expect_poll(&r, ep, one, 1, cur);
@@ -187,24 +155,24 @@ START_TEST(test_poll_timeout_and_zero)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], cur[256];
-    publish_n(s.control_port, "w", 1, 1, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "w", 1, 1, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
     snprintf(cur, sizeof cur, "w@%s:1", ep);
 
     struct lg_http_response r;
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=1", ep);
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     do_poll(s.public_port, path, &r);
-    int64_t took = now_ms() - t0;
+    int64_t took = lg_now_ms() - t0;
     ck_assert_msg(took >= 900 && took < 3000, "timeout=1 answered after %lld ms",
                   (long long)took);
     expect_poll(&r, ep, NULL, 0, cur);
     lg_http_response_free(&r);
 
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=0", ep);
-    t0 = now_ms();
+    t0 = lg_now_ms();
     do_poll(s.public_port, path, &r);
-    took = now_ms() - t0;
+    took = lg_now_ms() - t0;
     ck_assert_msg(took < 500, "timeout=0 answered after %lld ms", (long long)took);
     expect_poll(&r, ep, NULL, 0, cur);
     lg_http_response_free(&r);
@@ -216,22 +184,22 @@ START_TEST(test_poll_timeout_and_zero)
                                      "\"default_timeout_ms\":1000}}",
                                      NULL),
                      0);
-    publish_n(s.control_port, "w", 1, 1, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "w", 1, 1, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
     snprintf(cur, sizeof cur, "w@%s:1", ep);
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=30", ep);
-    t0 = now_ms();
+    t0 = lg_now_ms();
     do_poll(s.public_port, path, &r);
-    took = now_ms() - t0;
+    took = lg_now_ms() - t0;
     ck_assert_msg(took >= 900 && took < 3000, "timeout=30 capped at 1 s answered after %lld ms",
                   (long long)took);
     expect_poll(&r, ep, NULL, 0, cur);
     lg_http_response_free(&r);
     /* and no timeout parameter means poll.default_timeout_ms */
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1", ep);
-    t0 = now_ms();
+    t0 = lg_now_ms();
     do_poll(s.public_port, path, &r);
-    took = now_ms() - t0;
+    took = lg_now_ms() - t0;
     ck_assert_msg(took >= 900 && took < 3000, "default timeout answered after %lld ms",
                   (long long)took);
     expect_poll(&r, ep, NULL, 0, cur);
@@ -245,8 +213,8 @@ START_TEST(test_poll_no_since_starts_now)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[512], cur[256];
-    publish_n(s.control_port, "n", 1, 3, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "n", 1, 3, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_http_response r;
     do_poll(s.public_port, "/poll?topic=n&timeout=0", &r);
@@ -260,8 +228,8 @@ START_TEST(test_poll_no_since_starts_now)
     expect_poll(&r, ep, NULL, 0, cur);
     lg_http_response_free(&r);
 
-    publish_n(s.control_port, "n", 4, 4, NULL, 0);
-    publish_n(s.control_port, "fresh", 1, 1, NULL, 0);
+    lg_publish_n(s.control_port, "n", 4, 4, NULL, 0);
+    lg_publish_n(s.control_port, "fresh", 1, 1, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=n&topic=fresh&since=%s&timeout=5", cur);
     do_poll(s.public_port, path, &r);
     static const char *const two[] = {"n:4", "fresh:1"};
@@ -277,8 +245,8 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, "{\"poll\":{\"max_batch\":2}}", NULL), 0);
     char id[256], ep[16], path[512], cur[256];
-    publish_n(s.control_port, "c", 1, 5, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "c", 1, 5, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     snprintf(cur, sizeof cur, "c@%s:0", ep);
     static const char *const want[][2] = {{"c:1", "c:2"}, {"c:3", "c:4"}, {"c:5", NULL}};
@@ -300,7 +268,7 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
     expect_poll(&r, ep, NULL, 0, cur);
     lg_http_response_free(&r);
     /* and the next publish is the next answer */
-    publish_n(s.control_port, "c", 6, 6, NULL, 0);
+    lg_publish_n(s.control_port, "c", 6, 6, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
     do_poll(s.public_port, path, &r);
     static const char *const six[] = {"c:6"};
@@ -357,14 +325,14 @@ START_TEST(test_poll_held_answered_at_shutdown)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], cur[256];
-    publish_n(s.control_port, "x", 1, 1, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "x", 1, 1, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
     snprintf(path, sizeof path, "/poll?topic=x&since=x@%s:1&timeout=30", ep);
     int fds[3];
     for (int i = 0; i < 3; i++)
         fds[i] = start_poll(s.public_port, path);
     ck_assert(lg_wait_stat(s.control_port, "clients_poll", 3, WAIT_MS));
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
     snprintf(cur, sizeof cur, "x@%s:1", ep);
     for (int i = 0; i < 3; i++) {
@@ -374,8 +342,8 @@ START_TEST(test_poll_held_answered_at_shutdown)
         lg_http_response_free(&r);
         close(fds[i]);
     }
-    ck_assert_msg(now_ms() - t0 < 3000, "held polls answered %lld ms after SIGTERM",
-                  (long long)(now_ms() - t0));
+    ck_assert_msg(lg_now_ms() - t0 < 3000, "held polls answered %lld ms after SIGTERM",
+                  (long long)(lg_now_ms() - t0));
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
@@ -385,8 +353,8 @@ START_TEST(test_poll_keep_alive)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], req[512], cur[256];
-    publish_n(s.control_port, "k", 1, 1, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "k", 1, 1, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     int fd = lg_tcp_connect(s.public_port);
     ck_assert_int_ge(fd, 0);
@@ -409,7 +377,7 @@ START_TEST(test_poll_keep_alive)
                  cur);
     ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
     ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
-    publish_n(s.control_port, "k", 2, 2, NULL, 0);
+    lg_publish_n(s.control_port, "k", 2, 2, NULL, 0);
     ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
     static const char *const two[] = {"k:2"};
     snprintf(cur, sizeof cur, "k@%s:2", ep);
@@ -438,28 +406,28 @@ START_TEST(test_poll_bad_requests)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256];
-    publish_n(s.control_port, "b", 1, 1, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "b", 1, 1, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
     struct lg_http_response r;
 
     do_poll(s.public_port, "/poll?timeout=0", &r);
-    expect_error(&r, 400, "bad_request");
+    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
     lg_http_response_free(&r);
     do_poll(s.public_port, "/poll?topic=b%20c&timeout=0", &r);
-    expect_error(&r, 400, "invalid_topic");
+    lg_expect_error(&r, 400, "invalid_topic", ERROR_CHECKS);
     lg_http_response_free(&r);
     do_poll(s.public_port, "/poll?topic=b&since=b@xyz:1&timeout=0", &r);
-    expect_error(&r, 400, "invalid_cursor");
+    lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
     lg_http_response_free(&r);
     snprintf(path, sizeof path, "/poll?topic=b&since=b@%s:2&timeout=0", ep);
     do_poll(s.public_port, path, &r);
-    expect_error(&r, 400, "invalid_cursor");
+    lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
     lg_http_response_free(&r);
     static const char *const bad_timeouts[] = {"abc", "-1", "1.5", ""};
     for (size_t i = 0; i < sizeof bad_timeouts / sizeof *bad_timeouts; i++) {
         snprintf(path, sizeof path, "/poll?topic=b&timeout=%s", bad_timeouts[i]);
         do_poll(s.public_port, path, &r);
-        expect_error(&r, 400, "bad_request");
+        lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);

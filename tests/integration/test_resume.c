@@ -18,22 +18,6 @@
 #define WAIT_MS 5000
 #define RETRY "retry: 3000\n\n"
 
-static void epoch_of(const char *id, char *epoch, size_t cap)
-{
-    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
-    ck_assert_uint_eq(strlen(epoch), 8);
-}
-
-static void publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id,
-                      size_t cap)
-{
-    for (int i = from; i <= to; i++) {
-        char d[64];
-        snprintf(d, sizeof d, "%s-d%d", topic, i);
-        ck_assert_int_eq(lg_publish(cport, topic, d, last_id, cap), 201);
-    }
-}
-
 static void copy(char *dst, size_t cap, const char *src)
 {
     size_t n = strlen(src) < cap - 1 ? strlen(src) : cap - 1;
@@ -127,6 +111,15 @@ static void expect_sse_cursor(const struct seen *s, const char *id)
     ck_assert_msg(strcmp(id, want) == 0, "SSE id %s, want the cursor %s", id, want);
 }
 
+/* The next WS message must arrive and be the subscribed answer; returns it (caller frees). */
+static char *next_subscribed(struct lg_ws_client *ws)
+{
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(ws, &m, WAIT_MS), 1);
+    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    return m;
+}
+
 /* Read one WS event message into the record; returns its id in id_out. */
 static void ws_take(struct lg_ws_client *c, struct seen *s, char *id_out, size_t cap)
 {
@@ -183,16 +176,14 @@ START_TEST(test_resume_ws_poll_sse_one_topic)
     ck_assert_int_eq(lg_server_start(&s, "{\"poll\":{\"max_batch\":10}}", NULL), 0);
     char id[256], path[512], cursor[1024], hdr[1100];
     struct seen seen = {.topics = {"x"}, .ntopics = 1};
-    publish_n(s.control_port, "x", 1, 30, id, sizeof id);
-    epoch_of(id, seen.epoch, sizeof seen.epoch);
+    lg_publish_n_tagged(s.control_port, "x", 1, 30, id, sizeof id);
+    lg_epoch_of(id, seen.epoch, sizeof seen.epoch);
 
     /* 1..10 over WebSocket, from the very start */
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=x&since=x@%s:0", seen.epoch);
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     char last[256] = "";
     for (int i = 0; i < 10; i++)
@@ -213,7 +204,7 @@ START_TEST(test_resume_ws_poll_sse_one_topic)
     ck_assert_int_eq(sse.status, 200);
     for (int i = 0; i < 11; i++) {
         if (i == 10)
-            publish_n(s.control_port, "x", 31, 31, NULL, 0);
+            lg_publish_n_tagged(s.control_port, "x", 31, 31, NULL, 0);
         struct lg_sse_event ev;
         ck_assert_int_eq(lg_sse_next(&sse, &ev, WAIT_MS), 1);
         ck_assert_str_eq(ev.event, "message");
@@ -241,10 +232,10 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
     char id[256], cursor[1024], hdr[1100];
     struct seen seen = {.topics = {"x", "y"}, .ntopics = 2};
     for (int i = 1; i <= 15; i++) {
-        publish_n(s.control_port, "x", i, i, id, sizeof id);
-        publish_n(s.control_port, "y", i, i, NULL, 0);
+        lg_publish_n_tagged(s.control_port, "x", i, i, id, sizeof id);
+        lg_publish_n_tagged(s.control_port, "y", i, i, NULL, 0);
     }
-    epoch_of(id, seen.epoch, sizeof seen.epoch);
+    lg_epoch_of(id, seen.epoch, sizeof seen.epoch);
 
     struct lg_ws_client ws;
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws", "livegate.v1"), 0);
@@ -253,9 +244,7 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
              "{\"op\":\"subscribe\",\"topics\":[\"x\",\"y\"],\"since\":\"x@%1$s:0,y@%1$s:0\"}",
              seen.epoch);
     ck_assert_int_eq(lg_ws_send_text(&ws, sub, strlen(sub)), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     snprintf(cursor, sizeof cursor, "x@%1$s:0,y@%1$s:0", seen.epoch);
     for (int i = 0; i < 10; i++) {
@@ -304,8 +293,8 @@ START_TEST(test_resume_gap_all_transports)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, "{\"history\":{\"max_events\":3}}", NULL), 0);
     char id[256], ep[16], want[4096], path[512];
-    publish_n(s.control_port, "g", 1, 10, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n_tagged(s.control_port, "g", 1, 10, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     /* SSE: exact bytes */
     struct lg_sse_client sse;
@@ -328,9 +317,7 @@ START_TEST(test_resume_gap_all_transports)
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=g&since=g@%s:2", ep);
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want,
@@ -388,15 +375,15 @@ START_TEST(test_resume_reset_after_restart)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], old_ep[16], ep[16], old[256], want[1024], path[512];
-    publish_n(s.control_port, "r", 1, 2, old, sizeof old);
-    epoch_of(old, old_ep, sizeof old_ep);
+    lg_publish_n_tagged(s.control_port, "r", 1, 2, old, sizeof old);
+    lg_epoch_of(old, old_ep, sizeof old_ep);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 
     /* a new process: a new epoch (retry in the 1 in 2^32 case of the same one) */
     for (int tries = 0;; tries++) {
         ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-        publish_n(s.control_port, "r", 1, 1, id, sizeof id);
-        epoch_of(id, ep, sizeof ep);
+        lg_publish_n_tagged(s.control_port, "r", 1, 1, id, sizeof id);
+        lg_epoch_of(id, ep, sizeof ep);
         if (strcmp(ep, old_ep) != 0)
             break;
         ck_assert_int_lt(tries, 3);
@@ -410,7 +397,7 @@ START_TEST(test_resume_reset_after_restart)
     ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=r", hdr), 0);
     ck_assert_int_eq(sse.status, 200);
     ck_assert(lg_sse_wait_raw(&sse, 0, RETRY, WAIT_MS));
-    publish_n(s.control_port, "r", 2, 2, NULL, 0);
+    lg_publish_n_tagged(s.control_port, "r", 2, 2, NULL, 0);
     snprintf(want, sizeof want,
              RETRY "id: r@%1$s:1\n\nid: r@%1$s:1\nevent: reset\n"
                    "data: {\"topic\":\"r\",\"epoch\":\"%1$s\",\"id\":\"r@%1$s:1\"}\n\n"
@@ -424,9 +411,7 @@ START_TEST(test_resume_reset_after_restart)
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=r&since=%s", old);
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     free(m);
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want,
@@ -434,7 +419,7 @@ START_TEST(test_resume_reset_after_restart)
              ep);
     ck_assert_str_eq(m, want);
     free(m);
-    publish_n(s.control_port, "r", 3, 3, NULL, 0);
+    lg_publish_n_tagged(s.control_port, "r", 3, 3, NULL, 0);
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want, "\"id\":\"r@%s:3\",\"seq\":3,", ep);
     ck_assert_msg(strstr(m, want) != NULL, "want seq 3 after the reset: %s", m);
@@ -452,7 +437,7 @@ START_TEST(test_resume_reset_after_restart)
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, want);
     lg_http_response_free(&r);
-    publish_n(s.control_port, "r", 4, 4, NULL, 0);
+    lg_publish_n_tagged(s.control_port, "r", 4, 4, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=r&since=r@%s:3&timeout=5", ep);
     ck_assert_int_eq(lg_http_request(s.public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS), 0);
     ck_assert_int_eq(r.status, 200);
@@ -502,9 +487,7 @@ START_TEST(test_resume_concurrent_publishers_order)
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws?topic=t0&topic=t1&topic=t2&topic=t3",
                                 "livegate.v1"),
                      0);
-    char *m = NULL;
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
-    ck_assert_ptr_nonnull(strstr(m, "\"type\":\"subscribed\""));
+    char *m = next_subscribed(&ws);
     json_t *sub = json_loads(m, 0, NULL);
     char poll_cursor[1024];
     copy(poll_cursor, sizeof poll_cursor, json_string_value(json_object_get(sub, "cursor")));

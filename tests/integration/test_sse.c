@@ -22,19 +22,14 @@
 
 #define RETRY "retry: 3000\n\n"
 #define WAIT_MS 5000
+/* An error answer here: application/json, exactly the members error and message. */
+#define ERROR_CHECKS (LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS)
 
 static const char HEAD[] = "HTTP/1.1 200 OK\r\n"
                            "Content-Type: text/event-stream\r\n"
                            "Cache-Control: no-cache\r\n"
                            "X-Accel-Buffering: no\r\n"
                            "Connection: close\r\n";
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Open an SSE stream and wait until its retry: line arrived (the subscription then exists). */
 static void open_stream(struct lg_sse_client *c, uint16_t port, const char *path,
@@ -62,13 +57,6 @@ static unsigned long long pub(uint16_t cport, const char *topic, const char *dat
     return seq;
 }
 
-/* The epoch of the server, learned from a publish id. */
-static void epoch_of(const char *id, char *epoch, size_t cap)
-{
-    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
-    ck_assert_uint_eq(strlen(epoch), 8);
-}
-
 /* Wait until the stream holds exactly `want` body bytes (bounded), then compare them. */
 static void expect_raw(struct lg_sse_client *c, const char *want)
 {
@@ -82,15 +70,6 @@ static void expect_raw(struct lg_sse_client *c, const char *want)
                   c->raw);
 }
 
-/* Nothing more arrives for ms (used only to prove an absence, after the positive waits). */
-static void expect_quiet(struct lg_sse_client *c, int ms)
-{
-    struct lg_sse_event ev;
-    int rc = lg_sse_next(c, &ev, ms);
-    ck_assert_msg(rc == 0, "unexpected %s: id=%s data=%s", rc > 0 ? "event" : "end of stream",
-                  ev.id, ev.data ? ev.data : "");
-}
-
 static void expect_event(struct lg_sse_client *c, const char *id, const char *type,
                          const char *data)
 {
@@ -101,22 +80,6 @@ static void expect_event(struct lg_sse_client *c, const char *id, const char *ty
     ck_assert_str_eq(ev.event, type);
     ck_assert_str_eq(ev.data, data);
     lg_sse_event_free(&ev);
-}
-
-/* Check an error answer: status, Content-Type, {"error": code, "message": non-empty}. */
-static void expect_error(const struct lg_http_response *r, int status, const char *code)
-{
-    ck_assert_msg(r->status == status, "status %d, want %d; body %s", r->status, status, r->body);
-    char ct[128];
-    ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
-    ck_assert_str_eq(ct, "application/json");
-    json_t *root = json_loadb(r->body, r->body_len, 0, NULL);
-    ck_assert_msg(json_is_object(root), "body is not a JSON object: %s", r->body);
-    ck_assert_str_eq(json_string_value(json_object_get(root, "error")), code);
-    const char *msg = json_string_value(json_object_get(root, "message"));
-    ck_assert_msg(msg && *msg, "no message in %s", r->body);
-    ck_assert_uint_eq(json_object_size(root), 2);
-    json_decref(root);
 }
 
 static void get(uint16_t port, const char *path, const char *headers, struct lg_http_response *r)
@@ -137,7 +100,7 @@ START_TEST(test_sse_exact_head_and_frames)
 
     char id[256], ep[16];
     pub(s.control_port, "frames", "one line", id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     pub(s.control_port, "frames", "a\nb", NULL, 0);         /* LF */
     pub(s.control_port, "frames", "c\r\nd\r\ne", NULL, 0);  /* CRLF */
     pub(s.control_port, "frames", "f\rg", NULL, 0);         /* CR */
@@ -211,7 +174,7 @@ START_TEST(test_sse_large_event)
     size_t cap = n + 1024;
     char *want = malloc(cap);
     char ep[16];
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     snprintf(want, cap, RETRY "id: big@%1$s:0\n\nid: big@%1$s:1\nevent: message\ndata: %2$s\n\n"
                               "id: big@%1$s:2\nevent: message\ndata: after\n\n",
              ep, data);
@@ -235,7 +198,7 @@ START_TEST(test_sse_multi_topic_ids)
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
     pub(s.control_port, "beta", "b-before", id, sizeof id); /* beta starts at seq 1 */
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_sse_client c;
     open_stream(&c, s.public_port, "/sse?topic=alpha&topic=beta", NULL);
@@ -282,7 +245,7 @@ START_TEST(test_sse_multi_topic_ids)
         lg_sse_event_free(&ev);
     }
     ck_assert(a == 4 && b == 3);
-    expect_quiet(&c, 300);
+    lg_sse_expect_quiet(&c, 300);
     lg_sse_close(&c);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
@@ -293,10 +256,10 @@ START_TEST(test_sse_heartbeat)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, "{\"sse\":{\"heartbeat_ms\":1000}}", NULL), 0);
     struct lg_sse_client c;
-    int64_t t0 = now_ms();
+    int64_t t0 = lg_now_ms();
     open_stream(&c, s.public_port, "/sse?topic=quiet", NULL);
     ck_assert_msg(lg_sse_wait_raw(&c, 0, ": hb\n", 3000), "no heartbeat within 3 s: %s", c.raw);
-    int64_t took = now_ms() - t0;
+    int64_t took = lg_now_ms() - t0;
     ck_assert_msg(took >= 900 && took <= 2500, "first heartbeat after %lld ms (want ~1000)",
                   (long long)took);
     /* the stream's cursor (topic "quiet" at seq 0), then the comment */
@@ -326,7 +289,7 @@ START_TEST(test_sse_resume_last_event_id)
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
     pub(s.control_port, "r", "m1", id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     for (int i = 2; i <= 5; i++) {
         char d[16];
         snprintf(d, sizeof d, "m%d", i);
@@ -387,7 +350,7 @@ START_TEST(test_sse_resume_last_event_id)
         snprintf(d, sizeof d, "m%d", i);
         expect_event(&c, wid, "message", d);
     }
-    expect_quiet(&c, 200);
+    lg_sse_expect_quiet(&c, 200);
     lg_sse_close(&c);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
@@ -401,15 +364,15 @@ START_TEST(test_sse_bad_requests)
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
     pub(s.control_port, "ok", "x", id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     struct lg_http_response r;
     char path[256], hdr[256];
 
     get(s.public_port, "/sse", NULL, &r);
-    expect_error(&r, 400, "bad_request");
+    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
     lg_http_response_free(&r);
     get(s.public_port, "/sse?foo=bar", NULL, &r);
-    expect_error(&r, 400, "bad_request");
+    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     static const char *const bad_topics[] = {"/sse?topic=a%20b", "/sse?topic=a*b",
@@ -418,14 +381,14 @@ START_TEST(test_sse_bad_requests)
     for (size_t i = 0; i < sizeof bad_topics / sizeof *bad_topics; i++) {
         get(s.public_port, bad_topics[i], NULL, &r);
         ck_assert_msg(r.status == 400, "%s: %d %s", bad_topics[i], r.status, r.body);
-        expect_error(&r, 400, "invalid_topic");
+        lg_expect_error(&r, 400, "invalid_topic", ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     /* 129 bytes is one over the limit */
     char longp[300] = "/sse?topic=";
     memset(longp + strlen(longp), 't', 129);
     get(s.public_port, longp, NULL, &r);
-    expect_error(&r, 400, "invalid_topic");
+    lg_expect_error(&r, 400, "invalid_topic", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     static const char *const bad_cursors[] = {"garbage", "ok@zz:1", "ok@12345678", "ok@1234567:1",
@@ -433,30 +396,30 @@ START_TEST(test_sse_bad_requests)
     for (size_t i = 0; i < sizeof bad_cursors / sizeof *bad_cursors; i++) {
         snprintf(path, sizeof path, "/sse?topic=ok&last_event_id=%s", bad_cursors[i]);
         get(s.public_port, path, NULL, &r);
-        expect_error(&r, 400, "invalid_cursor");
+        lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
         lg_http_response_free(&r);
         snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", bad_cursors[i]);
         get(s.public_port, "/sse?topic=ok", hdr, &r);
-        expect_error(&r, 400, "invalid_cursor");
+        lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     /* ahead of the topic: seq 2 when only 1 exists */
     snprintf(hdr, sizeof hdr, "Last-Event-ID: ok@%s:2\r\n", ep);
     get(s.public_port, "/sse?topic=ok", hdr, &r);
-    expect_error(&r, 400, "invalid_cursor");
+    lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     get(s.public_port, "/nowhere", NULL, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
     get(s.public_port, "/sse/extra?topic=a", NULL, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     ck_assert_int_eq(lg_http_request(s.public_port, "POST", "/sse?topic=a", NULL, "x", 1, &r,
                                      WAIT_MS),
                      0);
-    expect_error(&r, 405, "method_not_allowed");
+    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
     char allow[64];
     ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
     ck_assert_str_eq(allow, "GET");
@@ -464,13 +427,13 @@ START_TEST(test_sse_bad_requests)
     ck_assert_int_eq(lg_http_request(s.public_port, "DELETE", "/poll?topic=a", NULL, NULL, 0, &r,
                                      WAIT_MS),
                      0);
-    expect_error(&r, 405, "method_not_allowed");
+    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
     ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
     ck_assert_str_eq(allow, "GET");
     lg_http_response_free(&r);
 
     get(s.public_port, "/ws?topic=a", NULL, &r);
-    expect_error(&r, 426, "upgrade_required");
+    lg_expect_error(&r, 426, "upgrade_required", ERROR_CHECKS);
     char up[64];
     ck_assert(lg_http_header(&r, "Upgrade", up, sizeof up));
     ck_assert_str_eq(up, "websocket");
@@ -483,7 +446,7 @@ START_TEST(test_sse_bad_requests)
     memset(hbig + 10, 'f', big);
     strcpy(hbig + 10 + big, "\r\n");
     get(s.public_port, "/sse?topic=a", hbig, &r);
-    expect_error(&r, 431, "headers_too_large");
+    lg_expect_error(&r, 431, "headers_too_large", ERROR_CHECKS);
     lg_http_response_free(&r);
     free(hbig);
 
@@ -497,27 +460,11 @@ START_TEST(test_sse_bad_requests)
 }
 END_TEST
 
-/* ---- Static files ------------------------------------------------------------------------- */
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
-    char *buf = malloc(1 << 20);
-    *len = fread(buf, 1, (1 << 20) - 1, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
-
 START_TEST(test_sse_static_files)
 {
-    const char *src = getenv("LG_SOURCE_DIR");
-    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
     char path[4096];
-    snprintf(path, sizeof path, "%s/static/index.html", src);
     size_t flen;
-    char *file = read_file(path, &flen);
+    char *file = lg_slurp_source("static/index.html", path, sizeof path, &flen);
 
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
@@ -552,14 +499,14 @@ START_TEST(test_sse_static_files)
     }
     /* the plain traversal forms are refused with exactly 404 */
     get(s.public_port, "/../CMakeLists.txt", NULL, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
     get(s.public_port, "/%2e%2e/CMakeLists.txt", NULL, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
 
     get(s.public_port, "/no-such-file.js", NULL, &r);
-    expect_error(&r, 404, "not_found");
+    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
     lg_http_response_free(&r);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
@@ -649,7 +596,7 @@ START_TEST(test_sse_static_dir_config)
         get(s.public_port, refused[i], NULL, &r);
         ck_assert_msg(r.status == 404 && strstr(r.body, "SECRET") == NULL,
                       "%s answered %d: %s", refused[i], r.status, r.body);
-        expect_error(&r, 404, "not_found");
+        lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
@@ -688,7 +635,7 @@ START_TEST(test_sse_static_nul_refused)
     struct lg_http_response r;
     get(s.public_port, "/index.html%00.txt", NULL, &r);
     ck_assert_msg(r.status == 400, "GET /index.html%%00.txt answered %d (want 400)", r.status);
-    expect_error(&r, 400, "bad_request");
+    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
     lg_http_response_free(&r);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }

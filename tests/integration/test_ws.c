@@ -19,19 +19,6 @@
 
 #define WAIT_MS 5000
 
-static long long wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void epoch_of(const char *id, char *epoch, size_t cap)
-{
-    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
-    ck_assert_uint_eq(strlen(epoch), 8);
-}
-
 /* Next message (must arrive), as a malloc'd string. */
 static char *next_msg(struct lg_ws_client *c)
 {
@@ -116,16 +103,6 @@ static unsigned long long expect_seq(struct lg_ws_client *c, const char *topic, 
     return seq;
 }
 
-static void publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id,
-                      size_t cap)
-{
-    for (int i = from; i <= to; i++) {
-        char d[32];
-        snprintf(d, sizeof d, "d%d", i);
-        ck_assert_int_eq(lg_publish(cport, topic, d, last_id, cap), 201);
-    }
-}
-
 static void send_text(struct lg_ws_client *c, const char *text)
 {
     ck_assert_int_eq(lg_ws_send_text(c, text, strlen(text)), 0);
@@ -178,7 +155,7 @@ START_TEST(test_ws_query_topics_and_event_json)
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], want[1024];
     ck_assert_int_eq(lg_publish(s.control_port, "a", "before", id, sizeof id), 201);
-    epoch_of(id, ep, sizeof ep);
+    lg_epoch_of(id, ep, sizeof ep);
     ck_assert_int_eq(lg_publish(s.control_port, "b", "before", NULL, 0), 201);
     ck_assert_int_eq(lg_publish(s.control_port, "b", "before", NULL, 0), 201);
 
@@ -190,28 +167,28 @@ START_TEST(test_ws_query_topics_and_event_json)
              ep);
     expect_json(&c, want);
 
-    long long t0 = wall_ms();
+    long long t0 = lg_wall_ms();
     ck_assert_int_eq(lg_publish(s.control_port, "a", "hello", id, sizeof id), 201);
-    long long t1 = wall_ms();
+    long long t1 = lg_wall_ms();
     snprintf(want, sizeof want, "a@%s:2", ep);
     ck_assert_str_eq(id, want);
     expect_event(&c, "a", id, 2, "message", "\"hello\"", t0, t1);
 
     /* JSON data stays JSON (compact); the type comes from ?type= */
     static const char body[] = "{\"price\": 1.07, \"tags\": [\"x\", null, true]}";
-    t0 = wall_ms();
+    t0 = lg_wall_ms();
     ck_assert_int_eq(lg_publish_ex(s.control_port, "b", "type=tick", "application/json", body,
                                    strlen(body), id, sizeof id),
                      201);
-    t1 = wall_ms();
+    t1 = lg_wall_ms();
     expect_event(&c, "b", id, 3, "tick", "{\"price\":1.07,\"tags\":[\"x\",null,true]}", t0, t1);
 
     /* text that needs escaping */
-    t0 = wall_ms();
+    t0 = lg_wall_ms();
     ck_assert_int_eq(lg_publish(s.control_port, "a", "l1\nl2\t\"q\" \\ caf\xc3\xa9", id,
                                 sizeof id),
                      201);
-    t1 = wall_ms();
+    t1 = lg_wall_ms();
     expect_event(&c, "a", id, 3, "message", "\"l1\\nl2\\t\\\"q\\\" \\\\ caf\xc3\xa9\"", t0, t1);
 
     /* a JSON string body is a string; empty text is "" */
@@ -238,8 +215,8 @@ START_TEST(test_ws_subscribe_since_replays)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], msg[512], want[512];
-    publish_n(s.control_port, "s", 1, 5, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "s", 1, 5, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_ws_client c;
     ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
@@ -263,11 +240,11 @@ START_TEST(test_ws_subscribe_since_replays)
     expect_json(&c, want);
     for (unsigned long long q = 3; q <= 5; q++)
         expect_seq(&c, "s", ep, q);
-    publish_n(s.control_port, "s", 6, 6, NULL, 0);
+    lg_publish_n(s.control_port, "s", 6, 6, NULL, 0);
     expect_seq(&c, "s", ep, 6);
 
     /* a second topic added later, from its start (seq 0), while s continues live */
-    publish_n(s.control_port, "t", 1, 2, NULL, 0);
+    lg_publish_n(s.control_port, "t", 1, 2, NULL, 0);
     snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"t\"],\"since\":\"t@%s:0\"}", ep);
     send_text(&c, msg);
     snprintf(want, sizeof want,
@@ -277,18 +254,18 @@ START_TEST(test_ws_subscribe_since_replays)
     expect_json(&c, want);
     expect_seq(&c, "t", ep, 1);
     expect_seq(&c, "t", ep, 2);
-    publish_n(s.control_port, "s", 7, 7, NULL, 0);
+    lg_publish_n(s.control_port, "s", 7, 7, NULL, 0);
     expect_seq(&c, "s", ep, 7);
 
     /* without since: nothing from history, only what comes next */
-    publish_n(s.control_port, "u", 1, 3, NULL, 0);
+    lg_publish_n(s.control_port, "u", 1, 3, NULL, 0);
     send_text(&c, "{\"op\":\"subscribe\",\"topics\":[\"u\"]}");
     snprintf(want, sizeof want,
              "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"u\"],"
              "\"cursor\":\"s@%1$s:7,t@%1$s:2,u@%1$s:3\"}",
              ep);
     expect_json(&c, want);
-    publish_n(s.control_port, "u", 4, 4, NULL, 0);
+    lg_publish_n(s.control_port, "u", 4, 4, NULL, 0);
     expect_seq(&c, "u", ep, 4);
     expect_silence(&c, 200);
     lg_ws_close(&c);
@@ -301,8 +278,8 @@ START_TEST(test_ws_since_in_query)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], want[512];
-    publish_n(s.control_port, "q", 1, 4, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "q", 1, 4, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
     struct lg_ws_client c;
     snprintf(path, sizeof path, "/ws?topic=q&since=q@%s:1", ep);
     ck_assert_int_eq(lg_ws_open(&c, s.public_port, path, "livegate.v1"), 0);
@@ -327,30 +304,30 @@ START_TEST(test_ws_unsubscribe)
     struct lg_server s;
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
-    publish_n(s.control_port, "u1", 1, 1, id, sizeof id);
-    epoch_of(id, ep, sizeof ep);
-    publish_n(s.control_port, "u2", 1, 1, NULL, 0);
+    lg_publish_n(s.control_port, "u1", 1, 1, id, sizeof id);
+    lg_epoch_of(id, ep, sizeof ep);
+    lg_publish_n(s.control_port, "u2", 1, 1, NULL, 0);
 
     struct lg_ws_client c;
     ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=u1&topic=u2", "livegate.v1"), 0);
     char *m = next_msg(&c);
     ck_assert_ptr_nonnull(strstr(m, "\"subscribed\""));
     free(m);
-    publish_n(s.control_port, "u2", 2, 2, NULL, 0);
+    lg_publish_n(s.control_port, "u2", 2, 2, NULL, 0);
     expect_seq(&c, "u2", ep, 2);
 
     send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"u2\"]}");
     expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u2\"]}");
     /* u2 is published first: had it still been subscribed, it would arrive before u1 */
-    publish_n(s.control_port, "u2", 3, 3, NULL, 0);
-    publish_n(s.control_port, "u1", 2, 2, NULL, 0);
+    lg_publish_n(s.control_port, "u2", 3, 3, NULL, 0);
+    lg_publish_n(s.control_port, "u1", 2, 2, NULL, 0);
     expect_seq(&c, "u1", ep, 2);
     expect_silence(&c, 200);
 
     /* unsubscribing the last topic: nothing arrives, the connection stays usable */
     send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"u1\"]}");
     expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u1\"]}");
-    publish_n(s.control_port, "u1", 3, 3, NULL, 0);
+    lg_publish_n(s.control_port, "u1", 3, 3, NULL, 0);
     ping_pong(&c); /* the pong comes after anything the publish would have caused */
     expect_silence(&c, 200);
     lg_ws_close(&c);

@@ -1,7 +1,7 @@
 /*
  * lg_extra.c - more helpers for the transport, resume, lifecycle and control-API integration
- * tests: /v1/stats counters, publishing with a type/content type, reading one response on a
- * kept-alive connection, waiting for raw SSE bytes, and running the binary to completion.
+ * tests: publishing with a type/content type, waiting for raw SSE bytes, and running the
+ * binary to completion.
  *
  * Every wait is bounded by a deadline on the monotonic clock; nothing sleeps blindly.
  */
@@ -20,45 +20,6 @@
 
 #include "lg_internal.h"
 #include "lg_test.h"
-
-/* ---- /v1/stats ---------------------------------------------------------------------------- */
-
-long long lg_stat(uint16_t control_port, const char *name)
-{
-    struct lg_http_response r;
-    long long v = -1;
-    if (lg_http_request(control_port, "GET", "/v1/stats", NULL, NULL, 0, &r, 5000) == 0 &&
-        r.status == 200) {
-        json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
-        json_t *x = json_object_get(root, name);
-        if (json_is_integer(x))
-            v = (long long)json_integer_value(x);
-        else
-            fprintf(stderr, "lg_stat: no integer \"%s\" in %s\n", name, r.body);
-        json_decref(root);
-    } else {
-        fprintf(stderr, "lg_stat: GET /v1/stats failed (status %d)\n", r.status);
-    }
-    lg_http_response_free(&r);
-    return v;
-}
-
-bool lg_wait_stat(uint16_t control_port, const char *name, long long want, int timeout_ms)
-{
-    int64_t deadline = lg_test__deadline(timeout_ms);
-    long long v = -1;
-    for (;;) {
-        v = lg_stat(control_port, name);
-        if (v == want)
-            return true;
-        if (lg_test__left_ms(deadline) == 0)
-            break;
-        poll(NULL, 0, 20);
-    }
-    fprintf(stderr, "lg_wait_stat: %s is %lld, not %lld, after %d ms\n", name, v, want,
-            timeout_ms);
-    return false;
-}
 
 /* ---- Publishing ---------------------------------------------------------------------------- */
 
@@ -111,46 +72,6 @@ int lg_id_parse(const char *id, char *topic, size_t topic_cap, char *epoch, size
     if (seq)
         *seq = s;
     return 0;
-}
-
-/* ---- Raw HTTP on a kept-alive connection --------------------------------------------------- */
-
-int lg_http_read_response(int fd, struct lg_http_response *out, int timeout_ms)
-{
-    memset(out, 0, sizeof *out);
-    struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
-    size_t head_len;
-    int rc = -1;
-    char val[64];
-    if (lg_test__read_head(&b, &head_len, "lg_http_read_response") < 0)
-        goto out;
-    out->status = lg_test__parse_status(b.p);
-    lg_test__copy_head(out->headers, sizeof out->headers, b.p, head_len);
-    if (!lg_test__header_find(out->headers, "Content-Length", val, sizeof val)) {
-        fprintf(stderr, "lg_http_read_response: no Content-Length\n%s\n", out->headers);
-        goto out;
-    }
-    size_t cl = (size_t)strtoull(val, NULL, 10);
-    if (lg_test__rbuf_need(&b, head_len + cl) != 0) {
-        fprintf(stderr, "lg_http_read_response: body incomplete\n");
-        goto out;
-    }
-    if (b.len != head_len + cl)
-        fprintf(stderr, "lg_http_read_response: %zu bytes after the response were dropped\n",
-                b.len - head_len - cl);
-    out->body = malloc(cl + 1);
-    if (!out->body)
-        goto out;
-    memcpy(out->body, b.p + head_len, cl);
-    out->body[cl] = '\0';
-    out->body_len = cl;
-    rc = 0;
-out:
-    if (!out->body)
-        out->body = calloc(1, 1);
-    lg_test__rbuf_release(&b);
-    return rc;
 }
 
 /* Read what the stream has into c->raw, until data or the deadline. Return value: 0 (data
@@ -263,10 +184,10 @@ int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_
     r->out[0] = r->err[0] = '\0';
     bool oopen = true, eopen = true;
     int64_t deadline = lg_test__deadline(timeout_ms);
-    while ((oopen || eopen) && lg_test__left_ms(deadline) > 0) {
+    while ((oopen || eopen) && lg_left_ms(deadline) > 0) {
         struct pollfd p[2] = {{.fd = oopen ? po[0] : -1, .events = POLLIN},
                               {.fd = eopen ? pe[0] : -1, .events = POLLIN}};
-        int n = poll(p, 2, lg_test__left_ms(deadline));
+        int n = poll(p, 2, lg_left_ms(deadline));
         if (n < 0 && errno != EINTR)
             break;
         if (oopen && p[0].revents)
@@ -283,7 +204,7 @@ int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_
             r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             return 0;
         }
-        if (lg_test__left_ms(deadline) == 0) {
+        if (lg_left_ms(deadline) == 0) {
             fprintf(stderr, "lg_run_binary: still running after %d ms; killed\n", timeout_ms);
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);

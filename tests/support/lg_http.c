@@ -27,21 +27,14 @@
 
 /* ---- Clock and buffers ------------------------------------------------------------------ */
 
-int64_t lg_test__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t lg_test__deadline(int timeout_ms)
 {
-    return lg_test__now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    return lg_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 }
 
-int lg_test__left_ms(int64_t deadline)
+int lg_left_ms(int64_t deadline)
 {
-    int64_t left = deadline - lg_test__now_ms();
+    int64_t left = deadline - lg_now_ms();
     if (left < 0)
         return 0;
     return left > INT32_MAX ? INT32_MAX : (int)left;
@@ -72,7 +65,7 @@ ssize_t lg_test__recv_deadline(int fd, void *buf, size_t cap, int64_t deadline)
 {
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int rc = poll(&pfd, 1, lg_test__left_ms(deadline));
+        int rc = poll(&pfd, 1, lg_left_ms(deadline));
         if (rc < 0) {
             if (errno == EINTR)
                 continue;
@@ -160,6 +153,29 @@ int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *wh
     }
     *head_len = at + 4;
     return 0;
+}
+
+int lg_test__read_head_on(struct lg_test__rbuf *b, int fd, int timeout_ms, size_t *head_len,
+                          const char *who)
+{
+    lg_test__rbuf_init(b, fd, lg_test__deadline(timeout_ms));
+    if (lg_test__read_head(b, head_len, who) == 0)
+        return 0;
+    lg_test__rbuf_release(b);
+    close(fd);
+    return -1;
+}
+
+char *lg_test__rbuf_take_after(struct lg_test__rbuf *b, size_t head_len, size_t *len, size_t *cap)
+{
+    memmove(b->p, b->p + head_len, b->len - head_len);
+    *len = b->len - head_len;
+    *cap = b->cap;
+    b->p[*len] = '\0';
+    char *p = b->p;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return p;
 }
 
 int lg_test__parse_status(const char *head)
@@ -365,6 +381,32 @@ static int lg_test__read_chunked(struct lg_test__rbuf *b, size_t pos, char **bod
     }
 }
 
+/* Parse a Content-Length value. Return value: 0, or -1 after printing why (prefixed with who). */
+static int lg_test__content_length(const char *val, size_t *cl, const char *who)
+{
+    char *end;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (end == val || *end || v > LG_TEST__MAX_BUF) {
+        fprintf(stderr, "%s: bad Content-Length: %s\n", who, val);
+        return -1;
+    }
+    *cl = (size_t)v;
+    return 0;
+}
+
+/* Copy len bytes at offset from of b into out->body (malloc'd, NUL-terminated). 0 or -1. */
+static int lg_test__take_body(const struct lg_test__rbuf *b, size_t from, size_t len,
+                              struct lg_http_response *out)
+{
+    out->body = malloc(len + 1);
+    if (!out->body)
+        return -1;
+    memcpy(out->body, b->p + from, len);
+    out->body[len] = '\0';
+    out->body_len = len;
+    return 0;
+}
+
 static int lg_test__read_response(struct lg_test__rbuf *b, const char *method,
                                   struct lg_http_response *out)
 {
@@ -396,32 +438,17 @@ static int lg_test__read_response(struct lg_test__rbuf *b, const char *method,
                lg_test__header_has_token(val, "chunked")) {
         rc = lg_test__read_chunked(b, head_len, &out->body, &out->body_len);
     } else if (lg_test__header_find(out->headers, "Content-Length", val, sizeof val)) {
-        char *end;
-        unsigned long long cl = strtoull(val, &end, 10);
-        if (end == val || *end || cl > LG_TEST__MAX_BUF) {
-            fprintf(stderr, "lg_http_request: bad Content-Length: %s\n", val);
+        size_t cl;
+        if (lg_test__content_length(val, &cl, "lg_http_request") < 0)
             return -1;
-        }
         rc = lg_test__rbuf_need(b, head_len + cl);
-        if (rc == 0) {
-            out->body = malloc(cl + 1);
-            if (!out->body)
-                return -1;
-            memcpy(out->body, b->p + head_len, cl);
-            out->body[cl] = '\0';
-            out->body_len = cl;
-        }
+        if (rc == 0 && lg_test__take_body(b, head_len, cl, out) < 0)
+            return -1;
     } else {
         while ((rc = lg_test__rbuf_fill(b)) > 0)
             ;
-        if (rc == 0) {
-            out->body_len = b->len - head_len;
-            out->body = malloc(out->body_len + 1);
-            if (!out->body)
-                return -1;
-            memcpy(out->body, b->p + head_len, out->body_len);
-            out->body[out->body_len] = '\0';
-        }
+        if (rc == 0 && lg_test__take_body(b, head_len, b->len - head_len, out) < 0)
+            return -1;
     }
     if (rc != 0) {
         fprintf(stderr, "lg_http_request: status %d, body incomplete (%s)\n", out->status,
@@ -429,6 +456,49 @@ static int lg_test__read_response(struct lg_test__rbuf *b, const char *method,
         return -1;
     }
     return 0;
+}
+
+int lg_test__read_sized_response(struct lg_test__rbuf *b, struct lg_http_response *out,
+                                 const char *who, bool extra_fails)
+{
+    size_t head_len, cl;
+    if (lg_test__read_head(b, &head_len, who) < 0)
+        return -1;
+    out->status = lg_test__parse_status(b->p);
+    lg_test__copy_head(out->headers, sizeof out->headers, b->p, head_len);
+    char val[64];
+    if (!lg_test__header_find(out->headers, "Content-Length", val, sizeof val)) {
+        fprintf(stderr, "%s: answer %d without Content-Length\n%s\n", who, out->status,
+                out->headers);
+        return -1;
+    }
+    if (lg_test__content_length(val, &cl, who) < 0)
+        return -1;
+    int rc = lg_test__rbuf_need(b, head_len + cl);
+    if (rc != 0) {
+        fprintf(stderr, "%s: answer %d: body incomplete (%s)\n", who, out->status,
+                lg_test__why(rc));
+        return -1;
+    }
+    if (b->len != head_len + cl) {
+        fprintf(stderr, "%s: %zu %s bytes after the answer\n", who, b->len - head_len - cl,
+                extra_fails ? "unexpected" : "dropped");
+        if (extra_fails)
+            return -1;
+    }
+    return lg_test__take_body(b, head_len, cl, out);
+}
+
+int lg_http_read_response(int fd, struct lg_http_response *out, int timeout_ms)
+{
+    memset(out, 0, sizeof *out);
+    struct lg_test__rbuf b;
+    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
+    int rc = lg_test__read_sized_response(&b, out, "lg_http_read_response", false);
+    if (!out->body)
+        out->body = calloc(1, 1);
+    lg_test__rbuf_release(&b);
+    return rc;
 }
 
 int lg_http_request(uint16_t port, const char *method, const char *path, const char *extra_headers,

@@ -16,14 +16,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct lg_http_response;
+
 #define LG_TEST__MAX_BUF ((size_t)256 << 20) /* 256 MiB: a runaway peer fails the test */
 
-/* Milliseconds on the monotonic clock. */
-int64_t lg_test__now_ms(void);
-/* now + timeout_ms (a negative timeout is treated as 0). */
+/* now (lg_now_ms, the monotonic clock) + timeout_ms (a negative timeout is treated as 0). */
 int64_t lg_test__deadline(int timeout_ms);
-/* Milliseconds left before deadline, clamped to [0, INT32_MAX]. */
-int lg_test__left_ms(int64_t deadline);
 
 /* Make sure buf can hold `need` bytes plus a NUL. Return value: 0 or -1 (over the bound). */
 int lg_test__reserve(char **buf, size_t *cap, size_t need);
@@ -58,6 +56,24 @@ int lg_test__rbuf_need(struct lg_test__rbuf *b, size_t n);
  * Return value: 0, or -1 after printing why (prefixed with `who`).
  */
 int lg_test__read_head(struct lg_test__rbuf *b, size_t *head_len, const char *who);
+/*
+ * Read one response that must carry Content-Length (e.g. on a kept-alive connection) from b
+ * into out: status, headers and the malloc'd body (left NULL on failure). Bytes after it are
+ * printed and dropped, or with extra_fails a failure. Return value: 0, or -1 after printing
+ * why (prefixed with `who`).
+ */
+int lg_test__read_sized_response(struct lg_test__rbuf *b, struct lg_http_response *out,
+                                 const char *who, bool extra_fails);
+/*
+ * Read the response head on fd (<= timeout_ms) into b, which this initialises. On failure b is
+ * released and fd closed. Return value: 0 (head_len as lg_test__read_head), or -1 (printed).
+ */
+int lg_test__read_head_on(struct lg_test__rbuf *b, int fd, int timeout_ms, size_t *head_len,
+                          const char *who);
+/* Hand over b's buffer with the head_len bytes of the head removed: the bytes after the head
+ * move to the front, *len and *cap receive their count and the allocation. Return value: the
+ * buffer (NUL-terminated; b must not be released afterwards). */
+char *lg_test__rbuf_take_after(struct lg_test__rbuf *b, size_t head_len, size_t *len, size_t *cap);
 /* Status code of "HTTP/1.x NNN ...", or 0 if the line does not parse. */
 int lg_test__parse_status(const char *head);
 

@@ -162,7 +162,7 @@ bool lg_server_wait_log(struct lg_server *s, const char *needle, int timeout_ms)
             return true;
         if (lg_test__pump_chunk(s))
             continue;
-        int left = lg_test__left_ms(deadline);
+        int left = lg_left_ms(deadline);
         if (left == 0 || s->stderr_fd < 0)
             return false;
         lg_test__log_poll(s, left);
@@ -372,7 +372,7 @@ int lg_server_start(struct lg_server *s, const char *config_json, const char *co
             s->pid = -1;
             return -1;
         }
-        if (lg_test__left_ms(deadline) == 0) {
+        if (lg_left_ms(deadline) == 0) {
             lg_test__abort_start(s, "printed no startup line within 10 s");
             return -1;
         }
@@ -413,7 +413,7 @@ int lg_server_stop(struct lg_server *s, int timeout_ms)
             fprintf(stderr, "lg_server_stop: waitpid: %s\n", strerror(errno));
             break;
         }
-        if (lg_test__left_ms(deadline) == 0) {
+        if (lg_left_ms(deadline) == 0) {
             kill(pid, SIGKILL);
             while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
                 ;

@@ -219,13 +219,9 @@ int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const 
     }
 
     struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(LG_TEST__SSE_HEAD_TIMEOUT_MS));
     size_t head_len;
-    if (lg_test__read_head(&b, &head_len, "lg_sse_open") < 0) {
-        lg_test__rbuf_release(&b);
-        close(fd);
+    if (lg_test__read_head_on(&b, fd, LG_TEST__SSE_HEAD_TIMEOUT_MS, &head_len, "lg_sse_open") < 0)
         return -1;
-    }
     c->status = lg_test__parse_status(b.p);
     lg_test__copy_head(c->headers, sizeof c->headers, b.p, head_len);
     char val[64];
@@ -239,11 +235,7 @@ int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const 
                 val);
 
     /* the bytes after the head are the start of the body */
-    memmove(b.p, b.p + head_len, b.len - head_len);
-    c->raw = b.p;
-    c->raw_len = b.len - head_len;
-    c->raw_cap = b.cap;
-    c->raw[c->raw_len] = '\0';
+    c->raw = lg_test__rbuf_take_after(&b, head_len, &c->raw_len, &c->raw_cap);
     c->fd = fd;
     if (c->status != 200)
         fprintf(stderr, "lg_sse_open: %s answered %d: %.*s\n", path, c->status,

@@ -1,5 +1,5 @@
 /*
- * lg_stall.c - clients that stop reading, /v1/stats counters, and a keep-alive publisher:
+ * lg_stall.c - clients that stop reading and a keep-alive publisher:
  * the tools of the backpressure tests.
  *
  * A stalled client is a real socket whose receive buffer is made small (SO_RCVBUF before
@@ -53,20 +53,12 @@ int lg_stall_sse_resume(struct lg_sse_client *c, int fd, int timeout_ms)
     c->fd = -1;
     c->retry_ms = -1;
     struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
     size_t head_len;
-    if (lg_test__read_head(&b, &head_len, "lg_stall_sse_resume") < 0) {
-        lg_test__rbuf_release(&b);
-        close(fd);
+    if (lg_test__read_head_on(&b, fd, timeout_ms, &head_len, "lg_stall_sse_resume") < 0)
         return -1;
-    }
     c->status = lg_test__parse_status(b.p);
     lg_test__copy_head(c->headers, sizeof c->headers, b.p, head_len);
-    memmove(b.p, b.p + head_len, b.len - head_len);
-    c->raw = b.p;
-    c->raw_len = b.len - head_len;
-    c->raw_cap = b.cap;
-    c->raw[c->raw_len] = '\0';
+    c->raw = lg_test__rbuf_take_after(&b, head_len, &c->raw_len, &c->raw_cap);
     c->fd = fd;
     if (c->status != 200)
         fprintf(stderr, "lg_stall_sse_resume: answered %d: %.*s\n", c->status,
@@ -96,14 +88,10 @@ int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeou
     int fd = w->fd;
     w->fd = -1;
     struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(timeout_ms));
     size_t head_len;
     char head[4096], val[256];
-    if (lg_test__read_head(&b, &head_len, "lg_stall_ws_resume") < 0) {
-        lg_test__rbuf_release(&b);
-        close(fd);
+    if (lg_test__read_head_on(&b, fd, timeout_ms, &head_len, "lg_stall_ws_resume") < 0)
         return -1;
-    }
     lg_test__copy_head(head, sizeof head, b.p, head_len);
     c->status = lg_test__parse_status(head);
     if (c->status != 101 || !lg_test__header_find(head, "Sec-WebSocket-Accept", val, sizeof val) ||
@@ -114,10 +102,7 @@ int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeou
         return -1;
     }
     lg_test__header_find(head, "Sec-WebSocket-Protocol", c->protocol, sizeof c->protocol);
-    memmove(b.p, b.p + head_len, b.len - head_len);
-    c->buf = (unsigned char *)b.p;
-    c->len = b.len - head_len;
-    c->cap = b.cap;
+    c->buf = (unsigned char *)lg_test__rbuf_take_after(&b, head_len, &c->len, &c->cap);
     c->fd = fd;
     return 0;
 }
@@ -127,83 +112,6 @@ void lg_stall_ws_close(struct lg_stall_ws *w)
     if (w->fd >= 0)
         close(w->fd);
     w->fd = -1;
-}
-
-/* ---- /v1/stats ----------------------------------------------------------------------------- */
-
-int lg_stall_stats_read(uint16_t control_port, struct lg_stall_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    struct lg_http_response r;
-    if (lg_http_request(control_port, "GET", "/v1/stats", NULL, NULL, 0, &r, 10000) < 0 ||
-        r.status != 200) {
-        fprintf(stderr, "lg_stall_stats_read: GET /v1/stats answered %d: %s\n", r.status,
-                r.body ? r.body : "");
-        lg_http_response_free(&r);
-        return -1;
-    }
-    json_error_t jerr;
-    json_t *root = json_loadb(r.body, r.body_len, 0, &jerr);
-    if (!json_is_object(root)) {
-        fprintf(stderr, "lg_stall_stats_read: not a JSON object: %s\n", r.body);
-        json_decref(root);
-        lg_http_response_free(&r);
-        return -1;
-    }
-    snprintf(out->json, sizeof out->json, "%s", r.body);
-    lg_http_response_free(&r);
-    const char *k;
-    json_t *v;
-    size_t n = 0;
-    json_object_foreach(root, k, v) {
-        if (n == LG_STALL_STATS_MAX || !json_is_integer(v))
-            continue;
-        snprintf(out->name[n], sizeof out->name[n], "%s", k);
-        out->value[n] = (long long)json_integer_value(v);
-        n++;
-    }
-    out->count = n;
-    json_decref(root);
-    return 0;
-}
-
-long long lg_stall_stats_value(const struct lg_stall_stats *s, const char *name)
-{
-    for (size_t i = 0; i < s->count; i++)
-        if (strcmp(s->name[i], name) == 0)
-            return s->value[i];
-    fprintf(stderr, "lg_stall_stats_value: no counter \"%s\" in %s\n", name, s->json);
-    return -1;
-}
-
-long long lg_stall_stat(uint16_t control_port, const char *name)
-{
-    struct lg_stall_stats s;
-    if (lg_stall_stats_read(control_port, &s) < 0)
-        return -1;
-    return lg_stall_stats_value(&s, name);
-}
-
-static void lg_stall__nap_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-long long lg_stall_stat_wait(uint16_t control_port, const char *name, int op, long long value,
-                             int timeout_ms)
-{
-    int64_t deadline = lg_test__deadline(timeout_ms);
-    long long v;
-    for (;;) {
-        v = lg_stall_stat(control_port, name);
-        bool ok = v >= 0 && (op > 0 ? v >= value : op < 0 ? v <= value : v == value);
-        if (ok || lg_test__left_ms(deadline) == 0)
-            break;
-        lg_stall__nap_ms(10); /* poll interval of an observable condition, not a wait for it */
-    }
-    return v;
 }
 
 /* ---- Keep-alive HTTP --------------------------------------------------------------------- */
@@ -222,43 +130,17 @@ void lg_stall_ka_close(struct lg_stall_ka *k)
     k->fd = -1;
 }
 
-/* Read one response with Content-Length on k->fd. Return value: 0, or -1 (connection unusable). */
+/* Read one response with Content-Length on k->fd (nothing may follow it); closes k when the
+ * server said Connection: close. Return value: 0, or -1 (connection unusable). */
 static int lg_stall_ka__read(struct lg_stall_ka *k, struct lg_http_response *out, int64_t deadline)
 {
     struct lg_test__rbuf b;
     lg_test__rbuf_init(&b, k->fd, deadline);
-    size_t head_len;
-    int rc = -1;
-    if (lg_test__read_head(&b, &head_len, "lg_stall_ka_request") < 0)
-        goto out;
-    out->status = lg_test__parse_status(b.p);
-    lg_test__copy_head(out->headers, sizeof out->headers, b.p, head_len);
+    int rc = lg_test__read_sized_response(&b, out, "lg_stall_ka_request", true);
     char val[64];
-    if (!lg_test__header_find(out->headers, "Content-Length", val, sizeof val)) {
-        fprintf(stderr, "lg_stall_ka_request: answer %d without Content-Length\n", out->status);
-        goto out;
-    }
-    size_t cl = strtoull(val, NULL, 10);
-    if (cl > LG_TEST__MAX_BUF || lg_test__rbuf_need(&b, head_len + cl) != 0) {
-        fprintf(stderr, "lg_stall_ka_request: answer %d: body incomplete\n", out->status);
-        goto out;
-    }
-    if (b.len != head_len + cl) {
-        fprintf(stderr, "lg_stall_ka_request: %zu unexpected bytes after the answer\n",
-                b.len - head_len - cl);
-        goto out;
-    }
-    out->body = malloc(cl + 1);
-    if (!out->body)
-        goto out;
-    memcpy(out->body, b.p + head_len, cl);
-    out->body[cl] = '\0';
-    out->body_len = cl;
-    rc = 0;
-    if (lg_test__header_find(out->headers, "Connection", val, sizeof val) &&
+    if (rc == 0 && lg_test__header_find(out->headers, "Connection", val, sizeof val) &&
         lg_test__header_has_token(val, "close"))
         lg_stall_ka_close(k);
-out:
     lg_test__rbuf_release(&b);
     return rc;
 }

@@ -64,6 +64,10 @@ struct lg_http_response {
 int lg_http_request(uint16_t port, const char *method, const char *path, const char *extra_headers,
                     const void *body, size_t body_len, struct lg_http_response *out, int timeout_ms);
 void lg_http_response_free(struct lg_http_response *r);
+/* Read one response (it must have a Content-Length) from an open connection, e.g. the second
+ * request on a keep-alive connection; bytes after it are dropped (printed). Not for pipelined
+ * responses. lg_stall_ka_request reads its answers the same way. Return value: 0 or -1. */
+int lg_http_read_response(int fd, struct lg_http_response *out, int timeout_ms);
 /* Case-insensitive header lookup; copies the value into out. Return value: true if found. */
 bool lg_http_header(const struct lg_http_response *r, const char *name, char *out, size_t cap);
 /* POST /v1/topics/{topic}/events with data; returns the HTTP status (0 on failure) and, when
@@ -121,13 +125,74 @@ int lg_ws_send_text(struct lg_ws_client *c, const char *text, size_t len);
 int lg_ws_next(struct lg_ws_client *c, char **msg, int timeout_ms);
 void lg_ws_close(struct lg_ws_client *c);
 
-/* ==== lg_extra.c: stats, publish variants, raw responses, running the binary ============== */
+/* ==== Check assertions the integration tests share (lg_expect.c) ========================== */
+/* Each fails the running check test (with the cause) instead of returning an error. */
+
+/* Milliseconds on the monotonic clock / on the wall clock (CLOCK_REALTIME, as event times). */
+int64_t lg_now_ms(void);
+long long lg_wall_ms(void);
+/* Milliseconds left before deadline (a lg_now_ms() value), clamped to [0, INT32_MAX]. */
+int lg_left_ms(int64_t deadline);
+
+/* The epoch of an id "topic@epoch:seq" (it must parse and be 8 characters long). */
+void lg_epoch_of(const char *id, char *epoch, size_t cap);
+/* The seq of an id "topic@epoch:seq" (it must parse). */
+uint64_t lg_seq_of(const char *id);
+/* Publish events from..to (inclusive) to topic as text, each answered 201; last_id (may be
+ * NULL) receives the last id. The data of event i is "d<i>" (lg_publish_n) or
+ * "<topic>-d<i>" (lg_publish_n_tagged). */
+void lg_publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id, size_t cap);
+void lg_publish_n_tagged(uint16_t cport, const char *topic, int from, int to, char *last_id,
+                         size_t cap);
+
+/* What lg_expect_error checks beyond the status, "error" == code and a non-empty "message"
+ * in a body that parses as JSON (checks == 0: that alone). */
+enum lg_error_check {
+    LG_ERROR_JSON_TYPE = 1, /* Content-Type: application/json, and the body is an object */
+    LG_ERROR_ONLY_KEYS = 2, /* no member but "error" and "message" */
+    LG_ERROR_INDEX_OK = 4,  /* no member but "error", "message" and "index" */
+};
+void lg_expect_error(const struct lg_http_response *r, int status, const char *code,
+                     unsigned checks);
+
+/* Nothing arrives on the stream within ms, and it stays open. */
+void lg_sse_expect_quiet(struct lg_sse_client *c, int ms);
+/* No event arrives within ms (the stream may end). */
+void lg_sse_expect_no_event(struct lg_sse_client *c, int ms);
+
+/* The whole file $LG_SOURCE_DIR/rel (at most 1 MiB - 1 bytes), malloc'd and NUL-terminated;
+ * *len its size, path (path_cap bytes) its name. */
+char *lg_slurp_source(const char *rel, char *path, size_t path_cap, size_t *len);
+/* ==== end of lg_expect.c =================================================================== */
+
+/* ==== /v1/stats (lg_stats.c): the one stats client ======================================== */
+
+#define LG_STATS_MAX 64
+struct lg_stats {
+    size_t count;
+    char name[LG_STATS_MAX][48];
+    long long value[LG_STATS_MAX];
+    char json[4096]; /* the body as received, for failure messages */
+};
+/* GET /v1/stats on the control port: every integer counter. Return value: 0 or -1 (printed). */
+int lg_stats_read(uint16_t control_port, struct lg_stats *out);
+/* One counter of a snapshot, or -1 (printed why) when it is missing. */
+long long lg_stats_value(const struct lg_stats *s, const char *name);
+/* Integer counter `name` of GET /v1/stats read now, or -1 (printed why). */
+long long lg_stat(uint16_t control_port, const char *name);
+/* The same as a check assertion: the test fails unless the counter can be read. */
+long long lg_server_stat(const struct lg_server *s, const char *name);
+/* Poll /v1/stats (every 10 ms, <= timeout_ms) until counter `name` is >= value (op > 0),
+ * <= value (op < 0) or == value (op == 0). Return value: the last value read (-1 on error). */
+long long lg_stat_wait(uint16_t control_port, const char *name, int op, long long value,
+                       int timeout_ms);
+/* lg_stat_wait(.., 0, want, ..) as a yes/no (printed why on no). Return value: true if ==. */
+bool lg_wait_stat(uint16_t control_port, const char *name, long long want, int timeout_ms);
+/* ==== end of lg_stats.c ==================================================================== */
+
+/* ==== lg_extra.c: publish variants, raw SSE bytes, running the binary =================== */
 /* (added for test_sse/test_ws/test_poll/test_resume/test_lifecycle/test_control_api) */
 
-/* Integer counter `name` of GET /v1/stats on the control port, or -1 (printed why). */
-long long lg_stat(uint16_t control_port, const char *name);
-/* Poll /v1/stats (every 20 ms, <= timeout_ms) until `name` == want. Return value: true if so. */
-bool lg_wait_stat(uint16_t control_port, const char *name, long long want, int timeout_ms);
 /* POST /v1/topics/{topic}/events[?query] with the given Content-Type (NULL: none) and body.
  * topic goes into the path as given (no encoding). Returns the status (0 on failure) and the
  * "id" of a 201 answer in id_out when not NULL. */
@@ -137,9 +202,6 @@ int lg_publish_ex(uint16_t control_port, const char *topic, const char *query,
 /* Split an event id "topic@epoch:seq" (buffers may be NULL). Return value: 0 or -1. */
 int lg_id_parse(const char *id, char *topic, size_t topic_cap, char *epoch, size_t epoch_cap,
                 unsigned long long *seq);
-/* Read one response (it must have a Content-Length) from an open connection, e.g. the second
- * request on a keep-alive connection. Not for pipelined responses. Return value: 0 or -1. */
-int lg_http_read_response(int fd, struct lg_http_response *out, int timeout_ms);
 /* Read stream bytes into c->raw (without parsing them) until needle occurs at or after offset
  * `from`. Return value: true if it did, false on timeout or end of stream. */
 bool lg_sse_wait_raw(struct lg_sse_client *c, size_t from, const char *needle, int timeout_ms);
@@ -157,7 +219,7 @@ int lg_run_binary(const char *const *args, struct lg_run_result *r, int timeout_
 void lg_run_result_free(struct lg_run_result *r);
 /* ==== end of lg_extra.c ==================================================================== */
 
-/* ==== Stalled clients, /v1/stats and keep-alive publishing (lg_stall.c) ================== */
+/* ==== Stalled clients and keep-alive publishing (lg_stall.c) ============================ */
 /* Used by the backpressure tests. A "stalled" client sets SO_RCVBUF small before connect(),
  * sends its request and then reads nothing; resuming it reads the response head late and
  * turns the socket into an ordinary lg_sse_client / lg_ws_client. */
@@ -181,24 +243,6 @@ int lg_stall_ws_open(struct lg_stall_ws *w, uint16_t port, const char *path, int
 /* Start reading: check the 101 answer and make c an lg_ws_client (it takes w's fd). 0 / -1. */
 int lg_stall_ws_resume(struct lg_ws_client *c, struct lg_stall_ws *w, int timeout_ms);
 void lg_stall_ws_close(struct lg_stall_ws *w);
-
-#define LG_STALL_STATS_MAX 64
-struct lg_stall_stats {
-    size_t count;
-    char name[LG_STALL_STATS_MAX][48];
-    long long value[LG_STALL_STATS_MAX];
-    char json[4096]; /* the body as received, for failure messages */
-};
-/* GET /v1/stats on the control port. Return value: 0 or -1. */
-int lg_stall_stats_read(uint16_t control_port, struct lg_stall_stats *out);
-/* One counter of a snapshot, or -1 (printed) when it is missing. */
-long long lg_stall_stats_value(const struct lg_stall_stats *s, const char *name);
-/* One counter read now, or -1. */
-long long lg_stall_stat(uint16_t control_port, const char *name);
-/* Poll /v1/stats (every 10 ms, <= timeout_ms) until counter `name` is >= value (op > 0),
- * <= value (op < 0) or == value (op == 0). Return value: the last value read (-1 on error). */
-long long lg_stall_stat_wait(uint16_t control_port, const char *name, int op, long long value,
-                             int timeout_ms);
 
 /* A keep-alive HTTP/1.1 connection (reconnects when the server closed it). */
 struct lg_stall_ka {

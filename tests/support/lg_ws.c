@@ -350,15 +350,11 @@ int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const ch
     }
 
     struct lg_test__rbuf b;
-    lg_test__rbuf_init(&b, fd, lg_test__deadline(LG_TEST__WS_HEAD_TIMEOUT_MS));
     size_t head_len;
     char head[4096], val[256];
     const char *why = NULL;
-    if (lg_test__read_head(&b, &head_len, "lg_ws_open") < 0) {
-        lg_test__rbuf_release(&b);
-        close(fd);
+    if (lg_test__read_head_on(&b, fd, LG_TEST__WS_HEAD_TIMEOUT_MS, &head_len, "lg_ws_open") < 0)
         return -1;
-    }
     lg_test__copy_head(head, sizeof head, b.p, head_len);
     c->status = lg_test__parse_status(head);
     if (c->status != 101)
@@ -383,10 +379,7 @@ int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const ch
         return -1;
     }
     /* bytes after the head are the first frames */
-    memmove(b.p, b.p + head_len, b.len - head_len);
-    c->buf = (unsigned char *)b.p;
-    c->len = b.len - head_len;
-    c->cap = b.cap;
+    c->buf = (unsigned char *)lg_test__rbuf_take_after(&b, head_len, &c->len, &c->cap);
     c->fd = fd;
     return 0;
 }
@@ -412,7 +405,7 @@ void lg_ws_close(struct lg_ws_client *c)
             int64_t deadline = lg_test__deadline(LG_TEST__WS_CLOSE_WAIT_MS);
             char *m;
             int rc;
-            while ((rc = lg_test__ws_next(c, &m, lg_test__left_ms(deadline), true)) == 1)
+            while ((rc = lg_test__ws_next(c, &m, lg_left_ms(deadline), true)) == 1)
                 free(m);
         }
     }

@@ -1,0 +1,138 @@
+/*
+ * lg_expect.c - check assertions and small procedures that several integration tests share:
+ * clocks, the parts of an event id, numbered publishes, the JSON error answer, quiet SSE
+ * streams and reading a source file whole. Each used to be copied into the test files.
+ *
+ * Owns:    nothing global. lg_slurp_source's buffer belongs to the caller.
+ * Threads: single-threaded test code; the assertions must run in a check test.
+ * Bounds:  every wait takes a timeout; lg_slurp_source reads at most 1 MiB - 1 bytes.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "lg_test.h"
+
+/* ---- Clocks -------------------------------------------------------------------------------- */
+
+int64_t lg_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long lg_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Event ids and publishing --------------------------------------------------------------- */
+
+void lg_epoch_of(const char *id, char *epoch, size_t cap)
+{
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, epoch, cap, NULL), 0);
+    ck_assert_uint_eq(strlen(epoch), 8);
+}
+
+uint64_t lg_seq_of(const char *id)
+{
+    unsigned long long seq = 0;
+    ck_assert_int_eq(lg_id_parse(id, NULL, 0, NULL, 0, &seq), 0);
+    return seq;
+}
+
+static void lg_expect__publish_n(uint16_t cport, const char *topic, bool tagged, int from, int to,
+                                 char *last_id, size_t cap)
+{
+    for (int i = from; i <= to; i++) {
+        char d[160];
+        snprintf(d, sizeof d, "%s%sd%d", tagged ? topic : "", tagged ? "-" : "", i);
+        ck_assert_int_eq(lg_publish(cport, topic, d, last_id, cap), 201);
+    }
+}
+
+void lg_publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id, size_t cap)
+{
+    lg_expect__publish_n(cport, topic, false, from, to, last_id, cap);
+}
+
+void lg_publish_n_tagged(uint16_t cport, const char *topic, int from, int to, char *last_id,
+                         size_t cap)
+{
+    lg_expect__publish_n(cport, topic, true, from, to, last_id, cap);
+}
+
+/* ---- The JSON error answer ------------------------------------------------------------------ */
+
+void lg_expect_error(const struct lg_http_response *r, int status, const char *code,
+                     unsigned checks)
+{
+    ck_assert_msg(r->status == status, "status %d, want %d: %s", r->status, status, r->body);
+    if (checks & LG_ERROR_JSON_TYPE) {
+        char ct[128];
+        ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
+        ck_assert_str_eq(ct, "application/json");
+    }
+    json_t *o = json_loadb(r->body, r->body_len, 0, NULL);
+    ck_assert_msg(o != NULL, "not JSON: %s", r->body);
+    if (checks & LG_ERROR_JSON_TYPE)
+        ck_assert_msg(json_is_object(o), "not a JSON object: %s", r->body);
+    const char *e = json_string_value(json_object_get(o, "error"));
+    const char *m = json_string_value(json_object_get(o, "message"));
+    ck_assert_msg(e && strcmp(e, code) == 0, "error in %s, want %s", r->body, code);
+    ck_assert_msg(m && *m, "no message in %s", r->body);
+    if (checks & (LG_ERROR_ONLY_KEYS | LG_ERROR_INDEX_OK)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(o, key, v)
+            ck_assert_msg(strcmp(key, "error") == 0 || strcmp(key, "message") == 0 ||
+                              ((checks & LG_ERROR_INDEX_OK) && strcmp(key, "index") == 0),
+                          "unexpected key %s in %s", key, r->body);
+    }
+    json_decref(o);
+}
+
+/* ---- Quiet SSE streams ---------------------------------------------------------------------- */
+
+void lg_sse_expect_quiet(struct lg_sse_client *c, int ms)
+{
+    struct lg_sse_event ev;
+    int rc = lg_sse_next(c, &ev, ms);
+    ck_assert_msg(rc == 0, "unexpected %s: id=%s data=%s", rc > 0 ? "event" : "end of stream",
+                  ev.id, ev.data ? ev.data : "");
+}
+
+void lg_sse_expect_no_event(struct lg_sse_client *c, int ms)
+{
+    struct lg_sse_event ev;
+    int rc = lg_sse_next(c, &ev, ms);
+    if (rc == 1) {
+        ck_abort_msg("unexpected event %s \"%s\": %s", ev.id, ev.event, ev.data);
+        lg_sse_event_free(&ev);
+    }
+}
+
+/* ---- Files ---------------------------------------------------------------------------------- */
+
+char *lg_slurp_source(const char *rel, char *path, size_t path_cap, size_t *len)
+{
+    const char *src = getenv("LG_SOURCE_DIR");
+    ck_assert_msg(src != NULL, "LG_SOURCE_DIR is not set (ctest sets it)");
+    snprintf(path, path_cap, "%s/%s", src, rel);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
+    char *buf = malloc(1 << 20);
+    ck_assert_ptr_nonnull(buf);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
