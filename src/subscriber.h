@@ -32,13 +32,12 @@
 #include "client_ring.h"
 #include "config.h"
 #include "cursor.h"
+#include "transport.h"
 
 struct lg_hub;
 struct lg_topic;
 struct lg_event;
 struct lg_buf;
-
-enum lg_transport { LG_TRANSPORT_SSE = 0, LG_TRANSPORT_WS, LG_TRANSPORT_POLL };
 
 struct lg_subscription {
     struct lg_topic *topic;
@@ -57,7 +56,7 @@ struct lg_subscription {
 };
 
 struct lg_subscriber {
-    enum lg_transport transport;
+    const struct lg_transport_ops *ops; /* renders what is owed (LG_TRANSPORT_SSE, _WS, _POLL) */
     uint32_t worker;
     const struct lg_queue_bounds *bounds;
     struct lg_hub *hub;             /* borrowed: where replay pages come from */
@@ -71,8 +70,8 @@ struct lg_subscriber {
     char disconnect_reason[128];
 };
 
-void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, uint32_t worker,
-                        const struct lg_queue_bounds *bounds);
+void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *ops,
+                        uint32_t worker, const struct lg_queue_bounds *bounds);
 
 /*
  * Subscribe to topic t from `since` (NULL = now). The replay (events after the cursor still in
@@ -113,15 +112,17 @@ struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
 void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out);
 
 /*
- * Render what is owed, oldest first, in the transport's format, into out, stopping once out
- * holds max_bytes (at least one item is always rendered). SSE: notices and events as SSE
- * frames; WS: complete text frames. Rendered events leave the ring and count as delivered.
+ * Render what is owed, oldest first, through s->ops into out, stopping once out holds
+ * max_bytes (at least one item is always rendered): notices, then events. After the
+ * slow-consumer policy disconnected s, only ops->render_slow (with sse_retry_ms) is rendered.
+ * Rendered events leave the ring and count as delivered; the replay pages in behind them.
  * Return value: number of events rendered.
  */
 size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
                                    uint32_t sse_retry_ms);
 
-/* Long-poll: render {"events":[...],"cursor":"..."} with at most max_events events. */
+/* One batch of at most max_events events, framed by ops->render_begin/render_end (the
+ * long-poll answer), with no byte budget and no paging behind it. */
 size_t lg_subscriber_render_poll(struct lg_subscriber *s, struct lg_buf *out, size_t max_events);
 
 #endif

@@ -24,6 +24,7 @@
 #include "stats.h"
 #include "subscribe_params.h"
 #include "topic.h"
+#include "transport.h"
 
 #define STATIC_FILE_MAX (4u << 20)
 
@@ -90,7 +91,7 @@ static void serve_sse(struct lg_conn *c, const char *buf, const struct lg_http_r
         lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
         return;
     }
-    lg_subscriber_init(&c->sub, LG_TRANSPORT_SSE, lg_worker_index(c->worker),
+    lg_subscriber_init(&c->sub, &lg_transport_sse, lg_worker_index(c->worker),
                        &cfg->client_queue);
     if (parse_params(c, buf, req, "last_event_id", p) == 0 &&
         subscribe_all(c, p, true, SIZE_MAX) == 0) {
@@ -143,7 +144,7 @@ static void serve_poll(struct lg_conn *c, const char *buf, const struct lg_http_
         lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
         return;
     }
-    lg_subscriber_init(&c->sub, LG_TRANSPORT_POLL, lg_worker_index(c->worker),
+    lg_subscriber_init(&c->sub, &lg_transport_poll, lg_worker_index(c->worker),
                        &cfg->client_queue);
     if (parse_params(c, buf, req, "since", p) != 0 ||
         subscribe_all(c, p, true, cfg->poll.max_batch) != 0) {

@@ -14,11 +14,13 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "event.h"
 #include "hub.h"
 #include "log.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "topic.h"
+#include "transport.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
 
@@ -238,7 +240,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     struct lg_worker *w = lws_context_user(lws_get_context(wsi));
     const struct lg_config *cfg = lg_worker_config(w);
     lg_conn_init(c, wsi, w, LG_CONN_WS);
-    lg_subscriber_init(&c->sub, LG_TRANSPORT_WS, lg_worker_index(w), &cfg->client_queue);
+    lg_subscriber_init(&c->sub, &lg_transport_ws, lg_worker_index(w), &cfg->client_queue);
     LG_STAT_ADD(clients_ws, 1);
     if (lg_worker_is_draining(w)) {
         c->closing = true;
@@ -364,6 +366,41 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return 0;
     }
 }
+
+/* ---- Rendering: one complete text frame per item --------------------------------------- */
+
+static size_t ws_event_bytes(const struct lg_event *ev) { return ev->ws_frame_len; }
+
+static void ws_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
+                             const struct lg_notice *n, size_t item)
+{
+    (void)s, (void)item;
+    struct lg_buf json;
+    lg_buf_init(&json);
+    lg_buf_append_str(&json, n->reset ? "{\"type\":\"reset\",\"v\":1,"
+                                      : "{\"type\":\"gap\",\"v\":1,");
+    lg_notice_json_fields(&json, n);
+    unsigned char header[10];
+    lg_buf_append(out, header, lg_ws_write_header(header, json.len, 0x1));
+    lg_buf_append(out, json.data, json.len);
+    lg_buf_release(&json);
+}
+
+static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
+                            const struct lg_event *ev, size_t item)
+{
+    (void)s, (void)item;
+    lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+}
+
+const struct lg_transport_ops lg_transport_ws = {
+    .name = "WebSocket",
+    .clients = &lg_stats.clients_ws,
+    .stream = true,
+    .event_bytes = ws_event_bytes,
+    .render_notice = ws_render_notice,
+    .render_event = ws_render_event,
+};
 
 const struct lws_protocols lg_protocol_ws = {
     .name = "livegate.v1",
