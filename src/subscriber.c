@@ -10,6 +10,7 @@
 #include "hub.h"
 #include "log.h"
 #include "stats.h"
+#include "subscribe_params.h"
 #include "topic.h"
 
 #define LAG_CHECK_MIN_QUEUED 32 /* queued events from which every push checks max_lag_ms */
@@ -297,6 +298,28 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
     if (listen)
         link_listener(sn, s->worker);
     return 0;
+}
+
+enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
+                                               const struct lg_subscribe_params *p, bool listen,
+                                               size_t max_replay,
+                                               struct lg_subscribe_failure *why)
+{
+    for (size_t i = 0; i < p->topic_count; i++) {
+        why->problem = NULL;
+        why->topic = NULL;
+        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), true,
+                                          &why->problem);
+        if (!t)
+            return LG_SUBSCRIBE_UNAVAILABLE;
+        const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
+                                                            : NULL;
+        if (lg_subscriber_add(s, hub, t, since, listen, max_replay, &why->problem) < 0) {
+            why->topic = t;
+            return LG_SUBSCRIBE_INVALID_CURSOR;
+        }
+    }
+    return LG_SUBSCRIBE_OK;
 }
 
 static void free_subscription(struct lg_subscriber *s, struct lg_subscription *sn)

@@ -15,6 +15,9 @@
  *          the page that reaches the newest event switches it to live delivery under the
  *          topic's lock, so nothing falls between. History evicted before it is paged in
  *          becomes a gap notice.
+ * Renders: what is owed (notices, then events) through its transport table (transport.h):
+ *          which notices and events, in which order and within which budget is decided here;
+ *          every byte of wire format is the transport's.
  * Bounds:  the ring never holds more than client_queue.max_events events or max_bytes bytes;
  *          a queued event older than max_lag_ms is "slow" too. Past a bound, the policy of the
  *          oldest queued event's topic decides: drop it and owe the client a gap notice
@@ -38,6 +41,7 @@ struct lg_hub;
 struct lg_topic;
 struct lg_event;
 struct lg_buf;
+struct lg_subscribe_params;
 
 struct lg_subscription {
     struct lg_topic *topic;
@@ -83,6 +87,23 @@ void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
                       const char **problem);
+
+/* The subscribe loop every transport shares: each topic of p (created if need be) from p's
+ * cursor entry for it (none: from now), in order, through lg_subscriber_add(). It stops at
+ * the first failure; the topics before it stay subscribed. */
+enum lg_subscribe_status {
+    LG_SUBSCRIBE_OK = 0,
+    LG_SUBSCRIBE_UNAVAILABLE,    /* a topic could not be created (limits.max_topics, OOM) */
+    LG_SUBSCRIBE_INVALID_CURSOR, /* lg_subscriber_add() refused the cursor (or OOM) */
+};
+struct lg_subscribe_failure {
+    const char *problem;          /* static text, for the client */
+    const struct lg_topic *topic; /* INVALID_CURSOR: the topic it happened on */
+};
+enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
+                                               const struct lg_subscribe_params *p, bool listen,
+                                               size_t max_replay,
+                                               struct lg_subscribe_failure *why);
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
 void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);
