@@ -105,7 +105,7 @@ static int on_writable(struct lg_conn *c)
     }
     if (c->closing)
         return -1;
-    return c->transport->writable ? c->transport->writable(c) : 0;
+    return c->transport && c->transport->writable ? c->transport->writable(c) : 0;
 }
 
 /* A plain connection at shutdown: close once its answer is out (now if it has none). */
@@ -141,7 +141,7 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     case LWS_CALLBACK_RAW_WRITEABLE:
         return on_writable(c);
     case LWS_CALLBACK_TIMER:
-        if (c->transport->timer)
+        if (c->transport && c->transport->timer)
             c->transport->timer(c);
         return 0;
     case LWS_CALLBACK_RAW_CLOSE:
