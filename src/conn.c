@@ -1,40 +1,48 @@
 #include "conn.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
 #include "hub.h"
 #include "log.h"
 #include "stats.h"
+#include "subscribe_params.h"
+#include "worker_services.h"
 
-void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w, enum lg_conn_kind kind)
+static void count_client(const struct lg_transport_ops *t, int delta)
+{
+    if (t && t->clients)
+        atomic_fetch_add_explicit(t->clients, delta, memory_order_relaxed);
+}
+
+void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
+                  const struct lg_transport_ops *transport)
 {
     memset(c, 0, sizeof *c);
     c->wsi = wsi;
     c->worker = w;
-    c->kind = kind;
+    c->transport = transport;
+    count_client(transport, 1);
     c->last_write_ms = lg_mono_ms();
     lg_buf_init(&c->out);
     lg_buf_init(&c->ws_msg);
     lg_worker_conn_opened(w, c);
 }
 
-static void count_client(enum lg_conn_kind kind, int delta)
+void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport_ops *transport)
 {
-    if (kind == LG_CONN_SSE)
-        LG_STAT_ADD(clients_sse, delta);
-    else if (kind == LG_CONN_WS)
-        LG_STAT_ADD(clients_ws, delta);
-    else if (kind == LG_CONN_POLL)
-        LG_STAT_ADD(clients_poll, delta);
+    count_client(c->transport, -1);
+    c->transport = transport;
+    count_client(transport, 1);
 }
 
 void lg_conn_release(struct lg_conn *c)
 {
-    if (c->released || c->kind == LG_CONN_NEW)
+    if (c->released || !c->transport)
         return;
     c->released = true;
-    count_client(c->kind, -1);
+    count_client(c->transport, -1);
     lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
     lg_buf_release(&c->out);
     lg_buf_release(&c->ws_msg);
@@ -67,8 +75,8 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
 /* Plain event output of a stream whose socket took everything written so far. */
 static bool writes_directly(const struct lg_conn *c)
 {
-    return (c->kind == LG_CONN_SSE || c->kind == LG_CONN_WS) && !c->closing && !c->draining &&
-           !c->sub.slow_disconnect && !lws_partial_buffered(c->wsi);
+    return c->transport->stream && !c->closing && !c->draining && !c->sub.slow_disconnect &&
+           !lws_partial_buffered(c->wsi);
 }
 
 void lg_conn_write_now(struct lg_conn *c)
@@ -80,8 +88,7 @@ void lg_conn_write_now(struct lg_conn *c)
         lg_worker_conn_backlog(c->worker, c); /* a full socket: its queue is lag-checked */
         return;
     }
-    int rc = c->kind == LG_CONN_WS ? lg_ws_write_events(c) : lg_http_write_events(c);
-    if (rc != 0) {
+    if (c->transport->write_events(c) != 0) {
         /* The socket failed outside any callback of this connection: lws closes it on its
          * next pass (its close path releases c). */
         lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
@@ -92,6 +99,20 @@ void lg_conn_write_now(struct lg_conn *c)
     if (c->closing || lg_subscriber_has_output(&c->sub))
         lg_conn_want_write(c);
     lg_worker_conn_backlog(c->worker, c);
+}
+
+void lg_conn_check_lag(struct lg_conn *c)
+{
+    if (!c->transport->stream)
+        return;
+    lg_subscriber_check_lag(&c->sub, lg_mono_ns());
+    if (c->sub.slow_disconnect)
+        lg_conn_want_write(c);
+}
+
+void lg_conn_drain(struct lg_conn *c)
+{
+    c->transport->drain(c);
 }
 
 int lg_conn_flush_out(struct lg_conn *c)
@@ -111,4 +132,51 @@ int lg_conn_flush_out(struct lg_conn *c)
     lg_buf_reset(&c->out);
     c->out_sent = 0;
     return 0;
+}
+
+/* ---- Raw HTTP requests that subscribe ------------------------------------------------------ */
+
+int lg_conn_http_params(struct lg_conn *c, const char *buf, const struct lg_http_request *req,
+                        const char *cursor_param, struct lg_subscribe_params *p)
+{
+    char problem[256];
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const char *header = NULL;
+    size_t header_len = 0;
+    if (req && strcmp(cursor_param, "last_event_id") == 0 &&
+        req->headers[LG_HDR_LAST_EVENT_ID].len) {
+        header = buf + req->headers[LG_HDR_LAST_EVENT_ID].off;
+        header_len = req->headers[LG_HDR_LAST_EVENT_ID].len;
+    }
+    const char *code = lg_subscribe_params_parse(p, buf + req->query.off, req->query.len,
+                                                 cursor_param, header, header_len,
+                                                 cfg->limits.max_topics_per_client, problem,
+                                                 sizeof problem);
+    if (!code && p->topic_count == 0) {
+        snprintf(problem, sizeof problem, "at least one topic=NAME parameter is required");
+        code = "bad_request";
+    }
+    if (code) {
+        lg_conn_http_error(c, 400, code, problem, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+int lg_conn_http_subscribe(struct lg_conn *c, const struct lg_subscribe_params *p, bool listen,
+                           size_t max_replay)
+{
+    struct lg_hub *hub = lg_worker_hub(c->worker);
+    struct lg_subscribe_failure why;
+    switch (lg_subscriber_add_all(&c->sub, hub, p, listen, max_replay, &why)) {
+    case LG_SUBSCRIBE_OK:
+        return 0;
+    case LG_SUBSCRIBE_UNAVAILABLE:
+        lg_conn_http_error(c, 503, "unavailable", why.problem, "Retry-After: 1\r\n");
+        return -1;
+    default:
+        lg_subscriber_release(&c->sub, hub);
+        lg_conn_http_error(c, 400, "invalid_cursor", why.problem, NULL);
+        return -1;
+    }
 }

@@ -1,6 +1,7 @@
 /*
- * conn.h - one public-port client connection, shared by the worker and its transports
- * (internal to worker.c, transport_http.c and transport_ws.c).
+ * conn.h - one public-port client connection, shared by the worker and the transports: its
+ * state and the helpers every transport uses (conn.c). What a connection does differently per
+ * transport is in its table (transport.h), which `transport` points at.
  *
  * Owns:    its subscriber (subscriptions and queued events), a buffer of response bytes not yet
  *          written, and, on keep-alive HTTP connections, the next request's head buffer.
@@ -24,16 +25,10 @@
 #include "http_request.h"
 #include "http_response.h"
 #include "subscriber.h"
+#include "transport.h"
 
 struct lg_worker;
-
-enum lg_conn_kind {
-    LG_CONN_NEW = 0,  /* lws allocated it; nothing set up yet */
-    LG_CONN_HTTP,     /* raw HTTP/1.1: static files, errors, or between long-polls */
-    LG_CONN_SSE,      /* raw: an event stream */
-    LG_CONN_POLL,     /* raw: a long-poll held until events or its deadline */
-    LG_CONN_WS,       /* lws WebSocket */
-};
+struct lg_subscribe_params;
 
 /* A request head being read on a keep-alive connection. */
 struct lg_rx {
@@ -45,12 +40,14 @@ struct lg_rx {
 struct lg_conn {
     struct lws *wsi;
     struct lg_worker *worker;
-    enum lg_conn_kind kind;
+    /* What it is now: NULL until set up (lws allocated it), &lg_transport_http for plain
+     * answers and between keep-alive requests, then a stream's or a held poll's table. */
+    const struct lg_transport_ops *transport;
     bool released;            /* lg_conn_release() ran */
     bool closing;             /* send what is in `out`, then close */
     bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */
     bool keep_alive;          /* after `out` is sent, read the next request */
-    bool heartbeat_owed;      /* SSE: send a comment line */
+    bool heartbeat_owed;      /* a heartbeat transport (SSE): send a comment line */
     struct lg_subscriber sub; /* SSE, WS, POLL */
     struct lg_buf out;        /* bytes to send before any event (heads, replies) */
     size_t out_sent;
@@ -62,36 +59,14 @@ struct lg_conn {
     struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
     struct lg_dlink conn_link;   /* the worker's list of every connection */
     struct lg_dlink dirty_link;  /* the worker's queue of connections given events to write */
-    struct lg_dlink quiet_link;  /* SSE: the worker's streams in order of their last write */
+    struct lg_dlink quiet_link;  /* heartbeat streams (SSE), in order of their last write */
     struct lg_dlink backlog_link;/* the worker's connections holding events their socket did
                                     not take yet (checked against max_lag_ms each tick) */
 };
 
-/* What the classifier parsed, handed to the connection that serves it. */
-struct lg_handoff {
-    const char *buf;                 /* the request bytes */
-    const struct lg_http_request *req;
-};
-
-/* ---- worker.c services for transports ------------------------------------------------ */
-const struct lg_config *lg_worker_config(const struct lg_worker *w);
-struct lg_hub *lg_worker_hub(const struct lg_worker *w);
-uint32_t lg_worker_index(const struct lg_worker *w);
-const char *lg_worker_static_dir(const struct lg_worker *w);
-bool lg_worker_is_draining(const struct lg_worker *w);
-/* The worker's scratch buffer for one coalesced write: LWS_PRE bytes of headroom are kept. */
-struct lg_buf *lg_worker_scratch(struct lg_worker *w);
-void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c);
-void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
-/* c wrote to its socket now: an SSE stream moves to the end of the heartbeat order. */
-void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
-/* After a write: whether c still holds queued events (its socket is full). */
-void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
-/* Keep the raw query of a WebSocket upgrade until lws reports the connection established. */
-char *lg_worker_take_ws_query(struct lg_worker *w, int fd);
-
 /* ---- shared connection helpers (conn.c) ----------------------------------------------- */
-void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w, enum lg_conn_kind kind);
+void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
+                  const struct lg_transport_ops *transport);
 void lg_conn_release(struct lg_conn *c);
 /* Ask lws for a writable callback once (dedup while one is pending is lws' job). */
 void lg_conn_want_write(struct lg_conn *c);
@@ -101,26 +76,30 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
 /* Write pending `out` bytes. Return value: 0 sent (or partially, lws keeps the rest), -1 fail. */
 int lg_conn_flush_out(struct lg_conn *c);
 
-/* ---- transports ------------------------------------------------------------------------ */
-extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / static */
-extern const struct lws_protocols lg_protocol_ws;   /* "livegate.v1" */
-/* Serve a parsed request on an adopted raw connection (first or keep-alive request). */
-void lg_http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req);
+/* c becomes a connection of another transport (counted in its clients gauge). */
+void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport_ops *transport);
 /*
  * Events were queued for c (called by the worker, outside any lws callback): write them to
- * the socket now, as many write_batch_bytes-sized writes as it takes without blocking. Only a
- * write that does not go out whole (lws keeps the rest and asks for POLLOUT) leaves events
- * queued, so a client's queue grows only while its own socket is full. Anything but plain
- * event output (closing, draining, a held poll's answer) goes through the writable callback.
+ * the socket now through c->transport->write_events, as many write_batch_bytes-sized writes
+ * as it takes without blocking. Only a write that does not go out whole (lws keeps the rest
+ * and asks for POLLOUT) leaves events queued, so a client's queue grows only while its own
+ * socket is full. Anything but plain event output (closing, draining, a held poll's answer)
+ * goes through the writable callback.
  */
 void lg_conn_write_now(struct lg_conn *c);
-/* The transports' halves of lg_conn_write_now(): write queued events until the queue is empty
- * or the socket is full. Return value: 0, or -1 if the socket failed. */
-int lg_http_write_events(struct lg_conn *c);
-int lg_ws_write_events(struct lg_conn *c);
 /* Periodic tick of a connection with queued events: apply max_lag_ms. */
 void lg_conn_check_lag(struct lg_conn *c);
-/* Begin a clean end: SSE retry hint, WS 1001, answer held polls, close idle ones. */
+/* Begin a clean end (c->transport->drain): SSE retry hint, WS 1001, held polls answered. */
 void lg_conn_drain(struct lg_conn *c);
+
+/* ---- raw HTTP requests that subscribe (SSE, long-poll) ------------------------------------ */
+/* Parse the query of req (cursor_param: "last_event_id", which the Last-Event-ID header also
+ * sets, or "since") into p. Return value: 0, or -1 after queueing the 400 answer. */
+int lg_conn_http_params(struct lg_conn *c, const char *buf, const struct lg_http_request *req,
+                        const char *cursor_param, struct lg_subscribe_params *p);
+/* Subscribe c->sub to every topic of p. Return value: 0, or -1 after queueing the error answer
+ * (503 when a topic cannot be created, 400 invalid_cursor: then nothing stays subscribed). */
+int lg_conn_http_subscribe(struct lg_conn *c, const struct lg_subscribe_params *p, bool listen,
+                           size_t max_replay);
 
 #endif

@@ -1,6 +1,5 @@
 #include "subscriber.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +10,16 @@
 #include "hub.h"
 #include "log.h"
 #include "stats.h"
+#include "subscribe_params.h"
 #include "topic.h"
 
 #define LAG_CHECK_MIN_QUEUED 32 /* queued events from which every push checks max_lag_ms */
 
-void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, uint32_t worker,
-                        const struct lg_queue_bounds *bounds)
+void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *ops,
+                        uint32_t worker, const struct lg_queue_bounds *bounds)
 {
     memset(s, 0, sizeof *s);
-    s->transport = transport;
+    s->ops = ops;
     s->worker = worker;
     s->bounds = bounds;
     lg_client_ring_init(&s->ring);
@@ -84,7 +84,7 @@ static void decide_disconnect(struct lg_subscriber *s, const char *why)
     snprintf(s->disconnect_reason, sizeof s->disconnect_reason, "slow consumer: %s", why);
     LG_STAT_ADD(clients_disconnected_slow, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "disconnecting a slow %s client: %s",
-                       s->transport == LG_TRANSPORT_WS ? "WebSocket" : "SSE", why);
+                       s->ops->name, why);
     /* Nothing queued will be sent: free it now; the client resumes from its last id. */
     lg_client_ring_release(&s->ring);
 }
@@ -300,6 +300,28 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
     return 0;
 }
 
+enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
+                                               const struct lg_subscribe_params *p, bool listen,
+                                               size_t max_replay,
+                                               struct lg_subscribe_failure *why)
+{
+    for (size_t i = 0; i < p->topic_count; i++) {
+        why->problem = NULL;
+        why->topic = NULL;
+        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), true,
+                                          &why->problem);
+        if (!t)
+            return LG_SUBSCRIBE_UNAVAILABLE;
+        const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
+                                                            : NULL;
+        if (lg_subscriber_add(s, hub, t, since, listen, max_replay, &why->problem) < 0) {
+            why->topic = t;
+            return LG_SUBSCRIBE_INVALID_CURSOR;
+        }
+    }
+    return LG_SUBSCRIBE_OK;
+}
+
 static void free_subscription(struct lg_subscriber *s, struct lg_subscription *sn)
 {
     if (sn->gap_from || sn->reset_owed)
@@ -360,33 +382,14 @@ void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out)
     }
 }
 
-/* What one notice says; captured before settle_notice() clears it. */
-struct notice {
-    bool reset;
-    uint64_t from, to;
-};
-
-/* The notice's JSON fields after {"type":"...","v":1, (shared by every transport). Call after
- * settle_notice(), so the id is the position after the notice. */
-static void notice_fields(struct lg_buf *out, const struct lg_subscription *sn, struct notice n)
+/* Advance sn past what the notice covers, mark it paid, and say what it covered: the id of a
+ * notice is the position after it. */
+static struct lg_notice settle_notice(struct lg_subscriber *s, struct lg_subscription *sn,
+                                      bool reset)
 {
-    char entry[LG_CURSOR_ENTRY_MAX];
-    lg_buf_append_str(out, "\"topic\":");
-    lg_encode_json_string(out, sn->topic->name, sn->topic->name_len);
-    if (n.reset)
-        lg_buf_appendf(out, ",\"epoch\":\"%08x\"", sn->epoch);
-    else
-        lg_buf_appendf(out, ",\"from\":%" PRIu64 ",\"to\":%" PRIu64, n.from, n.to);
-    lg_buf_append_str(out, ",\"id\":\"");
-    lg_buf_append(out, entry, lg_cursor_format_entry(entry, sn->topic->name, sn->epoch,
-                                                      sn->sent_seq));
-    lg_buf_append_str(out, "\"}");
-}
-
-/* Advance sn past what the notice covers and mark it paid. */
-static struct notice settle_notice(struct lg_subscriber *s, struct lg_subscription *sn, bool reset)
-{
-    struct notice n = {.reset = reset, .from = sn->gap_from, .to = sn->gap_to};
+    struct lg_notice n = {.reset = reset, .topic = sn->topic->name,
+                          .topic_len = sn->topic->name_len, .from = sn->gap_from,
+                          .to = sn->gap_to};
     if (reset) {
         sn->reset_owed = false;
     } else {
@@ -397,61 +400,9 @@ static struct notice settle_notice(struct lg_subscriber *s, struct lg_subscripti
     }
     if (!sn->reset_owed && sn->gap_from == 0)
         s->notices_owed--;
+    n.epoch = sn->epoch;
+    n.seq = sn->sent_seq;
     return n;
-}
-
-static void render_notice_sse(struct lg_subscriber *s, struct lg_subscription *sn, bool reset,
-                              struct lg_buf *out)
-{
-    struct notice n = settle_notice(s, sn, reset);
-    lg_buf_append_str(out, "id: ");
-    lg_subscriber_cursor(s, out);
-    lg_buf_append_str(out, reset ? "\nevent: reset\ndata: {" : "\nevent: gap\ndata: {");
-    notice_fields(out, sn, n);
-    lg_buf_append_str(out, "\n\n");
-}
-
-static void render_notice_ws(struct lg_subscriber *s, struct lg_subscription *sn, bool reset,
-                             struct lg_buf *out)
-{
-    struct notice n = settle_notice(s, sn, reset);
-    struct lg_buf json;
-    lg_buf_init(&json);
-    lg_buf_append_str(&json, reset ? "{\"type\":\"reset\",\"v\":1," : "{\"type\":\"gap\",\"v\":1,");
-    notice_fields(&json, sn, n);
-    unsigned char header[10];
-    lg_buf_append(out, header, lg_ws_write_header(header, json.len, 0x1));
-    lg_buf_append(out, json.data, json.len);
-    lg_buf_release(&json);
-}
-
-static void render_notices(struct lg_subscriber *s, struct lg_buf *out)
-{
-    for (struct lg_subscription *sn = s->subs; sn && s->notices_owed; sn = sn->next_of_owner) {
-        for (int reset = 1; reset >= 0; reset--) {
-            bool owed = reset ? sn->reset_owed : sn->gap_from != 0;
-            if (!owed)
-                continue;
-            if (s->transport == LG_TRANSPORT_WS)
-                render_notice_ws(s, sn, reset, out);
-            else
-                render_notice_sse(s, sn, reset, out);
-        }
-    }
-}
-
-static void render_event(struct lg_subscriber *s, struct lg_event *ev, struct lg_buf *out)
-{
-    if (s->transport == LG_TRANSPORT_WS) {
-        lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
-    } else if (s->sub_count == 1) {
-        lg_buf_append(out, ev->sse, ev->sse_len); /* its own id is the whole cursor */
-    } else {
-        lg_buf_append_str(out, "id: ");
-        lg_subscriber_cursor(s, out);
-        lg_buf_append(out, "\n", 1);
-        lg_buf_append(out, ev->sse + ev->sse_body_offset, ev->sse_len - ev->sse_body_offset);
-    }
 }
 
 /* Pop the next event that is still owed to a subscription (unsubscribed ones are skipped). */
@@ -469,70 +420,61 @@ static struct lg_event *next_owed(struct lg_subscriber *s, struct lg_subscriptio
     return NULL;
 }
 
-size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
-                                   uint32_t sse_retry_ms)
+/* One batch through s->ops: its framing, the notices owed (resets before gaps, subscribe
+ * order), then events oldest first within max_bytes and max_events. */
+static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
+                           size_t max_events)
 {
-    if (s->slow_disconnect) {
-        if (s->transport == LG_TRANSPORT_SSE) {
-            lg_buf_append_str(out, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":");
-            lg_encode_json_string(out, s->disconnect_reason, strlen(s->disconnect_reason));
-            lg_buf_appendf(out, "}\nretry: %u\n\n", sse_retry_ms);
-        }
-        return 0;
-    }
-    render_notices(s, out);
-    size_t events = 0;
-    while (out->len < max_bytes) {
-        struct lg_subscription *sn;
-        struct lg_event *ev = lg_client_ring_oldest(&s->ring);
-        if (!ev)
-            break;
-        size_t frame = s->transport == LG_TRANSPORT_WS ? ev->ws_frame_len : ev->sse_len;
-        if (events > 0 && out->len + frame > max_bytes)
-            break;
-        ev = next_owed(s, &sn);
-        if (!ev)
-            break;
-        sn->sent_seq = ev->seq;
-        render_event(s, ev, out);
-        lg_event_unref(&ev);
-        events++;
-    }
-    if (s->ring.live == 0)
-        s->dropping = false;
-    page_replays(s);
-    LG_STAT_ADD(events_delivered, events);
-    return events;
-}
-
-size_t lg_subscriber_render_poll(struct lg_subscriber *s, struct lg_buf *out, size_t max_events)
-{
+    const struct lg_transport_ops *ops = s->ops;
     size_t items = 0, events = 0;
-    lg_buf_append_str(out, "{\"events\":[");
+    if (ops->render_begin)
+        ops->render_begin(out);
     for (struct lg_subscription *sn = s->subs; sn && s->notices_owed; sn = sn->next_of_owner) {
         for (int reset = 1; reset >= 0; reset--) {
             bool owed = reset ? sn->reset_owed : sn->gap_from != 0;
             if (!owed)
                 continue;
-            struct notice n = settle_notice(s, sn, reset);
-            lg_buf_append_str(out, items++ ? "," : "");
-            lg_buf_append_str(out, reset ? "{\"type\":\"reset\",\"v\":1,"
-                                         : "{\"type\":\"gap\",\"v\":1,");
-            notice_fields(out, sn, n);
+            struct lg_notice n = settle_notice(s, sn, reset);
+            ops->render_notice(out, s, &n, items++);
         }
     }
-    struct lg_subscription *sn;
-    struct lg_event *ev;
-    while (events < max_events && (ev = next_owed(s, &sn))) {
+    while (events < max_events && out->len < max_bytes) {
+        struct lg_subscription *sn;
+        struct lg_event *ev = lg_client_ring_oldest(&s->ring);
+        if (!ev)
+            break;
+        if (events > 0 && out->len + ops->event_bytes(ev) > max_bytes)
+            break;
+        ev = next_owed(s, &sn);
+        if (!ev)
+            break;
         sn->sent_seq = ev->seq;
-        lg_buf_append_str(out, items++ ? "," : "");
-        lg_buf_append(out, ev->json, ev->json_len);
+        ops->render_event(out, s, ev, items++);
         lg_event_unref(&ev);
         events++;
     }
-    lg_buf_append_str(out, "],\"cursor\":\"");
-    lg_subscriber_cursor(s, out);
-    lg_buf_append_str(out, "\"}");
+    if (ops->render_end)
+        ops->render_end(out, s);
     LG_STAT_ADD(events_delivered, events);
     return events;
+}
+
+size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
+                                   uint32_t sse_retry_ms)
+{
+    if (s->slow_disconnect) {
+        if (s->ops->render_slow)
+            s->ops->render_slow(out, s->disconnect_reason, sse_retry_ms);
+        return 0;
+    }
+    size_t events = render_batch(s, out, max_bytes, SIZE_MAX);
+    if (s->ring.live == 0)
+        s->dropping = false;
+    page_replays(s);
+    return events;
+}
+
+size_t lg_subscriber_render_poll(struct lg_subscriber *s, struct lg_buf *out, size_t max_events)
+{
+    return render_batch(s, out, SIZE_MAX, max_events);
 }

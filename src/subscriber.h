@@ -15,6 +15,9 @@
  *          the page that reaches the newest event switches it to live delivery under the
  *          topic's lock, so nothing falls between. History evicted before it is paged in
  *          becomes a gap notice.
+ * Renders: what is owed (notices, then events) through its transport table (transport.h):
+ *          which notices and events, in which order and within which budget is decided here;
+ *          every byte of wire format is the transport's.
  * Bounds:  the ring never holds more than client_queue.max_events events or max_bytes bytes;
  *          a queued event older than max_lag_ms is "slow" too. Past a bound, the policy of the
  *          oldest queued event's topic decides: drop it and owe the client a gap notice
@@ -32,13 +35,13 @@
 #include "client_ring.h"
 #include "config.h"
 #include "cursor.h"
+#include "transport.h"
 
 struct lg_hub;
 struct lg_topic;
 struct lg_event;
 struct lg_buf;
-
-enum lg_transport { LG_TRANSPORT_SSE = 0, LG_TRANSPORT_WS, LG_TRANSPORT_POLL };
+struct lg_subscribe_params;
 
 struct lg_subscription {
     struct lg_topic *topic;
@@ -57,7 +60,7 @@ struct lg_subscription {
 };
 
 struct lg_subscriber {
-    enum lg_transport transport;
+    const struct lg_transport_ops *ops; /* renders what is owed (LG_TRANSPORT_SSE, _WS, _POLL) */
     uint32_t worker;
     const struct lg_queue_bounds *bounds;
     struct lg_hub *hub;             /* borrowed: where replay pages come from */
@@ -71,8 +74,8 @@ struct lg_subscriber {
     char disconnect_reason[128];
 };
 
-void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, uint32_t worker,
-                        const struct lg_queue_bounds *bounds);
+void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *ops,
+                        uint32_t worker, const struct lg_queue_bounds *bounds);
 
 /*
  * Subscribe to topic t from `since` (NULL = now). The replay (events after the cursor still in
@@ -84,6 +87,23 @@ void lg_subscriber_init(struct lg_subscriber *s, enum lg_transport transport, ui
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
                       const char **problem);
+
+/* The subscribe loop every transport shares: each topic of p (created if need be) from p's
+ * cursor entry for it (none: from now), in order, through lg_subscriber_add(). It stops at
+ * the first failure; the topics before it stay subscribed. */
+enum lg_subscribe_status {
+    LG_SUBSCRIBE_OK = 0,
+    LG_SUBSCRIBE_UNAVAILABLE,    /* a topic could not be created (limits.max_topics, OOM) */
+    LG_SUBSCRIBE_INVALID_CURSOR, /* lg_subscriber_add() refused the cursor (or OOM) */
+};
+struct lg_subscribe_failure {
+    const char *problem;          /* static text, for the client */
+    const struct lg_topic *topic; /* INVALID_CURSOR: the topic it happened on */
+};
+enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
+                                               const struct lg_subscribe_params *p, bool listen,
+                                               size_t max_replay,
+                                               struct lg_subscribe_failure *why);
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
 void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);
@@ -113,15 +133,17 @@ struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
 void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out);
 
 /*
- * Render what is owed, oldest first, in the transport's format, into out, stopping once out
- * holds max_bytes (at least one item is always rendered). SSE: notices and events as SSE
- * frames; WS: complete text frames. Rendered events leave the ring and count as delivered.
+ * Render what is owed, oldest first, through s->ops into out, stopping once out holds
+ * max_bytes (at least one item is always rendered): notices, then events. After the
+ * slow-consumer policy disconnected s, only ops->render_slow (with sse_retry_ms) is rendered.
+ * Rendered events leave the ring and count as delivered; the replay pages in behind them.
  * Return value: number of events rendered.
  */
 size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
                                    uint32_t sse_retry_ms);
 
-/* Long-poll: render {"events":[...],"cursor":"..."} with at most max_events events. */
+/* One batch of at most max_events events, framed by ops->render_begin/render_end (the
+ * long-poll answer), with no byte budget and no paging behind it. */
 size_t lg_subscriber_render_poll(struct lg_subscriber *s, struct lg_buf *out, size_t max_events);
 
 #endif

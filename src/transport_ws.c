@@ -12,13 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "conn.h"
+#include "event.h"
 #include "hub.h"
 #include "log.h"
+#include "protocols.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "topic.h"
+#include "transport.h"
+#include "worker_services.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
 
@@ -104,18 +107,17 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
                  cfg->limits.max_topics_per_client);
         return reply_error(c, "too_many_topics", text);
     }
-    for (size_t i = 0; i < p->topic_count; i++) {
-        const char *problem = NULL;
-        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), true, &problem);
-        if (!t)
-            return reply_error(c, "unavailable", problem);
-        const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
-                                                            : NULL;
-        if (lg_subscriber_add(&c->sub, hub, t, since, true, SIZE_MAX, &problem) < 0) {
-            char text[256];
-            snprintf(text, sizeof text, "topic %s: %s", t->name, problem);
-            return reply_error(c, "invalid_cursor", text);
-        }
+    struct lg_subscribe_failure why;
+    switch (lg_subscriber_add_all(&c->sub, hub, p, true, SIZE_MAX, &why)) {
+    case LG_SUBSCRIBE_OK:
+        break;
+    case LG_SUBSCRIBE_UNAVAILABLE:
+        return reply_error(c, "unavailable", why.problem);
+    default: {
+        char text[256];
+        snprintf(text, sizeof text, "topic %s: %s", why.topic->name, why.problem);
+        return reply_error(c, "invalid_cursor", text);
+    }
     }
     json_t *obj = message("subscribed");
     json_object_set_new(obj, "topics", topic_array(p));
@@ -237,9 +239,8 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
 {
     struct lg_worker *w = lws_context_user(lws_get_context(wsi));
     const struct lg_config *cfg = lg_worker_config(w);
-    lg_conn_init(c, wsi, w, LG_CONN_WS);
-    lg_subscriber_init(&c->sub, LG_TRANSPORT_WS, lg_worker_index(w), &cfg->client_queue);
-    LG_STAT_ADD(clients_ws, 1);
+    lg_conn_init(c, wsi, w, &lg_transport_ws);
+    lg_subscriber_init(&c->sub, &lg_transport_ws, lg_worker_index(w), &cfg->client_queue);
     if (lg_worker_is_draining(w)) {
         c->closing = true;
         c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
@@ -309,7 +310,7 @@ static int write_batch(struct lg_conn *c)
     return 0;
 }
 
-int lg_ws_write_events(struct lg_conn *c)
+static int ws_write_events(struct lg_conn *c)
 {
     while (!c->sub.slow_disconnect && !lws_partial_buffered(c->wsi) &&
            (c->out.len || lg_subscriber_has_output(&c->sub)))
@@ -340,6 +341,12 @@ static int on_writable(struct lg_conn *c)
     return 0;
 }
 
+static void ws_drain(struct lg_conn *c)
+{
+    c->draining = true; /* the writable callback sends what is queued, then closes with 1001 */
+    lg_conn_want_write(c);
+}
+
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                        size_t len)
 {
@@ -364,6 +371,44 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return 0;
     }
 }
+
+/* ---- Rendering: one complete text frame per item --------------------------------------- */
+
+static size_t ws_event_bytes(const struct lg_event *ev) { return ev->ws_frame_len; }
+
+static void ws_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
+                             const struct lg_notice *n, size_t item)
+{
+    (void)s, (void)item;
+    struct lg_buf json;
+    lg_buf_init(&json);
+    lg_buf_append_str(&json, n->reset ? "{\"type\":\"reset\",\"v\":1,"
+                                      : "{\"type\":\"gap\",\"v\":1,");
+    lg_notice_json_fields(&json, n);
+    unsigned char header[10];
+    lg_buf_append(out, header, lg_ws_write_header(header, json.len, 0x1));
+    lg_buf_append(out, json.data, json.len);
+    lg_buf_release(&json);
+}
+
+static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
+                            const struct lg_event *ev, size_t item)
+{
+    (void)s, (void)item;
+    lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+}
+
+const struct lg_transport_ops lg_transport_ws = {
+    .name = "WebSocket",
+    .clients = &lg_stats.clients_ws,
+    .stream = true,
+    .event_bytes = ws_event_bytes,
+    .render_notice = ws_render_notice,
+    .render_event = ws_render_event,
+    .write_events = ws_write_events,
+    .writable = on_writable,
+    .drain = ws_drain,
+};
 
 const struct lws_protocols lg_protocol_ws = {
     .name = "livegate.v1",

@@ -17,8 +17,11 @@
 #include "hub.h"
 #include "inbox.h"
 #include "log.h"
+#include "protocols.h"
 #include "stats.h"
 #include "topic.h"
+#include "transport.h"
+#include "worker_services.h"
 
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
@@ -97,14 +100,14 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
 {
     c->last_write_ms = lg_mono_ms();
-    if (c->kind == LG_CONN_SSE)
+    if (c->transport->heartbeat)
         lg_dlist_move_tail(&w->quiet, &c->quiet_link);
 }
 
 void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c)
 {
-    bool stream = c->kind == LG_CONN_SSE || c->kind == LG_CONN_WS; /* a poll answers anyway */
-    if (stream && c->sub.ring.live > 0 && !c->released)
+    /* a poll answers anyway */
+    if (c->transport->stream && c->sub.ring.live > 0 && !c->released)
         lg_dlist_move_tail(&w->backlogged, &c->backlog_link);
     else
         lg_dlist_remove(&w->backlogged, &c->backlog_link);

@@ -1,0 +1,28 @@
+/*
+ * protocols.h - the lws protocols a worker registers on its context, and what the worker hands
+ * the raw one when it adopts a classified socket. Defined by transport_http.c (raw role: SSE,
+ * long-poll, static files) and transport_ws.c (ws role); used by worker.c.
+ *
+ * Owns:    nothing: the protocols are const and static. A struct lg_handoff is the worker's, on
+ *          its stack, for the duration of one lws_adopt_descriptor_vhost_via_info() call.
+ * Frees:   nothing to free; lws frees the per-session struct lg_conn after its close callbacks.
+ * Threads: the worker thread that owns the lws context.
+ * Bounds:  one handoff per adopted socket, read only inside LWS_CALLBACK_RAW_ADOPT.
+ */
+#ifndef LG_PROTOCOLS_H
+#define LG_PROTOCOLS_H
+
+#include <libwebsockets.h>
+
+struct lg_http_request;
+
+extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / static */
+extern const struct lws_protocols lg_protocol_ws;   /* "livegate.v1" */
+
+/* What the classifier parsed, handed to the connection that serves it. */
+struct lg_handoff {
+    const char *buf;                 /* the request bytes */
+    const struct lg_http_request *req;
+};
+
+#endif

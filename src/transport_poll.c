@@ -1,0 +1,128 @@
+/*
+ * transport_poll.c - HTTP long-poll on a raw connection: the request is answered at once when
+ * something is owed (or its timeout is 0, or the gateway drains), else held until an event,
+ * its deadline (the lws timer) or the drain; the answer is one JSON batch, after which the
+ * connection is a plain keep-alive HTTP connection again (lg_transport_http).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "conn.h"
+#include "encode.h"
+#include "event.h"
+#include "http_routes.h"
+#include "stats.h"
+#include "subscribe_params.h"
+#include "subscriber.h"
+#include "transport.h"
+#include "worker_services.h"
+
+/* ---- The request and its answer ---------------------------------------------------------- */
+
+static void answer_poll(struct lg_conn *c)
+{
+    struct lg_buf body;
+    lg_buf_init(&body);
+    lg_subscriber_render_poll(&c->sub, &body, c->poll_max_batch);
+    lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
+    if (c->transport == &lg_transport_poll)
+        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+    lg_conn_set_transport(c, &lg_transport_http);
+    if (lg_worker_is_draining(c->worker))
+        c->keep_alive = false;
+    lg_buf_appendf(&c->out,
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                   "Cache-Control: no-store\r\nContent-Length: %zu\r\n%s\r\n",
+                   body.len, c->keep_alive ? "" : "Connection: close\r\n");
+    lg_buf_append(&c->out, body.data, body.len);
+    lg_buf_release(&body);
+    c->closing = !c->keep_alive;
+    lg_conn_want_write(c);
+}
+
+void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    if (!p) {
+        lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
+        return;
+    }
+    lg_subscriber_init(&c->sub, &lg_transport_poll, lg_worker_index(c->worker),
+                       &cfg->client_queue);
+    if (lg_conn_http_params(c, buf, req, "since", p) != 0 ||
+        lg_conn_http_subscribe(c, p, true, cfg->poll.max_batch) != 0) {
+        free(p);
+        return;
+    }
+    uint64_t timeout_ms = p->has_timeout ? p->timeout_ms : cfg->poll.default_timeout_ms;
+    if (timeout_ms > cfg->poll.max_timeout_ms)
+        timeout_ms = cfg->poll.max_timeout_ms;
+    free(p);
+    c->poll_max_batch = cfg->poll.max_batch;
+    if (timeout_ms == 0 || lg_subscriber_has_output(&c->sub) || lg_worker_is_draining(c->worker)) {
+        answer_poll(c);
+        return;
+    }
+    lg_conn_set_transport(c, &lg_transport_poll); /* held */
+    lws_set_timer_usecs(c->wsi, (lws_usec_t)timeout_ms * LWS_US_PER_MS);
+}
+
+/* ---- A held poll ------------------------------------------------------------------------- */
+
+static int poll_writable(struct lg_conn *c)
+{
+    if (lg_subscriber_has_output(&c->sub))
+        answer_poll(c);
+    return 0;
+}
+
+static void poll_drain(struct lg_conn *c)
+{
+    c->keep_alive = false;
+    answer_poll(c);
+}
+
+/* ---- Rendering: {"events":[notices..., events...],"cursor":"..."} ------------------------ */
+
+static size_t poll_event_bytes(const struct lg_event *ev) { return ev->json_len; }
+
+static void poll_render_begin(struct lg_buf *out) { lg_buf_append_str(out, "{\"events\":["); }
+
+static void poll_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
+                               const struct lg_notice *n, size_t item)
+{
+    (void)s;
+    lg_buf_append_str(out, item ? "," : "");
+    lg_buf_append_str(out, n->reset ? "{\"type\":\"reset\",\"v\":1,"
+                                    : "{\"type\":\"gap\",\"v\":1,");
+    lg_notice_json_fields(out, n);
+}
+
+static void poll_render_event(struct lg_buf *out, const struct lg_subscriber *s,
+                              const struct lg_event *ev, size_t item)
+{
+    (void)s;
+    lg_buf_append_str(out, item ? "," : "");
+    lg_buf_append(out, ev->json, ev->json_len);
+}
+
+static void poll_render_end(struct lg_buf *out, const struct lg_subscriber *s)
+{
+    lg_buf_append_str(out, "],\"cursor\":\"");
+    lg_subscriber_cursor(s, out);
+    lg_buf_append_str(out, "\"}");
+}
+
+const struct lg_transport_ops lg_transport_poll = {
+    .name = "long-poll",
+    .clients = &lg_stats.clients_poll,
+    .event_bytes = poll_event_bytes,
+    .render_begin = poll_render_begin,
+    .render_notice = poll_render_notice,
+    .render_event = poll_render_event,
+    .render_end = poll_render_end,
+    .writable = poll_writable,
+    .timer = answer_poll, /* its deadline */
+    .drain = poll_drain,
+};

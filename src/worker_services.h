@@ -1,0 +1,45 @@
+/*
+ * worker_services.h - what a worker provides to the connections it serves: its config, hub,
+ * index, static directory and scratch buffer, and the bookkeeping calls a connection makes
+ * when it opens, writes, holds a backlog or closes. Implemented by worker.c; used by conn.c
+ * and the transports, which never see struct lg_worker's layout (and worker.c's own needs
+ * from them are in conn.h and protocols.h, so no header here includes another of these).
+ *
+ * Owns:    nothing; every pointer returned is borrowed from the worker, which outlives its
+ *          connections (lws calls their close callbacks before lg_worker_destroy() frees it).
+ * Frees:   nothing. lg_worker_take_ws_query() hands over a malloc'd string: the caller frees it.
+ * Threads: the worker's own thread (its lws callbacks and its sweep), except at shutdown, when
+ *          lg_worker_destroy() runs the remaining close callbacks on the main thread after the
+ *          join.
+ * Bounds:  the scratch buffer holds one coalesced write (write_batch_bytes plus the last item
+ *          and LWS_PRE); one WebSocket query is kept per descriptor until its upgrade completes.
+ */
+#ifndef LG_WORKER_SERVICES_H
+#define LG_WORKER_SERVICES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct lg_buf;
+struct lg_config;
+struct lg_conn;
+struct lg_hub;
+struct lg_worker;
+
+const struct lg_config *lg_worker_config(const struct lg_worker *w);
+struct lg_hub *lg_worker_hub(const struct lg_worker *w);
+uint32_t lg_worker_index(const struct lg_worker *w);
+const char *lg_worker_static_dir(const struct lg_worker *w);
+bool lg_worker_is_draining(const struct lg_worker *w);
+/* The worker's scratch buffer for one coalesced write: LWS_PRE bytes of headroom are kept. */
+struct lg_buf *lg_worker_scratch(struct lg_worker *w);
+void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c);
+void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
+/* c wrote to its socket now: a heartbeat stream moves to the end of the heartbeat order. */
+void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
+/* After a write: whether c still holds queued events (its socket is full). */
+void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
+/* Keep the raw query of a WebSocket upgrade until lws reports the connection established. */
+char *lg_worker_take_ws_query(struct lg_worker *w, int fd);
+
+#endif
