@@ -1,5 +1,5 @@
 /*
- * test_cli.c - unit tests for src/cli.c: option parsing, its usage errors, and the order
+ * test_cli.c - unit tests for src/config/cli.c: option parsing, its usage errors, and the order
  * defaults < file < flags when building the effective config.
  */
 #include <check.h>

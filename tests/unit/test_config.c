@@ -1,5 +1,5 @@
 /*
- * test_config.c - unit tests for src/config.c: defaults, strict validation and its exact
+ * test_config.c - unit tests for src/config/config.c: defaults, strict validation and its exact
  * messages, topic_rules inheritance, and that config/livegate.json and docs/configuration.md
  * stay in step with the settings table. Glob matching and the rule lookup on their own are in
  * test_topic_rules.c.

@@ -1,5 +1,5 @@
 /*
- * test_topic_rules.c - unit tests for src/topic_rules.c: glob matching, the first-match-wins
+ * test_topic_rules.c - unit tests for src/config/topic_rules.c: glob matching, the first-match-wins
  * lookup, and the "topic_rules" array parsed on its own (the pattern grammar, every byte).
  * Loading rules through a whole config file, with its messages, is tested in test_config.c.
  */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "cursor.h"
-#include "topic.h"
+#include "topic_name.h"
 
 struct lg_subscribe_params {
     char topics[LG_CURSOR_MAX_ENTRIES][LG_TOPIC_NAME_MAX + 1]; /* distinct, in request order */

@@ -28,7 +28,7 @@
 
 #include "control_error.h"
 #include "hub.h"
-#include "topic.h"
+#include "topic_name.h"
 
 #define LG_CTL_TYPE_MAX 64  /* event type: 1..64 bytes of [A-Za-z0-9_.:/-] */
 #define LG_CTL_KEY_MAX 256  /* conflation key and batch item id: 1..256 bytes of UTF-8 */

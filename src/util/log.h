@@ -13,7 +13,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "config.h"
+
+enum lg_log_level { LG_LOG_ERROR = 0, LG_LOG_WARN, LG_LOG_INFO, LG_LOG_DEBUG };
 
 void lg_log_set_level(enum lg_log_level level);
 enum lg_log_level lg_log_get_level(void);

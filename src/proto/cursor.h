@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "topic.h"
+#include "topic_name.h"
 
 #define LG_CURSOR_MAX_ENTRIES 64
 

@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
 #include "policy.h"      /* enum lg_slow_policy, struct lg_history_bounds, struct lg_queue_bounds */
 #include "topic_rules.h" /* struct lg_topic_rule, lg_config_policy_for(), lg_config_history_for() */
 
-enum lg_log_level { LG_LOG_ERROR = 0, LG_LOG_WARN, LG_LOG_INFO, LG_LOG_DEBUG };
 
 struct lg_listen_addr {
     char host[64];  /* numeric IPv4/IPv6 address or "localhost" */

@@ -22,22 +22,9 @@
 
 #include "policy.h"
 #include "store.h"
-
-#define LG_TOPIC_NAME_MAX 128
+#include "topic_name.h"
 
 struct lg_subscription;
-
-/* The bytes a topic name may hold anywhere, as messages list them. A '$' is also allowed, as
- * the first byte only (reserved names such as "$sys/stats"). */
-#define LG_TOPIC_NAME_CHARS "A-Z a-z 0-9 _ - . / : ~"
-
-/* True when c is one of LG_TOPIC_NAME_CHARS (ASCII ranges, whatever the locale). The one
- * definition of a topic name's bytes: topic_rules' patterns use it too, adding '*' and '?'. */
-bool lg_topic_name_byte_ok(unsigned char c);
-
-/* Check a topic name against the grammar in docs/protocol.md. Return value: NULL when valid,
- * otherwise a static message saying what is wrong. */
-const char *lg_topic_name_problem(const char *name, size_t len);
 
 /* Per-worker view of a topic. */
 struct lg_topic_slot {

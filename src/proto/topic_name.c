@@ -1,16 +1,10 @@
-#include "topic.h"
+/* topic_name.c - see topic_name.h. */
+#include "topic_name.h"
 
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "event.h"
-#include "stats.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
-
-/* ---- Topic names -------------------------------------------------------------------------- */
 
 bool lg_topic_name_byte_ok(unsigned char c)
 {
@@ -48,42 +42,3 @@ const char *lg_topic_name_problem(const char *name, size_t len)
     return NULL;
 }
 
-/* ---- Topic -------------------------------------------------------------------------------- */
-
-struct lg_topic *lg_topic_create(const char *name, size_t len, enum lg_slow_policy policy,
-                                 struct lg_stream *stream, uint32_t workers)
-{
-    struct lg_topic *t = calloc(1, sizeof *t + (size_t)workers * sizeof t->slots[0]);
-    if (!t) {
-        lg_stream_close(stream);
-        return NULL;
-    }
-    t->name = malloc(len + 1);
-    if (!t->name)
-        goto err;
-    memcpy(t->name, name, len);
-    t->name[len] = '\0';
-    if (pthread_mutex_init(&t->lock, NULL) != 0)
-        goto err;
-    t->name_len = len;
-    t->policy = policy;
-    t->stream = stream;
-    t->slot_count = workers;
-    return t;
-
-err:
-    lg_stream_close(stream);
-    free(t->name);
-    free(t);
-    return NULL;
-}
-
-void lg_topic_destroy(struct lg_topic *t)
-{
-    if (!t)
-        return;
-    lg_stream_close(t->stream);
-    pthread_mutex_destroy(&t->lock);
-    free(t->name);
-    free(t);
-}

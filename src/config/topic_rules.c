@@ -20,7 +20,7 @@
 
 #include "config.h"
 #include "config_setting.h"
-#include "topic.h"
+#include "topic_name.h"
 
 /* Longest topic_rules[].match: the bound of a topic name. */
 #define LG_RULE_MATCH_MAX LG_TOPIC_NAME_MAX
