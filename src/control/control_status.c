@@ -34,7 +34,7 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-        "s:I,s:I,s:I}",
+        "s:I,s:I,s:I,s:I}",
         STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
         STAT(publishes_held), STAT(publish_wait_ms_total), STAT(publishes_refused_overload),
         STAT(events_delivered),
@@ -42,7 +42,7 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
         STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), STAT(connections_open),
         STAT(connections_refused), STAT(requests_rejected), STAT(max_queue_depth),
-        STAT(event_bytes_live), STAT(events_live), STAT(topics));
+        STAT(event_bytes_live), STAT(events_live), STAT(topics), STAT(topics_collected));
 #undef STAT
     return lg_ctl_reply_json(conn, 200, body);
 }

@@ -149,6 +149,8 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
     uint32_t h = hash_name(name, len);
     pthread_rwlock_rdlock(&hub->registry_lock);
     struct lg_topic *t = find_locked(hub, name, len, h);
+    if (t)
+        lg_topic_ref(t); /* under the lock: collection takes it for writing */
     pthread_rwlock_unlock(&hub->registry_lock);
     if (t || !create) {
         if (!t)
@@ -158,7 +160,9 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
 
     pthread_rwlock_wrlock(&hub->registry_lock);
     t = find_locked(hub, name, len, h); /* another thread may have created it meanwhile */
-    if (!t) {
+    if (t) {
+        lg_topic_ref(t);
+    } else {
         if (hub->topic_count >= hub->cfg->limits.max_topics) {
             *problem = topic_limit_problem;
         } else {
@@ -171,6 +175,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
                                          hub->workers)
                        : NULL;
             if (t) {
+                lg_topic_ref(t); /* the caller's, beside the registry's */
                 t->next_in_bucket = hub->buckets[h & hub->bucket_mask];
                 hub->buckets[h & hub->bucket_mask] = t;
                 hub->topic_count++;
@@ -182,6 +187,13 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
     }
     pthread_rwlock_unlock(&hub->registry_lock);
     return t;
+}
+
+void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t)
+{
+    (void)hub;
+    if (t)
+        lg_topic_unref(t);
 }
 
 /* ---- Publish -------------------------------------------------------------------------- */
@@ -288,10 +300,13 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
         call->status = status != LG_APPEND_OK ? LG_PUBLISH_OOM : LG_PUBLISH_MEMORY_FULL;
         return false;
     }
-    for (uint32_t w = 0; w < hub->workers; w++)
-        if ((call->reserved & (UINT64_C(1) << w)) &&
-            lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+    for (uint32_t w = 0; w < hub->workers; w++) {
+        if (!(call->reserved & (UINT64_C(1) << w)))
+            continue;
+        lg_topic_ref(call->t); /* given back by the worker once it dispatched the event */
+        if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
             *call->wake_mask |= UINT64_C(1) << w;
+    }
     fill_result(call->res, ev, false);
     call->status = LG_PUBLISH_OK;
     return true;
@@ -320,12 +335,14 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     if (original) {
         fill_result(res, original, true);
         pthread_mutex_unlock(&t->lock);
+        lg_hub_topic_done(hub, t);
         LG_STAT_ADD(publishes_deduplicated, 1);
         return LG_PUBLISH_OK;
     }
     struct publish_call call = {.hub = hub, .t = t, .wake_mask = wake_mask, .res = res};
     if (!reserve_inboxes(hub, t, &call.reserved)) {
         pthread_mutex_unlock(&t->lock);
+        lg_hub_topic_done(hub, t);
         return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
     }
     struct lg_event_fields f = {
@@ -348,6 +365,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     if (call.status != LG_PUBLISH_OK)
         release_reservations(hub, call.reserved);
     pthread_mutex_unlock(&t->lock);
+    lg_hub_topic_done(hub, t);
     if (call.status != LG_PUBLISH_OK)
         return refuse(call.status);
     LG_STAT_ADD(events_published, 1);
@@ -448,16 +466,55 @@ void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
     pthread_mutex_unlock(&t->lock);
 }
 
-void lg_hub_expire(struct lg_hub *hub)
+/* Only the registry holds t and nothing was ever published to it. Caller holds the registry
+ * write lock (no lookup can take a reference meanwhile). */
+static bool collectable(struct lg_topic *t)
+{
+    if (atomic_load_explicit(&t->refs, memory_order_acquire) != 1)
+        return false;
+    pthread_mutex_lock(&t->lock);
+    bool never_published = lg_stream_newest(t->stream) == 0;
+    pthread_mutex_unlock(&t->lock);
+    return never_published;
+}
+
+static size_t collect_idle(struct lg_hub *hub)
+{
+    size_t collected = 0;
+    pthread_rwlock_wrlock(&hub->registry_lock);
+    for (size_t b = 0; b <= hub->bucket_mask; b++) {
+        for (struct lg_topic **pp = &hub->buckets[b]; *pp;) {
+            struct lg_topic *t = *pp;
+            if (!collectable(t)) {
+                pp = &t->next_in_bucket;
+                continue;
+            }
+            *pp = t->next_in_bucket;
+            lg_topic_destroy(t);
+            hub->topic_count--;
+            collected++;
+        }
+    }
+    pthread_rwlock_unlock(&hub->registry_lock);
+    LG_STAT_SUB(topics, (int64_t)collected);
+    LG_STAT_ADD(topics_collected, collected);
+    return collected;
+}
+
+size_t lg_hub_expire(struct lg_hub *hub)
 {
     uint64_t now = lg_mono_ns();
+    size_t idle = 0;
     pthread_rwlock_rdlock(&hub->registry_lock);
     for (size_t b = 0; b <= hub->bucket_mask; b++) {
         for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket) {
             pthread_mutex_lock(&t->lock);
             lg_stream_expire(t->stream, now);
+            idle += atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 &&
+                    lg_stream_newest(t->stream) == 0;
             pthread_mutex_unlock(&t->lock);
         }
     }
     pthread_rwlock_unlock(&hub->registry_lock);
+    return idle ? collect_idle(hub) : 0; /* the write lock only when there is work */
 }

@@ -5,7 +5,12 @@
  *          keeps their streams (the memory store, store_memory.h), and the list of worker
  *          inboxes it hands events to.
  * Frees:   lg_hub_destroy() frees topics, their streams and the store; call it after every
- *          worker and the control port were joined.
+ *          worker and the control port were joined. lg_hub_expire() (once a second) also
+ *          collects idle topics: those only the registry references (no subscription, no event
+ *          waiting in an inbox, no lookup in progress) that were never published to, so a
+ *          subscription to a name nobody publishes to is not a permanent registry entry. A
+ *          topic that was published to keeps its stream (its position and epoch), so the
+ *          cursors issued for it stay valid.
  * Threads: lg_hub_publish*() from any thread; lg_hub_subscribe/unsubscribe/replay only from the
  *          worker thread whose index is passed. Critical sections are short: registry lookups
  *          under `registry_lock`, sequence + history + inbox pushes under the topic's lock.
@@ -98,10 +103,12 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
 
 const char *lg_publish_status_message(enum lg_publish_status s);
 
-/* Find a topic, creating it when create is set. Return value: borrowed topic, or NULL with
- * *problem set (bad name, or too many topics). */
+/* Find a topic, creating it when create is set. Return value: the topic with a reference
+ * the caller gives back with lg_hub_topic_done() (a subscription takes its own), or NULL
+ * with *problem set (bad name, or too many topics). */
 struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, bool create,
                               const char **problem);
+void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t);
 
 /* What a subscriber must be sent first for one topic, computed under the topic's lock. */
 struct lg_replay {
@@ -131,7 +138,8 @@ void lg_replay_release(struct lg_replay *r);
 /* Undo one listening subscription of worker w on topic t. */
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);
 
-/* Evict history past its age bound in every topic. Called periodically by the main thread. */
-void lg_hub_expire(struct lg_hub *hub);
+/* Evict history past its age bound in every topic, and collect idle topics (see Frees above).
+ * Called periodically by the main thread. Return value: how many topics were collected. */
+size_t lg_hub_expire(struct lg_hub *hub);
 
 #endif

@@ -272,6 +272,7 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
     }
     if (fresh) {
         sn->topic = t;
+        lg_topic_ref(t); /* given back in free_subscription() */
         sn->owner = s;
         struct lg_subscription **tail = &s->subs;
         while (*tail)
@@ -314,8 +315,10 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
             return LG_SUBSCRIBE_UNAVAILABLE;
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
                                                             : NULL;
-        if (lg_subscriber_add(s, hub, t, since, listen, max_replay, &why->problem) < 0) {
-            why->topic = t;
+        int added = lg_subscriber_add(s, hub, t, since, listen, max_replay, &why->problem);
+        lg_hub_topic_done(hub, t); /* a subscription holds its own reference */
+        if (added < 0) {
+            why->topic = p->topics[i];
             return LG_SUBSCRIBE_INVALID_CURSOR;
         }
     }
@@ -326,6 +329,7 @@ static void free_subscription(struct lg_subscriber *s, struct lg_subscription *s
 {
     if (sn->gap_from || sn->reset_owed)
         s->notices_owed--;
+    lg_topic_unref(sn->topic);
     free(sn);
 }
 

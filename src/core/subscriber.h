@@ -98,7 +98,7 @@ enum lg_subscribe_status {
 };
 struct lg_subscribe_failure {
     const char *problem;          /* static text, for the client */
-    const struct lg_topic *topic; /* INVALID_CURSOR: the topic it happened on */
+    const char *topic;            /* INVALID_CURSOR: the topic it happened on (in the params) */
 };
 enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
                                                const struct lg_subscribe_params *p, bool listen,

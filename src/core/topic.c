@@ -24,6 +24,7 @@ struct lg_topic *lg_topic_create(const char *name, size_t len, enum lg_slow_poli
     if (pthread_mutex_init(&t->lock, NULL) != 0)
         goto err;
     t->name_len = len;
+    atomic_init(&t->refs, 1);
     t->policy = policy;
     t->stream = stream;
     t->slot_count = workers;

@@ -3,10 +3,12 @@
  * store.h), its slow-consumer policy, and who listens on which worker.
  *
  * Owns:    its stream (closed with the topic) and the per-worker slots.
- * Frees:   lg_topic_destroy() (called only by the hub at shutdown) closes the stream.
- *          Topics are never freed while the process serves, so a struct lg_topic * may be
- *          held and compared by any thread without a reference count. Their number is
- *          bounded by limits.max_topics.
+ * Frees:   lg_topic_destroy() (called only by the hub: when it collects an idle topic, and at
+ *          shutdown) closes the stream. A struct lg_topic * is held only with a reference
+ *          (refs): from a lookup, a subscription or an event waiting in an inbox. Events
+ *          retained by the stream or queued for a client hold none: a client's queue holds
+ *          events only of topics it is subscribed to. Their number is bounded by
+ *          limits.max_topics.
  * Threads: fields marked {lock} are read and written only with topic->lock held. Fields
  *          marked {worker w} belong to worker thread w alone. Lock order: hub registry lock,
  *          then topic->lock, then a worker inbox lock; never the other way.
@@ -16,6 +18,7 @@
 #define LG_TOPIC_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +39,10 @@ struct lg_topic {
     char *name;                    /* immutable */
     size_t name_len;               /* immutable */
     enum lg_slow_policy policy;    /* immutable: from topic_rules at creation */
+    /* The registry's reference, one per subscription, one per event waiting in an inbox, one
+     * per lookup in progress (lg_hub_topic() until lg_hub_topic_done()). lg_topic_unref()
+     * never frees: the hub collects a topic once only the registry holds it (hub.h). */
+    _Atomic uint32_t refs;
     pthread_mutex_t lock;
     struct lg_stream *stream;      /* {lock} every call on it; the pointer is immutable */
     struct lg_topic *next_in_bucket; /* {hub registry lock} */
@@ -43,7 +50,18 @@ struct lg_topic {
     struct lg_topic_slot slots[];  /* one per worker */
 };
 
-/* Takes stream (closed with the topic, or at once when creation fails). */
+static inline void lg_topic_ref(struct lg_topic *t)
+{
+    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+}
+
+static inline void lg_topic_unref(struct lg_topic *t)
+{
+    atomic_fetch_sub_explicit(&t->refs, 1, memory_order_release);
+}
+
+/* Takes stream (closed with the topic, or at once when creation fails). refs starts at 1, the
+ * registry's. */
 struct lg_topic *lg_topic_create(const char *name, size_t len, enum lg_slow_policy policy,
                                  struct lg_stream *stream, uint32_t workers);
 void lg_topic_destroy(struct lg_topic *t);

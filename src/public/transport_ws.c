@@ -97,10 +97,12 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
     const struct lg_config *cfg = lg_worker_config(c->worker);
     struct lg_hub *hub = lg_worker_hub(c->worker);
     size_t fresh = 0;
-    for (size_t i = 0; i < p->topic_count; i++)
-        if (!lg_subscriber_find(&c->sub, lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]),
-                                                      false, &(const char *){NULL})))
-            fresh++;
+    for (size_t i = 0; i < p->topic_count; i++) {
+        struct lg_topic *t =
+            lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), false, &(const char *){NULL});
+        fresh += !t || !lg_subscriber_find(&c->sub, t);
+        lg_hub_topic_done(hub, t);
+    }
     if (c->sub.sub_count + fresh > cfg->limits.max_topics_per_client) {
         char text[128];
         snprintf(text, sizeof text, "at most %u topics per connection (limits.max_topics_per_client)",
@@ -115,7 +117,7 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
         return reply_error(c, "unavailable", why.problem);
     default: {
         char text[256];
-        snprintf(text, sizeof text, "topic %s: %s", why.topic->name, why.problem);
+        snprintf(text, sizeof text, "topic %s: %s", why.topic, why.problem);
         return reply_error(c, "invalid_cursor", text);
     }
     }
@@ -181,6 +183,7 @@ static int op_unsubscribe(struct lg_conn *c, json_t *msg)
                                               false, &problem);
         if (topic)
             lg_subscriber_remove(&c->sub, hub, topic);
+        lg_hub_topic_done(hub, topic);
     }
     json_t *obj = message("unsubscribed");
     json_object_set(obj, "topics", topics);

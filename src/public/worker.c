@@ -270,6 +270,7 @@ static size_t take_events(struct lg_worker *w, size_t max)
     uint64_t now = lg_mono_ns();
     for (size_t i = 0; i < n; i++) {
         dispatch_event(w, batch[i], now);
+        lg_topic_unref(batch[i]->topic); /* the hub's reference for this inbox entry */
         lg_event_unref(&batch[i]);
     }
     /* The events are in their subscribers' queues now: room for the publishers. The pace of

@@ -40,6 +40,7 @@ struct lg_stats {
     _Atomic int64_t event_bytes_live;        /* bytes of every event still referenced */
     _Atomic int64_t events_live;             /* events still referenced */
     _Atomic int64_t topics;                  /* gauge */
+    _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
 };
 
 extern struct lg_stats lg_stats;

@@ -269,6 +269,49 @@ START_TEST(client_bytes_cannot_forge_a_log_line)
 }
 END_TEST
 
+/* Send a message and wait for the answer of the given type ("subscribed", "unsubscribed"). */
+static void ws_roundtrip(struct lg_ws_client *c, const char *text, const char *want_type)
+{
+    ck_assert_int_eq(lg_ws_send_text(c, text, strlen(text)), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(c, &m, WAIT_MS), 1);
+    char want[64];
+    snprintf(want, sizeof want, "{\"type\":\"%s\"", want_type);
+    ck_assert_msg(strncmp(m, want, strlen(want)) == 0, "answer %s, want %s", m, want_type);
+    free(m);
+}
+
+START_TEST(topics_nobody_published_to_are_collected_once_idle)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"limits\":{\"max_topics\":100}}");
+    ck_assert_int_eq(lg_publish(s.control_port, "kept", "x", NULL, 0), 201);
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    /* Five rounds of 64 new names each: 320 creations against a table of 100 topics. */
+    for (int round = 0; round < 5; round++) {
+        char sub[4096] = "{\"op\":\"subscribe\",\"topics\":[", unsub[4096];
+        for (int i = 0; i < 64; i++)
+            snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "%s\"r%d-%d\"", i ? "," : "",
+                     round, i);
+        snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "]}");
+        snprintf(unsub, sizeof unsub, "{\"op\":\"unsubscribe\"%s", strchr(sub, ','));
+        ws_roundtrip(&c, sub, "subscribed");
+        ck_assert_int_eq(lg_stat(s.control_port, "topics"), 65);
+        ws_roundtrip(&c, unsub, "unsubscribed");
+        ck_assert(lg_wait_stat(s.control_port, "topics", 1, WAIT_MS)); /* collected */
+        ck_assert_int_eq(lg_stat(s.control_port, "topics_collected"), 64 * (round + 1));
+    }
+    /* The topic that was published to stays, with its position: its cursor still resumes. */
+    char id[256];
+    ck_assert_int_eq(lg_publish(s.control_port, "kept", "y", id, sizeof id), 201);
+    ck_assert_uint_eq(lg_seq_of(id), 2);
+    ck_assert_int_eq(lg_publish(s.control_port, "fresh", "z", NULL, 0), 201);
+    lg_ws_close(&c);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("hardening");
@@ -279,6 +322,7 @@ int main(void)
     tcase_add_test(tc, connection_limits_are_capped_to_the_descriptor_limit);
     tcase_add_test(tc, running_out_of_descriptors_refuses_instead_of_spinning);
     tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
+    tcase_add_test(tc, topics_nobody_published_to_are_collected_once_idle);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);
