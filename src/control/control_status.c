@@ -4,6 +4,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "control_reply.h"
+#include "accounting.h"
 #include "stats.h"
 
 int lg_ctl_handle_healthz(struct lg_control *c, struct MHD_Connection *conn, const char *url,
@@ -40,9 +41,10 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         STAT(events_delivered),
         STAT(events_dropped_overflow), STAT(events_dropped_lag), STAT(events_conflated),
         STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
-        STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), STAT(connections_open),
+        STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), "connections_open", (json_int_t)lg_account_connections(),
         STAT(connections_refused), STAT(requests_rejected), STAT(max_queue_depth),
-        STAT(event_bytes_live), STAT(events_live), STAT(topics), STAT(topics_collected));
+        "event_bytes_live", (json_int_t)lg_account_event_bytes(),
+        "events_live", (json_int_t)lg_account_events(), STAT(topics), STAT(topics_collected));
 #undef STAT
     return lg_ctl_reply_json(conn, 200, body);
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accounting.h"
 #include "clock.h"
 #include "encode.h"
 #include "event.h"
@@ -251,7 +252,7 @@ static void release_reservations(struct lg_hub *hub, uint64_t reserved)
 }
 
 /*
- * The event just created counts in event_bytes_live already (its real size, encodings
+ * The event just created counts in the accounting (accounting.h) already (its real size, encodings
  * included). Over limits.max_retained_bytes, this topic's own history gives way first, oldest
  * first; only memory pinned elsewhere (other topics, client queues) makes the publish fail.
  * Caller holds t->lock. Return value: true if the event fits.
@@ -259,9 +260,9 @@ static void release_reservations(struct lg_hub *hub, uint64_t reserved)
 static bool make_room(struct lg_hub *hub, struct lg_topic *t)
 {
     int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes;
-    while (LG_STAT_GET(event_bytes_live) > limit && lg_stream_evict_oldest(t->stream))
+    while (lg_account_event_bytes() > limit && lg_stream_evict_oldest(t->stream))
         ;
-    return LG_STAT_GET(event_bytes_live) <= limit;
+    return lg_account_event_bytes() <= limit;
 }
 
 static enum lg_publish_status refuse(enum lg_publish_status s)

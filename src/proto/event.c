@@ -13,7 +13,7 @@
 
 #include "cursor.h"
 #include "encode.h"
-#include "stats.h"
+#include "accounting.h"
 
 static const char default_type[] = "message";
 
@@ -144,8 +144,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     ev->json = p;
     put(p, enc.data + sse_len, json_len);
 
-    LG_STAT_ADD(event_bytes_live, (int64_t)size);
-    LG_STAT_ADD(events_live, 1);
+    lg_account_event_created(size);
 out:
     lg_buf_release(&enc);
     return ev;
@@ -166,7 +165,6 @@ void lg_event_unref(struct lg_event **evp)
 #endif
     if (before != 1)
         return;
-    LG_STAT_SUB(event_bytes_live, (int64_t)ev->size);
-    LG_STAT_SUB(events_live, 1);
+    lg_account_event_freed(ev->size);
     free(ev);
 }

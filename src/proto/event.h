@@ -10,7 +10,7 @@
  * Threads: any thread may read an event it holds a reference to; nothing writes after create.
  *          The refcount is the only mutable field.
  * Bounds:  an event's size is bounded by limits.max_event_bytes (checked by the publisher);
- *          the bytes of all live events are counted in lg_stats.event_bytes_live, which the hub
+ *          the bytes of all live events are counted in accounting.h, which the hub
  *          compares with limits.max_retained_bytes before it accepts a publish.
  */
 #ifndef LG_EVENT_H

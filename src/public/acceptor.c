@@ -21,6 +21,7 @@
 #include "encode.h"
 #include "http_response.h"
 #include "log.h"
+#include "accounting.h"
 #include "stats.h"
 
 #define ACCEPTS_PER_WAKE 64
@@ -143,7 +144,7 @@ static void pending_finish(struct lg_acceptor *a, struct lg_pending *p, bool clo
     pending_detach(a, p);
     if (close_fd) {
         close(p->fd);
-        LG_STAT_SUB(connections_open, 1);
+        lg_account_connection_closed();
     }
     free(p);
 }
@@ -180,7 +181,7 @@ static void accept_one(struct lg_acceptor *a, int fd)
         close(fd);
         return;
     }
-    LG_STAT_ADD(connections_open, 1);
+    int64_t open_now = lg_account_connection_opened();
     p->fd = fd;
     p->len = 0;
     p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
@@ -188,7 +189,7 @@ static void accept_one(struct lg_acceptor *a, int fd)
     p->link = (struct lg_dlink){0};
     lg_dlist_push_tail(&a->pending, &p->link);
 
-    if (LG_STAT_GET(connections_open) > (int64_t)cfg->limits.max_connections) {
+    if (open_now > (int64_t)cfg->limits.max_connections) {
         LG_STAT_ADD(connections_refused, 1);
         pending_refuse(a, p, 503, "unavailable",
                        "the gateway is at limits.max_connections; retry later", "Retry-After: 1\r\n");

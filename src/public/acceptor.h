@@ -2,7 +2,7 @@
  * acceptor.h - one worker's front door: its SO_REUSEPORT listening socket and the sockets
  * accepted but not yet classified, whose request head is being read.
  *
- * A socket is accepted (TCP_NODELAY, socket_send_buffer_bytes), counted in connections_open,
+ * A socket is accepted (TCP_NODELAY, socket_send_buffer_bytes), counted in accounting.h,
  * refused with 503 past limits.max_connections, and watched in a private epoll set until its
  * head is complete. Malformed heads (400), oversized heads (431), heads that do not arrive
  * within limits.request_timeout_ms (408) and WebSocket upgrades anywhere but GET /ws (404,

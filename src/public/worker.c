@@ -18,6 +18,7 @@
 #include "inbox.h"
 #include "log.h"
 #include "protocols.h"
+#include "accounting.h"
 #include "stats.h"
 #include "topic.h"
 #include "transport.h"
@@ -94,7 +95,7 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
     lg_dlist_remove(&w->quiet, &c->quiet_link);
     lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
-    LG_STAT_SUB(connections_open, 1);
+    lg_account_connection_closed();
 }
 
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
@@ -142,7 +143,7 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
     /* On failure lws closes the socket itself; the close path frees the query and counts. */
     if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, a->len)) {
         free(lg_worker_take_ws_query(w, fd));
-        LG_STAT_SUB(connections_open, 1);
+        lg_account_connection_closed();
     }
     free(copy);
     return NULL;
@@ -162,7 +163,7 @@ static void adopt_http(void *owner, const struct lg_accepted *a)
     };
     /* RAW_ADOPT runs inside this call and serves the request from the handoff. */
     if (!lws_adopt_descriptor_vhost_via_info(&desc))
-        LG_STAT_SUB(connections_open, 1); /* lws closed the socket */
+        lg_account_connection_closed(); /* lws closed the socket */
 }
 
 static void resume_accepting(lws_sorted_usec_list_t *sul)

@@ -1,7 +1,8 @@
 /*
  * stats.h - process-wide counters and gauges.
  *
- * Owns:    one static struct lg_stats (the only mutable global in livegate besides the log level).
+ * Owns:    one static struct lg_stats. It only reports: what admission control reads (live
+ *          event bytes, open connections) is accounting.h's, and /v1/stats shows it from there.
  * Threads: any thread adds with relaxed atomics; any thread (the control port) reads a snapshot.
  *          Counters are monotonic; gauges go up and down. Nothing here orders other memory.
  * Bounds:  fixed size.
@@ -32,13 +33,9 @@ struct lg_stats {
     _Atomic int64_t clients_sse;             /* gauge */
     _Atomic int64_t clients_ws;              /* gauge */
     _Atomic int64_t clients_poll;            /* gauge: held long-polls */
-    _Atomic int64_t connections_open;        /* gauge: every public-port socket */
     _Atomic uint64_t connections_refused;    /* max_connections reached */
     _Atomic uint64_t requests_rejected;      /* public-port 4xx answers */
     _Atomic int64_t max_queue_depth;         /* gauge: deepest client queue seen since start */
-    /* memory */
-    _Atomic int64_t event_bytes_live;        /* bytes of every event still referenced */
-    _Atomic int64_t events_live;             /* events still referenced */
     _Atomic int64_t topics;                  /* gauge */
     _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
 };

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "encode.h"
+#include "accounting.h"
 #include "event.h"
 #include "stats.h"
 
@@ -347,20 +348,20 @@ END_TEST
 
 START_TEST(live_event_stats_follow_create_and_last_unref)
 {
-    int64_t bytes0 = LG_STAT_GET(event_bytes_live);
-    int64_t live0 = LG_STAT_GET(events_live);
+    int64_t bytes0 = lg_account_event_bytes();
+    int64_t live0 = lg_account_events();
     struct lg_event_fields f = text_fields("demo", 1, 1, "x");
     struct lg_event *a = create_ok(&f);
     struct lg_event *b = create_ok(&f);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live0 + 2);
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), bytes0 + (int64_t)(a->size + b->size));
+    ck_assert_int_eq(lg_account_events(), live0 + 2);
+    ck_assert_int_eq(lg_account_event_bytes(), bytes0 + (int64_t)(a->size + b->size));
     struct lg_event *extra = lg_event_ref(a);
     lg_event_unref(&a);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live0 + 2); /* extra still holds it */
+    ck_assert_int_eq(lg_account_events(), live0 + 2); /* extra still holds it */
     lg_event_unref(&extra);
     lg_event_unref(&b);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live0);
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), bytes0);
+    ck_assert_int_eq(lg_account_events(), live0);
+    ck_assert_int_eq(lg_account_event_bytes(), bytes0);
 }
 END_TEST
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accounting.h"
 #include "event.h"
 #include "history.h"
 #include "stats.h"
@@ -153,17 +154,17 @@ END_TEST
 
 START_TEST(history_release_unrefs_every_event)
 {
-    int64_t live = LG_STAT_GET(events_live);
-    int64_t bytes = LG_STAT_GET(event_bytes_live);
+    int64_t live = lg_account_events();
+    int64_t bytes = lg_account_event_bytes();
     uint64_t evicted = LG_STAT_GET(history_evicted);
     struct lg_history h;
     lg_history_init(&h, bounds(100, UINT64_MAX, 0));
     for (uint64_t seq = 1; seq <= 40; seq++)
         append_ok(&h, seq, 0, 10, 0);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live + 40);
+    ck_assert_int_eq(lg_account_events(), live + 40);
     lg_history_release(&h);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live);
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), bytes);
+    ck_assert_int_eq(lg_account_events(), live);
+    ck_assert_int_eq(lg_account_event_bytes(), bytes);
     ck_assert_uint_eq(LG_STAT_GET(history_evicted), evicted); /* releasing is not evicting */
     ck_assert_ptr_null(h.ring);
     ck_assert_uint_eq(h.count, 0);
@@ -175,7 +176,7 @@ END_TEST
 
 START_TEST(count_bound_evicts_oldest_first)
 {
-    int64_t live = LG_STAT_GET(events_live);
+    int64_t live = lg_account_events();
     uint64_t evicted = LG_STAT_GET(history_evicted);
     struct lg_history h;
     lg_history_init(&h, bounds(3, UINT64_MAX, 0));
@@ -187,7 +188,7 @@ START_TEST(count_bound_evicts_oldest_first)
     append_ok(&h, 5, 0, 1, 0);
     assert_holds(&h, 3, 5);
     ck_assert_uint_eq(LG_STAT_GET(history_evicted), evicted + 2);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live + 3); /* evicted events were freed */
+    ck_assert_int_eq(lg_account_events(), live + 3); /* evicted events were freed */
     lg_history_release(&h);
 }
 END_TEST
@@ -317,7 +318,7 @@ END_TEST
 
 START_TEST(zero_max_events_keeps_nothing)
 {
-    int64_t live = LG_STAT_GET(events_live);
+    int64_t live = lg_account_events();
     uint64_t evicted = LG_STAT_GET(history_evicted);
     struct lg_history h;
     lg_history_init(&h, bounds(0, UINT64_MAX, 0));
@@ -325,7 +326,7 @@ START_TEST(zero_max_events_keeps_nothing)
     ck_assert_uint_eq(h.count, 0);
     ck_assert_uint_eq(lg_history_first_seq(&h), 0);
     ck_assert_uint_eq(LG_STAT_GET(history_evicted), evicted + 1);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live);
+    ck_assert_int_eq(lg_account_events(), live);
     lg_history_release(&h);
 }
 END_TEST
