@@ -28,6 +28,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 /* Under ASan (freed memory in quarantine) and TSan (its own allocator and shadow memory) the
  * server's RSS says nothing about what livegate holds: the bounded-memory RSS check is made in
  * the plain build only. */
@@ -1059,11 +1061,4 @@ static Suite *backpressure_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(backpressure_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(backpressure_suite)

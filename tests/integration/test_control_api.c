@@ -14,6 +14,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define WAIT_MS 5000
 /* An error answer here: application/json, no member but error, message and (batches) index. */
 #define ERROR_CHECKS (LG_ERROR_JSON_TYPE | LG_ERROR_INDEX_OK)
@@ -346,11 +348,4 @@ static Suite *control_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(control_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(control_suite)

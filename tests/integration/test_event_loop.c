@@ -17,6 +17,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define IDLE 5000
 #define PUBLISHES 2000
 #define MAX_RATIO 3.0
@@ -108,11 +110,4 @@ static Suite *event_loop_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(event_loop_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+LG_CHECK_MAIN(event_loop_suite)

@@ -18,6 +18,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define WAIT_MS 5000
 
 enum port { PUBLIC, CONTROL };
@@ -312,7 +314,7 @@ START_TEST(topics_nobody_published_to_are_collected_once_idle)
 }
 END_TEST
 
-int main(void)
+static Suite *hardening_suite(void)
 {
     Suite *suite = suite_create("hardening");
     TCase *tc = tcase_create("bad_input");
@@ -324,9 +326,7 @@ int main(void)
     tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
     tcase_add_test(tc, topics_nobody_published_to_are_collected_once_idle);
     suite_add_tcase(suite, tc);
-    SRunner *sr = srunner_create(suite);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return suite;
 }
+
+LG_CHECK_MAIN(hardening_suite)

@@ -18,6 +18,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define WAIT_MS 5000
 #define RETRY "retry: 3000\n\n"
 
@@ -317,11 +319,4 @@ static Suite *lifecycle_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(lifecycle_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(lifecycle_suite)

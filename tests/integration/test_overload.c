@@ -27,6 +27,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define READ_TIMEOUT_MS 20000
 
 /* ---- Freezing the worker thread ------------------------------------------------------------ */
@@ -408,11 +410,4 @@ static Suite *overload_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(overload_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+LG_CHECK_MAIN(overload_suite)

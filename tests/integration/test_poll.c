@@ -16,6 +16,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define WAIT_MS 5000
 /* An error answer here: JSON with error and message (Content-Type and other members not checked). */
 #define ERROR_CHECKS 0
@@ -451,11 +453,4 @@ static Suite *poll_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(poll_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(poll_suite)

@@ -15,6 +15,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define WAIT_MS 5000
 #define RETRY "retry: 3000\n\n"
 
@@ -569,11 +571,4 @@ static Suite *resume_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(resume_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(resume_suite)

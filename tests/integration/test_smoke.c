@@ -8,6 +8,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define RETRY_PREFIX "retry: 3000\n\n"
 
 /* Wait (bounded) until the stream has sent at least n body bytes; no event is expected. */
@@ -68,11 +70,4 @@ static Suite *smoke_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(smoke_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(smoke_suite)

@@ -20,6 +20,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define RETRY "retry: 3000\n\n"
 #define WAIT_MS 5000
 /* An error answer here: application/json, exactly the members error and message. */
@@ -710,11 +712,4 @@ static Suite *sse_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(sse_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(sse_suite)

@@ -17,6 +17,8 @@
 
 #include "lg_test.h"
 
+#include "check_main.h"
+
 #define WAIT_MS 5000
 
 /* Next message (must arrive), as a malloc'd string. */
@@ -456,11 +458,4 @@ static Suite *ws_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(ws_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(ws_suite)

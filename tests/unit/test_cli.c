@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "config.h"
 
+#include "check_main.h"
+
 #define LG_ARGC(argv) ((int)(sizeof(argv) / sizeof((argv)[0])) - 1)
 
 /* A temporary config file holding json; its path is written to path (>= 32 bytes). */
@@ -274,11 +276,4 @@ static Suite *lg_cli_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(lg_cli_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(lg_cli_suite)

@@ -20,6 +20,8 @@
 
 #include "config.h"
 
+#include "check_main.h"
+
 /* ---- Helpers ------------------------------------------------------------------------------ */
 
 /* Whole file as a NUL-terminated string (malloc'd), or NULL. */
@@ -780,11 +782,4 @@ static Suite *lg_config_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(lg_config_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(lg_config_suite)

@@ -22,6 +22,8 @@
 #include "log.h"
 #include "topic.h"
 
+#include "check_main.h"
+
 #define IO_TIMEOUT_MS 5000
 
 static struct lg_config cfg;
@@ -615,11 +617,4 @@ static Suite *control_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(control_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(control_suite)

@@ -6,6 +6,8 @@
 
 #include "cursor.h"
 
+#include "check_main.h"
+
 /* Parse a cursor that must be valid; the returned struct is static (one per process). */
 static const struct lg_cursor *parse_ok(const char *text)
 {
@@ -316,11 +318,4 @@ static Suite *cursor_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(cursor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(cursor_suite)

@@ -5,6 +5,8 @@
 
 #include "encode.h"
 
+#include "check_main.h"
+
 /* Each helper renders one input into a fresh buffer and compares every byte with `want`. */
 
 static void assert_sse(const char *data, size_t len, const char *want)
@@ -399,11 +401,4 @@ static Suite *encode_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(encode_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(encode_suite)

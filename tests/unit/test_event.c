@@ -9,6 +9,8 @@
 #include "event.h"
 #include "stats.h"
 
+#include "check_main.h"
+
 #define UNIX_MS 1764547200123 /* the example time in docs/protocol.md */
 
 static struct lg_event_fields text_fields(const char *topic, uint32_t epoch, uint64_t seq,
@@ -411,11 +413,4 @@ static Suite *event_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(event_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(event_suite)

@@ -10,6 +10,8 @@
 #include "history.h"
 #include "stats.h"
 
+#include "check_main.h"
+
 #define MS 1000000ull /* nanoseconds per millisecond */
 
 /* An event of topic "t" with `data_len` bytes of data, published at mono time `at_ns`. Events
@@ -358,11 +360,4 @@ static Suite *history_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(history_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(history_suite)

@@ -6,6 +6,8 @@
 #include "http_request.h"
 #include "subscribe_params.h"
 
+#include "check_main.h"
+
 static const char sse_request[] = "GET /sse?topic=a&topic=b%2Fc HTTP/1.1\r\n"
                                   "Host: x\r\n"
                                   "Last-Event-ID: a@0000000f:3\r\n"
@@ -192,11 +194,4 @@ static Suite *http_request_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(http_request_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(http_request_suite)

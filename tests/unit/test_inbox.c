@@ -12,6 +12,8 @@
 #include "inbox.h"
 #include "stats.h"
 
+#include "check_main.h"
+
 /* An event whose topic name says which producer made it and whose seq is its number there. */
 static struct lg_event *event_from(uint32_t producer, uint64_t seq)
 {
@@ -321,11 +323,4 @@ static Suite *inbox_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(inbox_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(inbox_suite)

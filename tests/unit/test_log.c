@@ -11,6 +11,8 @@
 
 #include "log.h"
 
+#include "check_main.h"
+
 /* Everything lg_log wrote to stderr while fn ran, as a malloc'd string. */
 static char *captured(void (*fn)(void))
 {
@@ -91,7 +93,7 @@ START_TEST(an_escaped_line_stays_within_the_line_bound)
 }
 END_TEST
 
-int main(void)
+static Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
     TCase *tc = tcase_create("escaping");
@@ -99,9 +101,7 @@ int main(void)
     tcase_add_test(tc, utf8_passes_and_the_rest_is_escaped);
     tcase_add_test(tc, an_escaped_line_stays_within_the_line_bound);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
 }
+
+LG_CHECK_MAIN(log_suite)

@@ -10,6 +10,8 @@
 
 #include "publish_parse.h"
 
+#include "check_main.h"
+
 #define MAX_EVENT 64
 
 /* A malloc'd copy of s without its NUL: what a body buffer of exactly that length holds. */
@@ -217,11 +219,4 @@ static Suite *publish_parse_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(publish_parse_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(publish_parse_suite)

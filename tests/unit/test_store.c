@@ -15,6 +15,8 @@
 #include "store.h"
 #include "store_memory.h"
 
+#include "check_main.h"
+
 struct store_impl {
     const char *name;
     struct lg_store *(*create)(void);
@@ -270,11 +272,4 @@ static Suite *store_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(store_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(store_suite)

@@ -11,6 +11,8 @@
 #include "http_request.h"
 #include "subscribe_params.h"
 
+#include "check_main.h"
+
 #define NUL_PROBLEM                                                                                \
     "malformed query string: a parameter holds a NUL byte (%00), which no name, topic, cursor " \
     "or timeout may contain"
@@ -48,16 +50,14 @@ START_TEST(the_iterator_reports_a_nul_apart_from_a_bad_escape)
 }
 END_TEST
 
-int main(void)
+static Suite *subscribe_params_suite(void)
 {
     Suite *s = suite_create("subscribe_params");
     TCase *tc = tcase_create("hostile");
     tcase_add_test(tc, a_percent_encoded_nul_is_refused_wherever_it_is);
     tcase_add_test(tc, the_iterator_reports_a_nul_apart_from_a_bad_escape);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
 }
+
+LG_CHECK_MAIN(subscribe_params_suite)

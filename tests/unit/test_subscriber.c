@@ -18,6 +18,8 @@
 #include "subscriber.h"
 #include "topic.h"
 
+#include "check_main.h"
+
 static struct lg_config cfg;
 static struct lg_hub *hub;
 static struct lg_inbox inbox;
@@ -393,11 +395,4 @@ static Suite *subscriber_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(subscriber_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(subscriber_suite)

@@ -10,6 +10,8 @@
 #include "store_memory.h"
 #include "topic.h"
 
+#include "check_main.h"
+
 #define BAD_CHAR "topic name contains a character outside A-Z a-z 0-9 _ - . / : ~ "
 
 /* ---- Topic names -------------------------------------------------------------------------- */
@@ -192,11 +194,4 @@ static Suite *topic_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(topic_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(topic_suite)

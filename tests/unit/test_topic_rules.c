@@ -15,6 +15,8 @@
 #include "config.h"
 #include "topic_rules.h"
 
+#include "check_main.h"
+
 /* ---- Glob matching ----------------------------------------------------------------------- */
 
 static const struct {
@@ -353,11 +355,4 @@ static Suite *lg_topic_rules_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(lg_topic_rules_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+LG_CHECK_MAIN(lg_topic_rules_suite)
