@@ -125,5 +125,9 @@ uint32_t lg_client_ring_remove_topic(struct lg_client_ring *r, const struct lg_t
         }
     }
     skip_tombstones(r);
+    if (r->live == 0 && r->slots) {
+        free(r->slots); /* idle now: give the slots back, as pop does */
+        lg_client_ring_init(r);
+    }
     return dropped;
 }

@@ -1,0 +1,213 @@
+/* client_addresses.c - see client_addresses.h. */
+#include "client_addresses.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_ENTRY UINT32_MAX
+
+struct entry {
+    struct lg_client_address address;
+    uint32_t connections; /* 0 = free */
+    uint32_t next;        /* bucket chain, or the free list */
+};
+
+struct lg_client_addresses {
+    pthread_mutex_t lock;
+    uint32_t per_address;       /* immutable; 0 = no bound */
+    uint32_t capacity;          /* immutable: entries */
+    uint32_t mask;              /* immutable: buckets - 1 */
+    uint32_t *buckets;          /* {lock} entry index, or NO_ENTRY */
+    struct entry *entries;      /* {lock} */
+    uint32_t free_list;         /* {lock} */
+};
+
+struct lg_client_addresses *lg_client_addresses_create(uint32_t max_entries, uint32_t per_address)
+{
+    struct lg_client_addresses *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->per_address = per_address;
+    t->capacity = max_entries ? max_entries : 1;
+    uint32_t buckets = 16;
+    while (buckets < t->capacity && buckets < (UINT32_C(1) << 30))
+        buckets <<= 1;
+    t->mask = buckets - 1;
+    t->buckets = malloc((size_t)buckets * sizeof *t->buckets);
+    t->entries = calloc(t->capacity, sizeof *t->entries);
+    if (!t->buckets || !t->entries || pthread_mutex_init(&t->lock, NULL) != 0) {
+        free(t->buckets);
+        free(t->entries);
+        free(t);
+        return NULL;
+    }
+    memset(t->buckets, 0xff, (size_t)buckets * sizeof *t->buckets);
+    for (uint32_t i = 0; i < t->capacity; i++)
+        t->entries[i].next = i + 1 < t->capacity ? i + 1 : NO_ENTRY;
+    t->free_list = 0;
+    return t;
+}
+
+void lg_client_addresses_destroy(struct lg_client_addresses *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_destroy(&t->lock);
+    free(t->buckets);
+    free(t->entries);
+    free(t);
+}
+
+static uint32_t hash_address(const struct lg_client_address *a)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < sizeof a->bytes; i++) {
+        h ^= a->bytes[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* The slot pointing at a's entry (or at NO_ENTRY, where it would go). Caller holds lock. */
+static uint32_t *find_slot(struct lg_client_addresses *t, const struct lg_client_address *a)
+{
+    uint32_t *slot = &t->buckets[hash_address(a) & t->mask];
+    while (*slot != NO_ENTRY && memcmp(&t->entries[*slot].address, a, sizeof *a) != 0)
+        slot = &t->entries[*slot].next;
+    return slot;
+}
+
+bool lg_client_addresses_acquire(struct lg_client_addresses *t, const struct lg_client_address *a)
+{
+    bool ok = false;
+    pthread_mutex_lock(&t->lock);
+    uint32_t *slot = find_slot(t, a);
+    if (*slot != NO_ENTRY) {
+        struct entry *e = &t->entries[*slot];
+        ok = t->per_address == 0 || e->connections < t->per_address;
+        e->connections += ok;
+    } else if (t->free_list != NO_ENTRY && (t->per_address == 0 || t->per_address >= 1)) {
+        uint32_t i = t->free_list;
+        struct entry *e = &t->entries[i];
+        t->free_list = e->next;
+        *e = (struct entry){.address = *a, .connections = 1, .next = NO_ENTRY};
+        *slot = i;
+        ok = true;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return ok;
+}
+
+void lg_client_addresses_release(struct lg_client_addresses *t, const struct lg_client_address *a)
+{
+    pthread_mutex_lock(&t->lock);
+    uint32_t *slot = find_slot(t, a);
+    if (*slot != NO_ENTRY) {
+        uint32_t i = *slot;
+        struct entry *e = &t->entries[i];
+        if (--e->connections == 0) {
+            *slot = e->next;
+            e->next = t->free_list;
+            t->free_list = i;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t lg_client_addresses_count(struct lg_client_addresses *t, const struct lg_client_address *a)
+{
+    pthread_mutex_lock(&t->lock);
+    uint32_t *slot = find_slot(t, a);
+    uint32_t n = *slot != NO_ENTRY ? t->entries[*slot].connections : 0;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+static void map_ipv4(const void *ipv4, struct lg_client_address *out)
+{
+    memset(out->bytes, 0, 10);
+    out->bytes[10] = out->bytes[11] = 0xff;
+    memcpy(out->bytes + 12, ipv4, 4);
+}
+
+bool lg_client_address_of(const struct sockaddr *sa, struct lg_client_address *out)
+{
+    if (sa->sa_family == AF_INET) {
+        map_ipv4(&((const struct sockaddr_in *)sa)->sin_addr, out);
+        return true;
+    }
+    if (sa->sa_family == AF_INET6) {
+        memcpy(out->bytes, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        return true;
+    }
+    return false;
+}
+
+bool lg_client_address_parse(const char *text, size_t len, struct lg_client_address *out)
+{
+    char buf[INET6_ADDRSTRLEN];
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    struct in_addr v4;
+    if (inet_pton(AF_INET, buf, &v4) == 1) {
+        map_ipv4(&v4, out);
+        return true;
+    }
+    return inet_pton(AF_INET6, buf, out->bytes) == 1;
+}
+
+void lg_client_address_format(const struct lg_client_address *a, char *out, size_t cap)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memcmp(a->bytes, mapped, sizeof mapped) == 0)
+        inet_ntop(AF_INET, a->bytes + 12, out, (socklen_t)cap);
+    else
+        inet_ntop(AF_INET6, a->bytes, out, (socklen_t)cap);
+}
+
+static bool is_trusted(const struct lg_client_address *a, const struct lg_client_address *trusted,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&trusted[i], a, sizeof *a) == 0)
+            return true;
+    return false;
+}
+
+bool lg_client_address_resolve(const struct lg_client_address *peer,
+                               const struct lg_client_address *trusted, size_t n,
+                               const char *xff, size_t xff_len, struct lg_client_address *client)
+{
+    if (!is_trusted(peer, trusted, n)) {
+        *client = *peer;
+        return true;
+    }
+    /* Right to left: each proxy appends the address it received the request from. */
+    size_t end = xff_len;
+    while (end > 0) {
+        size_t start = end;
+        while (start > 0 && xff[start - 1] != ',')
+            start--;
+        size_t a = start, b = end;
+        while (a < b && (xff[a] == ' ' || xff[a] == '\t'))
+            a++;
+        while (b > a && (xff[b - 1] == ' ' || xff[b - 1] == '\t'))
+            b--;
+        struct lg_client_address entry;
+        if (!lg_client_address_parse(xff + a, b - a, &entry)) {
+            *client = *peer; /* unreadable: count it against the proxy that sent it */
+            return true;
+        }
+        if (!is_trusted(&entry, trusted, n)) {
+            *client = entry;
+            return true;
+        }
+        end = start > 0 ? start - 1 : 0;
+    }
+    return false;
+}
