@@ -89,7 +89,7 @@ bool lg_client_addresses_acquire(struct lg_client_addresses *t, const struct lg_
         struct entry *e = &t->entries[*slot];
         ok = t->per_address == 0 || e->connections < t->per_address;
         e->connections += ok;
-    } else if (t->free_list != NO_ENTRY && (t->per_address == 0 || t->per_address >= 1)) {
+    } else if (t->free_list != NO_ENTRY) {
         uint32_t i = t->free_list;
         struct entry *e = &t->entries[i];
         t->free_list = e->next;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "client_ring.h"
+#include "check_main.h"
 #include "event.h"
 #include "stats.h"
 
@@ -390,11 +391,4 @@ static Suite *client_ring_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(client_ring_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(client_ring_suite)

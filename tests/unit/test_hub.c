@@ -15,6 +15,8 @@
 
 #include "clock.h"
 #include "config.h"
+#include "accounting.h"
+#include "check_main.h"
 #include "event.h"
 #include "hub.h"
 #include "inbox.h"
@@ -339,21 +341,21 @@ END_TEST
 START_TEST(retained_bytes_limit_evicts_the_topics_own_history_first)
 {
     uint64_t size = small_event_size();
-    int64_t base = LG_STAT_GET(event_bytes_live);
+    int64_t base = lg_account_event_bytes();
     ck_assert_int_ge(base, 0);
     cfg.limits.max_retained_bytes = (uint64_t)base + 2 * size;
     open_hub();
     uint64_t evicted = LG_STAT_GET(history_evicted);
     publish("a", "xxxx");
     publish("a", "xxxx");
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), base + 2 * (int64_t)size);
+    ck_assert_int_eq(lg_account_event_bytes(), base + 2 * (int64_t)size);
     ck_assert_uint_eq(LG_STAT_GET(history_evicted), evicted);
 
     struct lg_publish_result a3 = publish("a", "xxxx"); /* a1 gives way */
     ck_assert_uint_eq(a3.seq, 3);
     ck_assert_uint_eq(oldest_of("a"), 2);
     ck_assert_uint_eq(LG_STAT_GET(history_evicted), evicted + 1);
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), base + 2 * (int64_t)size);
+    ck_assert_int_eq(lg_account_event_bytes(), base + 2 * (int64_t)size);
 
     /* Pin a2 and a3 outside history (a replay holds them): evicting history frees nothing,
      * so the publish is refused, after history gave way, and no seq is used. */
@@ -366,10 +368,10 @@ START_TEST(retained_bytes_limit_evicts_the_topics_own_history_first)
     ck_assert_uint_eq(LG_STAT_GET(publishes_refused), refused + 1);
     ck_assert_uint_eq(newest_of("a"), 3);
     ck_assert_uint_eq(oldest_of("a"), 4); /* history is empty: newest + 1 */
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), base + 2 * (int64_t)size);
+    ck_assert_int_eq(lg_account_event_bytes(), base + 2 * (int64_t)size);
 
     lg_replay_release(&pin);
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), base);
+    ck_assert_int_eq(lg_account_event_bytes(), base);
     struct lg_publish_result a4 = publish("a", "xxxx");
     ck_assert_uint_eq(a4.seq, 4); /* no hole */
     ck_assert_str_eq(a4.id, id_of("a", 4));
@@ -380,7 +382,7 @@ END_TEST
 START_TEST(retained_bytes_held_by_another_topic_refuse_and_leave_it_alone)
 {
     uint64_t size = small_event_size();
-    int64_t base = LG_STAT_GET(event_bytes_live);
+    int64_t base = lg_account_event_bytes();
     cfg.limits.max_retained_bytes = (uint64_t)base + 2 * size;
     open_hub();
     listen_on("a", 1);
@@ -390,7 +392,7 @@ START_TEST(retained_bytes_held_by_another_topic_refuse_and_leave_it_alone)
     ck_assert_uint_eq(newest_of("a"), 0);
     ck_assert_uint_eq(oldest_of("b"), 1); /* another topic's history is not touched */
     ck_assert_uint_eq(newest_of("b"), 2);
-    ck_assert_int_eq(LG_STAT_GET(event_bytes_live), base + 2 * (int64_t)size);
+    ck_assert_int_eq(lg_account_event_bytes(), base + 2 * (int64_t)size);
     /* The inbox slot reserved for worker 1 was given back; nothing reached it. */
     ck_assert_uint_eq(occupancy(1), 0);
     ck_assert(lg_inbox_empty(&inbox[1]));
@@ -416,7 +418,7 @@ START_TEST(a_full_inbox_refuses_with_workers_behind_and_publishes_nothing)
 
     uint64_t refused = LG_STAT_GET(publishes_refused);
     uint64_t published = LG_STAT_GET(events_published);
-    int64_t live = LG_STAT_GET(events_live);
+    int64_t live = lg_account_events();
     ck_assert_int_eq(try_publish("a", "xxxx"), LG_PUBLISH_WORKERS_BEHIND);
     ck_assert_uint_eq(newest_of("a"), 0);
     ck_assert_int_eq(try_publish("c", "xxxx"), LG_PUBLISH_WORKERS_BEHIND);
@@ -426,7 +428,7 @@ START_TEST(a_full_inbox_refuses_with_workers_behind_and_publishes_nothing)
     ck_assert(lg_inbox_empty(&inbox[0]));
     ck_assert_uint_eq(wakes[0], 0);
     ck_assert_uint_eq(occupancy(1), 2);
-    ck_assert_int_eq(LG_STAT_GET(events_live), live);
+    ck_assert_int_eq(lg_account_events(), live);
     ck_assert_uint_eq(LG_STAT_GET(events_published), published);
     /* Not a refusal yet: the control port counts it if the wait for room fails. */
     ck_assert_uint_eq(LG_STAT_GET(publishes_refused), refused);
@@ -1140,11 +1142,4 @@ static Suite *hub_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(hub_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+LG_CHECK_MAIN(hub_suite)
