@@ -1,7 +1,8 @@
 /*
  * http_response.h - the public port's HTTP error answers, rendered into a caller's buffer:
  * a status line, Content-Type: application/json, Cache-Control: no-store, Content-Length,
- * the caller's extra headers, and {"error": CODE, "message": TEXT}.
+ * the caller's extra headers, and {"error": CODE, "message": TEXT}. Malformed UTF-8 in CODE or
+ * TEXT (request bytes quoted in a message) becomes U+FFFD: the body is always valid JSON.
  *
  * Owns: nothing. Frees: nothing. Threads: any (pure). Bounds: what the caller's lg_buf holds.
  */

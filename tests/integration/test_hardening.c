@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lg_test.h"
@@ -79,6 +80,12 @@ static const struct bad_input bad_inputs[] = {
      400,
      "{\"error\":\"unsupported_subprotocol\",\"message\":\"the subprotocol of /ws is "
      "livegate.v1 (or offer none); none of those offered is supported\"}\n",
+     true, NULL},
+    {"invalid UTF-8 quoted in an error message", PUBLIC,
+     "GET /sse?topic=%FF%FEab%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     "{\"error\":\"invalid_topic\",\"message\":\"topic \\\"\xef\xbf\xbd\xef\xbf\xbd"
+     "ab\xef\xbf\xbd\xef\xbf\xbd\\\": topic name contains a character outside A-Z a-z 0-9 _ - . / : ~ "
+     "(at byte 1)\"}\n",
      true, NULL},
 };
 
@@ -463,6 +470,32 @@ START_TEST(a_refusal_is_not_lost_to_a_reset)
 }
 END_TEST
 
+START_TEST(a_fifo_in_the_static_directory_is_404_and_blocks_nothing)
+{
+    char dir[] = "/tmp/lg-hardening-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128], conf[256];
+    snprintf(path, sizeof path, "%s/pipe.txt", dir);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    snprintf(conf, sizeof conf, "{\"workers\":1,\"static_dir\":\"%s\"}", dir);
+    struct lg_server s;
+    lg_server_must_start(&s, conf);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.public_port, "GET", "/pipe.txt", NULL, NULL, 0, &r, 3000), 0);
+    lg_expect_error(&r, 404, "not_found", LG_ERROR_JSON_TYPE);
+    lg_http_response_free(&r);
+    /* the one worker still serves */
+    ck_assert_int_eq(lg_http_request(s.public_port, "GET", "/poll?topic=f&timeout=0", NULL, NULL,
+                                     0, &r, 3000),
+                     0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    lg_server_must_stop(&s);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("hardening");
@@ -477,6 +510,7 @@ int main(void)
     tcase_add_test(tc, a_dripped_second_request_head_gets_408);
     tcase_add_test(tc, pipelined_requests_are_answered_in_order);
     tcase_add_test(tc, a_refusal_is_not_lost_to_a_reset);
+    tcase_add_test(tc, a_fifo_in_the_static_directory_is_404_and_blocks_nothing);
     suite_add_tcase(suite, tc);
     SRunner *sr = srunner_create(suite);
     srunner_run_all(sr, CK_NORMAL);
