@@ -375,6 +375,10 @@ static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
 static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
 {
     const struct lg_http_request *req = &p->req;
+    if (req->http_major != 1) {
+        pending_refuse(a, p, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
+        return;
+    }
     if (req->upgrade) {
         if (!is_path(p->buf, &req->path, "/ws"))
             pending_refuse(a, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
@@ -425,9 +429,10 @@ static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
         char msg[160];
         snprintf(msg, sizeof msg, "malformed HTTP request: %s", problem);
         pending_refuse(a, p, 400, "bad_request", msg, NULL);
+    } else if (p->len == cap && !memchr(p->buf, '\n', p->len)) {
+        pending_refuse(a, p, 414, "uri_too_long", LG_URI_TOO_LONG_MESSAGE, NULL);
     } else if (p->len == cap) {
-        pending_refuse(a, p, 431, "headers_too_large",
-                       "request head exceeds limits.max_request_head_bytes", NULL);
+        pending_refuse(a, p, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE, NULL);
     }
 }
 

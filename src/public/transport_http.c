@@ -38,7 +38,9 @@ static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 {
     c->keep_alive = req->keep_alive;
     bool get = req->method == LG_HTTP_GET;
-    if (lg_worker_is_draining(c->worker))
+    if (req->http_major != 1)
+        lg_conn_http_error(c, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
+    else if (lg_worker_is_draining(c->worker))
         lg_conn_http_error(c, 503, "unavailable", "the gateway is shutting down",
                            "Retry-After: 1\r\n");
     else if (path_is(buf, req, "/sse"))
@@ -136,8 +138,9 @@ static void next_request(struct lg_conn *c)
     }
     if (rc == 0) {
         if (rx->len == cfg->limits.max_request_head_bytes) {
-            lg_conn_http_error(c, 431, "headers_too_large",
-                               "request head exceeds limits.max_request_head_bytes", NULL);
+            bool line = !memchr(rx->buf, '\n', rx->len);
+            lg_conn_http_error(c, line ? 414 : 431, line ? "uri_too_long" : "headers_too_large",
+                               line ? LG_URI_TOO_LONG_MESSAGE : LG_HEAD_TOO_LARGE_MESSAGE, NULL);
         } else if (!rx->timed) {
             rx->timed = true;
             set_timer_ms(c, cfg->limits.request_timeout_ms);
@@ -204,8 +207,7 @@ static int on_rx(struct lg_conn *c, const char *in, size_t len)
         return 0; /* SSE expects nothing from the client; ignore it */
     bool was_empty = !c->rx || c->rx->len == 0;
     if (rx_append(c, in, len) != 0) {
-        refuse_next(c, 431, "headers_too_large",
-                    "request head exceeds limits.max_request_head_bytes");
+        refuse_next(c, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE);
         return 0;
     }
     if (!idle(c))

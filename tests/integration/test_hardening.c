@@ -40,6 +40,10 @@ struct bad_input {
     "{\"error\":\"bad_request\",\"message\":\"malformed query string: a parameter holds a NUL "  \
     "byte (%00), which no name, topic, cursor or timeout may contain\"}\n"
 
+#define X64 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define X1K X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64
+#define LONG_LINE "GET /" X1K X1K X1K X1K X1K X1K X1K X1K X1K " HTTP/1.1\r\nHost: x\r\n\r\n"
+
 static const struct bad_input bad_inputs[] = {
     {"Content-Length headers that disagree", CONTROL,
      "POST /v1/topics/a/events HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n"
@@ -80,6 +84,14 @@ static const struct bad_input bad_inputs[] = {
      400,
      "{\"error\":\"unsupported_subprotocol\",\"message\":\"the subprotocol of /ws is "
      "livegate.v1 (or offer none); none of those offered is supported\"}\n",
+     true, NULL},
+    {"HTTP/2.0 in a request line", PUBLIC, "GET /poll?topic=a&timeout=0 HTTP/2.0\r\nHost: x\r\n\r\n",
+     505, "{\"error\":\"http_version_not_supported\",\"message\":\"this server speaks HTTP/1.0 "
+          "and HTTP/1.1 only\"}\n",
+     true, NULL},
+    {"a request line over limits.max_request_head_bytes", PUBLIC, LONG_LINE, 414,
+     "{\"error\":\"uri_too_long\",\"message\":\"request line exceeds "
+     "limits.max_request_head_bytes\"}\n",
      true, NULL},
     {"invalid UTF-8 quoted in an error message", PUBLIC,
      "GET /sse?topic=%FF%FEab%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n", 400,
