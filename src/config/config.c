@@ -120,6 +120,8 @@ static const struct lg_setting lg_settings[] = {
            LG_KIB(8), "request line + headers on the public port (431 above)"),
     LG_U32("limits.request_timeout_ms", limits.request_timeout_ms, 100, LG_HOUR_MS, 10000,
            "a request head must arrive within this (408 after)"),
+    LG_U32("limits.keepalive_timeout_ms", limits.keepalive_timeout_ms, 100, LG_HOUR_MS, 10000,
+           "an idle keep-alive connection is closed after this"),
     LG_U64("limits.max_retained_bytes", limits.max_retained_bytes, LG_MIB(1), LG_GIB(1024),
            LG_GIB(1), "bytes of all live events, history and queues together"),
     LG_U32("limits.worker_inbox_events", limits.worker_inbox_events, 2, LG_MIB(16), 8,

@@ -64,6 +64,7 @@ struct lg_config {
         uint32_t max_connections;       /* public-port connections per process */
         uint32_t max_request_head_bytes;/* request line + headers on the public port */
         uint32_t request_timeout_ms;    /* a request head must arrive within this */
+        uint32_t keepalive_timeout_ms;  /* an idle keep-alive connection is closed after this */
         uint64_t max_retained_bytes;    /* bytes of all live events (history + queues) */
         uint32_t worker_inbox_events;   /* events accepted for one worker, not yet taken */
         uint32_t publish_wait_ms;       /* longest a publish is held for room before 503 */

@@ -145,6 +145,8 @@ int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t le
     if (req->complete) {
         req->head_len = req->fed;
         req->method = method_of(parser->method);
+        req->http_major = (uint8_t)parser->http_major;
+        req->http_minor = (uint8_t)parser->http_minor;
         req->keep_alive = http_should_keep_alive(parser);
         req->upgrade = parser->upgrade;
         split_target(req, buf);

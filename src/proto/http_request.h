@@ -50,6 +50,7 @@ struct lg_http_request {
     bool complete;                  /* the head (and any body) has been parsed */
     uint32_t head_len;              /* bytes of the buffer this request used */
     enum lg_http_method method;
+    uint8_t http_major, http_minor; /* the request line's HTTP version */
     bool keep_alive;                /* the connection may carry another request */
     bool upgrade;                   /* the client asked for a protocol upgrade */
     struct lg_slice target;         /* raw request-target, e.g. "/sse?topic=a" */

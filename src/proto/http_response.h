@@ -1,7 +1,8 @@
 /*
  * http_response.h - the public port's HTTP error answers, rendered into a caller's buffer:
  * a status line, Content-Type: application/json, Cache-Control: no-store, Content-Length,
- * the caller's extra headers, and {"error": CODE, "message": TEXT}.
+ * the caller's extra headers, and {"error": CODE, "message": TEXT}. Malformed UTF-8 in CODE or
+ * TEXT (request bytes quoted in a message) becomes U+FFFD: the body is always valid JSON.
  *
  * Owns: nothing. Frees: nothing. Threads: any (pure). Bounds: what the caller's lg_buf holds.
  */
@@ -19,5 +20,10 @@ void lg_http_error_response(struct lg_buf *b, int status, const char *code, cons
 
 /* The reason phrase of the statuses the gateway answers ("Error" for others). */
 const char *lg_http_reason(int status);
+
+/* The refusals every reader of a request head makes the same way. */
+#define LG_HTTP_VERSION_MESSAGE "this server speaks HTTP/1.0 and HTTP/1.1 only"
+#define LG_URI_TOO_LONG_MESSAGE "request line exceeds limits.max_request_head_bytes"
+#define LG_HEAD_TOO_LARGE_MESSAGE "request head exceeds limits.max_request_head_bytes"
 
 #endif

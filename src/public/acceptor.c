@@ -32,8 +32,11 @@
 /* A socket accepted but not yet classified: its request head is being read. */
 struct lg_pending {
     int fd;
-    uint64_t deadline_ms;               /* monotonic: 408 after this */
-    struct lg_dlink link;               /* pending list: accept order = deadline order */
+    uint64_t deadline_ms;               /* monotonic: 408 after this (lingering: close) */
+    struct lg_dlink link;               /* pending list: accept order = deadline order, or
+                                           lingering list: refusal order = deadline order */
+    bool lingering;                     /* answered and half-closed: discarding what comes */
+    uint32_t discarded;
     struct lg_http_request req;
     uint32_t len;
     char buf[];                         /* limits.max_request_head_bytes */
@@ -48,6 +51,7 @@ struct lg_acceptor {
     bool fds_taken;                     /* the owner closes listen_fd and heads_fd */
     int spare_fd;                       /* /dev/null, given up to refuse at EMFILE */
     struct lg_dlist pending;            /* struct lg_pending, oldest first */
+    struct lg_dlist lingering;          /* refused struct lg_pending, oldest first */
 };
 
 /* ---- Listening socket ------------------------------------------------------------------- */
@@ -131,11 +135,17 @@ static struct lg_pending *oldest_pending(const struct lg_acceptor *a)
     return a->pending.first ? lg_dlist_entry(a->pending.first, struct lg_pending, link) : NULL;
 }
 
+static struct lg_pending *oldest_lingering(const struct lg_acceptor *a)
+{
+    return a->lingering.first ? lg_dlist_entry(a->lingering.first, struct lg_pending, link)
+                              : NULL;
+}
+
 /* Stop watching p (its socket stays open). */
 static void pending_detach(struct lg_acceptor *a, struct lg_pending *p)
 {
     epoll_ctl(a->heads_fd, EPOLL_CTL_DEL, p->fd, NULL);
-    lg_dlist_remove(&a->pending, &p->link);
+    lg_dlist_remove(p->lingering ? &a->lingering : &a->pending, &p->link);
 }
 
 /* Forget p; close its socket unless it was handed on. */
@@ -149,22 +159,48 @@ static void pending_finish(struct lg_acceptor *a, struct lg_pending *p, bool clo
     free(p);
 }
 
-/* Answer an unclassified socket with an error and close it. The answer is small and the socket
- * fresh, so one non-blocking send() takes it; if not, the client was not reading anyway. */
+/*
+ * The answer is sent: half-close p and read and discard what the client still sends until it
+ * closes, LG_LINGER_MS or LG_LINGER_BYTES, then close. Closing at once with unread bytes would
+ * send a reset, and a reset can destroy the answer before the client reads it.
+ */
+static void pending_linger(struct lg_acceptor *a, struct lg_pending *p)
+{
+    lg_dlist_remove(&a->pending, &p->link);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+    if (shutdown(p->fd, SHUT_WR) != 0 ||
+        (epoll_ctl(a->heads_fd, EPOLL_CTL_MOD, p->fd, &ev) != 0 &&
+         epoll_ctl(a->heads_fd, EPOLL_CTL_ADD, p->fd, &ev) != 0)) {
+        pending_finish(a, p, true);
+        return;
+    }
+    p->lingering = true;
+    p->discarded = 0;
+    p->deadline_ms = lg_mono_ms() + LG_LINGER_MS;
+    lg_dlist_push_tail(&a->lingering, &p->link);
+}
+
+/* Answer an unclassified socket with an error, then close it after lingering. The answer is
+ * small and the socket fresh, so one non-blocking send() takes it; if not, the client was not
+ * reading anyway. */
 static void pending_refuse(struct lg_acceptor *a, struct lg_pending *p, int status, const char *code,
                            const char *message, const char *extra_headers)
 {
     struct lg_buf b;
     lg_buf_init(&b);
     lg_http_error_response(&b, status, code, message, extra_headers, false);
-    if (!b.oom && send(p->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    bool sent = !b.oom && send(p->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+    if (!sent)
         lg_debug("error response not sent: %s", strerror(errno));
     lg_buf_release(&b);
     LG_STAT_ADD(requests_rejected, 1);
     static struct lg_ratelimit rl;
     lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
                        "public port answered %d %s: %s", status, code, message);
-    pending_finish(a, p, true);
+    if (sent)
+        pending_linger(a, p);
+    else
+        pending_finish(a, p, true);
 }
 
 static void accept_one(struct lg_acceptor *a, int fd)
@@ -187,6 +223,8 @@ static void accept_one(struct lg_acceptor *a, int fd)
     p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
     lg_http_request_init(&p->req);
     p->link = (struct lg_dlink){0};
+    p->lingering = false;
+    p->discarded = 0;
     lg_dlist_push_tail(&a->pending, &p->link);
 
     if (open_now > (int64_t)cfg->limits.max_connections) {
@@ -338,6 +376,10 @@ static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
 static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
 {
     const struct lg_http_request *req = &p->req;
+    if (req->http_major != 1) {
+        pending_refuse(a, p, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
+        return;
+    }
     if (req->upgrade) {
         if (!is_path(p->buf, &req->path, "/ws"))
             pending_refuse(a, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
@@ -353,8 +395,24 @@ static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
     hand_on(a, p, false);
 }
 
+/* A refused socket lingering: discard what arrives; close at its end or past the byte bound. */
+static void read_lingering(struct lg_acceptor *a, struct lg_pending *p)
+{
+    ssize_t n = recv(p->fd, p->buf, a->cfg->limits.max_request_head_bytes, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n > 0)
+        p->discarded += (uint32_t)n;
+    if (n <= 0 || p->discarded >= LG_LINGER_BYTES)
+        pending_finish(a, p, true);
+}
+
 static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
 {
+    if (p->lingering) {
+        read_lingering(a, p);
+        return;
+    }
     uint32_t cap = a->cfg->limits.max_request_head_bytes;
     ssize_t n = recv(p->fd, p->buf + p->len, cap - p->len, 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -372,9 +430,10 @@ static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
         char msg[160];
         snprintf(msg, sizeof msg, "malformed HTTP request: %s", problem);
         pending_refuse(a, p, 400, "bad_request", msg, NULL);
+    } else if (p->len == cap && !memchr(p->buf, '\n', p->len)) {
+        pending_refuse(a, p, 414, "uri_too_long", LG_URI_TOO_LONG_MESSAGE, NULL);
     } else if (p->len == cap) {
-        pending_refuse(a, p, 431, "headers_too_large",
-                       "request head exceeds limits.max_request_head_bytes", NULL);
+        pending_refuse(a, p, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE, NULL);
     }
 }
 
@@ -392,6 +451,8 @@ void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms)
     while ((p = oldest_pending(a)) && p->deadline_ms <= now_ms)
         pending_refuse(a, p, 408, "request_timeout",
                        "the request head did not arrive within limits.request_timeout_ms", NULL);
+    while ((p = oldest_lingering(a)) && p->deadline_ms <= now_ms)
+        pending_finish(a, p, true);
 }
 
 
@@ -433,6 +494,8 @@ void lg_acceptor_destroy(struct lg_acceptor *a)
     struct lg_pending *p;
     while ((p = oldest_pending(a)))
         pending_finish(a, p, true);
+    while ((p = oldest_lingering(a)))
+        pending_finish(a, p, true);
     if (!a->fds_taken && a->listen_fd >= 0)
         close(a->listen_fd);
     if (!a->fds_taken && a->heads_fd >= 0)
@@ -445,7 +508,10 @@ void lg_acceptor_destroy(struct lg_acceptor *a)
 int lg_acceptor_listen_fd(const struct lg_acceptor *a) { return a->listen_fd; }
 int lg_acceptor_heads_fd(const struct lg_acceptor *a) { return a->heads_fd; }
 void lg_acceptor_fds_taken(struct lg_acceptor *a) { a->fds_taken = true; }
-size_t lg_acceptor_pending(const struct lg_acceptor *a) { return a->pending.count; }
+size_t lg_acceptor_pending(const struct lg_acceptor *a)
+{
+    return a->pending.count + a->lingering.count;
+}
 
 void lg_acceptor_refuse_all(struct lg_acceptor *a, const char *message)
 {

@@ -15,9 +15,10 @@
  *          whoever took them closes them), every pending socket and its head buffer, and one
  *          spare descriptor (/dev/null) given up at EMFILE to accept and refuse with 503, so a
  *          full descriptor table never makes the listener spin.
- * Frees:   a pending socket when it is refused, handed on, or at lg_acceptor_destroy().
+ * Frees:   a pending socket when it is handed on, when its refusal has lingered (peer closed,
+ *          LG_LINGER_MS or LG_LINGER_BYTES), or at lg_acceptor_destroy().
  * Threads: the owning worker's thread only (create/destroy: the app, before start/after join).
- * Bounds:  pending sockets count in limits.max_connections; each buffers at most
+ * Bounds:  pending and lingering sockets count in limits.max_connections; each buffers at most
  *          limits.max_request_head_bytes; at most ACCEPTS_PER_WAKE accepts per call.
  */
 #ifndef LG_ACCEPTOR_H
@@ -30,6 +31,13 @@
 #include "http_request.h"
 
 struct lg_acceptor;
+
+/* A refused client may still be sending: after the answer, stop sending (SHUT_WR), read and
+ * discard for at most this long / this many bytes, then close, so the close does not send a
+ * reset that can destroy the answer before the client reads it (nginx's lingering_close). The
+ * acceptor does this for its refusals; transport_http.c for answers on adopted connections. */
+#define LG_LINGER_MS 2000
+#define LG_LINGER_BYTES (64u * 1024)
 
 /* A complete request head, handed on. head[0..len) holds every byte read so far. */
 struct lg_accepted {

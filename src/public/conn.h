@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "acceptor.h"
 #include "dlist.h"
 #include "encode.h"
 #include "http_request.h"
@@ -34,6 +35,7 @@ struct lg_subscribe_params;
 struct lg_rx {
     struct lg_http_request req;
     uint32_t len;
+    bool timed;       /* the request timer runs for the head at buf[0] */
     char buf[];       /* limits.max_request_head_bytes */
 };
 
@@ -48,6 +50,9 @@ struct lg_conn {
     bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */
     bool keep_alive;          /* after `out` is sent, read the next request */
     bool heartbeat_owed;      /* a heartbeat transport (SSE): send a comment line */
+    bool lingering;           /* answered and half-closed: reading and discarding until the
+                                 peer closes, LG_LINGER_MS or LG_LINGER_BYTES */
+    uint32_t linger_bytes;    /* discarded while lingering */
     struct lg_subscriber sub; /* SSE, WS, POLL */
     struct lg_buf out;        /* bytes to send before any event (heads, replies) */
     size_t out_sent;

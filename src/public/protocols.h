@@ -21,7 +21,8 @@ extern const struct lws_protocols lg_protocol_ws;   /* "livegate.v1" */
 
 /* What the classifier parsed, handed to the connection that serves it. */
 struct lg_handoff {
-    const char *buf;                 /* the request bytes */
+    const char *buf;                 /* the request bytes, and any read after it */
+    size_t len;                      /* bytes in buf (req->head_len of them are the request) */
     const struct lg_http_request *req;
 };
 

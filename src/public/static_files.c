@@ -81,10 +81,12 @@ void lg_static_serve(struct lg_conn *c, const char *buf, const struct lg_http_re
         lg_conn_http_error(c, 400, "bad_request", "malformed request path", NULL);
         return;
     }
+    /* O_NONBLOCK: opening a FIFO (or a device) would otherwise block the worker until a writer
+     * comes; whatever is not a regular file is then refused with 404. */
     int fd = -1;
     struct stat st;
     if (resolve_static(lg_worker_static_dir(c->worker), decoded, resolved) != 0 ||
-        (fd = open(resolved, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+        (fd = open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0 || fstat(fd, &st) != 0 ||
         !S_ISREG(st.st_mode) || st.st_size > STATIC_FILE_MAX) {
         if (fd >= 0)
             close(fd);

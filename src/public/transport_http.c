@@ -7,14 +7,22 @@
  * We write our own status lines and headers because lws 4.1.6's HTTP role never reads a socket
  * whose response is in progress, so it cannot see an SSE or long-poll client leave (it spins on
  * the dead socket instead). On the RAW role a peer's FIN arrives at once as RAW_CLOSE.
- * One connection serves requests one at a time (HTTP/1.1 keep-alive, no pipelining).
+ * One connection serves requests one at a time (HTTP/1.1 keep-alive): pipelined requests are
+ * buffered and each is served once the answer before it is out, so answers come in order.
+ * An idle keep-alive connection is closed after limits.keepalive_timeout_ms, a next request
+ * head that takes longer than limits.request_timeout_ms from its first byte gets 408, and a
+ * connection closed after an answer while the client may still be sending lingers (half
+ * closed, reading and discarding) so the close sends no reset that could destroy the answer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "conn.h"
 #include "http_routes.h"
+#include "log.h"
 #include "protocols.h"
 #include "transport.h"
 #include "worker_services.h"
@@ -30,7 +38,9 @@ static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 {
     c->keep_alive = req->keep_alive;
     bool get = req->method == LG_HTTP_GET;
-    if (lg_worker_is_draining(c->worker))
+    if (req->http_major != 1)
+        lg_conn_http_error(c, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
+    else if (lg_worker_is_draining(c->worker))
         lg_conn_http_error(c, 503, "unavailable", "the gateway is shutting down",
                            "Retry-After: 1\r\n");
     else if (path_is(buf, req, "/sse"))
@@ -51,13 +61,17 @@ static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_
                            "Allow: GET, HEAD\r\n");
 }
 
-/* ---- lws callbacks ------------------------------------------------------------------------ */
+/* ---- Keep-alive: the next request, its deadlines, pipelining ------------------------------ */
 
-/* Bytes from the client on a keep-alive connection: the next request. */
-static int on_rx(struct lg_conn *c, const char *in, size_t len)
+static void set_timer_ms(struct lg_conn *c, uint32_t ms)
 {
-    if (c->transport != &lg_transport_http || c->closing)
-        return 0; /* SSE and held polls expect nothing from the client; ignore it */
+    lws_set_timer_usecs(c->wsi, (lws_usec_t)ms * LWS_US_PER_MS);
+}
+
+/* Append bytes of the next request(s) to c->rx (allocated on demand). Return value: 0, or -1
+ * when they do not fit in limits.max_request_head_bytes (or memory ran out). */
+static int rx_append(struct lg_conn *c, const char *in, size_t len)
+{
     uint32_t cap = lg_worker_config(c->worker)->limits.max_request_head_bytes;
     if (!c->rx) {
         c->rx = malloc(sizeof *c->rx + cap);
@@ -65,46 +79,191 @@ static int on_rx(struct lg_conn *c, const char *in, size_t len)
             return -1;
         lg_http_request_init(&c->rx->req);
         c->rx->len = 0;
+        c->rx->timed = false;
     }
-    if (len > cap - c->rx->len) {
-        lg_conn_http_error(c, 431, "headers_too_large",
-                           "request head exceeds limits.max_request_head_bytes", NULL);
-        return 0;
-    }
+    if (len > cap - c->rx->len)
+        return -1;
     memcpy(c->rx->buf + c->rx->len, in, len);
     c->rx->len += (uint32_t)len;
+    return 0;
+}
+
+/* Refuse what the client sent next. An answer still waiting in `out` (the previous request's)
+ * goes first: the refusal is queued after it, in request order. */
+static void refuse_next(struct lg_conn *c, int status, const char *code, const char *message)
+{
+    struct lg_buf earlier = c->out;
+    lg_buf_init(&c->out);
+    lg_conn_http_error(c, status, code, message, NULL);
+    if (earlier.len) {
+        lg_buf_append(&earlier, c->out.data, c->out.len);
+        lg_buf_release(&c->out);
+        c->out = earlier;
+    } else {
+        lg_buf_release(&earlier);
+    }
+}
+
+/* Whether c waits for its next request: a plain keep-alive connection with its last answer
+ * handed to the socket (and taken by it: a client that does not read its answers gets no
+ * more until it does, so pipelined requests never pile up answers in memory). */
+static bool idle(const struct lg_conn *c)
+{
+    return c->transport == &lg_transport_http && c->keep_alive && !c->closing && !c->lingering &&
+           c->out.len == 0 && !lws_partial_buffered(c->wsi);
+}
+
+/*
+ * c is idle: serve the next request if its head is already buffered (pipelined), else wait
+ * for it. Deadlines: limits.keepalive_timeout_ms while no byte of it has arrived (then close
+ * quietly), limits.request_timeout_ms from its first byte (then 408).
+ */
+static void next_request(struct lg_conn *c)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    if (!c->rx || c->rx->len == 0) {
+        set_timer_ms(c, cfg->limits.keepalive_timeout_ms);
+        return;
+    }
+    struct lg_rx *rx = c->rx;
     const char *problem = NULL;
-    int rc = lg_http_request_feed(&c->rx->req, c->rx->buf, c->rx->len, &problem);
+    /* (feeding no new bytes would tell the parser the stream ended) */
+    int rc = rx->req.fed < rx->len ? lg_http_request_feed(&rx->req, rx->buf, rx->len, &problem)
+                                   : 0;
     if (rc < 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "malformed HTTP request: %s", problem);
         lg_conn_http_error(c, 400, "bad_request", msg, NULL);
-    } else if (rc == 1) {
-        if (c->rx->req.upgrade)
-            lg_conn_http_error(c, 400, "bad_request",
-                               "a WebSocket upgrade must be the first request on a connection",
-                               NULL);
-        else
-            http_serve(c, c->rx->buf, &c->rx->req);
-        free(c->rx); /* no pipelining: one request at a time */
+        return;
+    }
+    if (rc == 0) {
+        if (rx->len == cfg->limits.max_request_head_bytes) {
+            bool line = !memchr(rx->buf, '\n', rx->len);
+            lg_conn_http_error(c, line ? 414 : 431, line ? "uri_too_long" : "headers_too_large",
+                               line ? LG_URI_TOO_LONG_MESSAGE : LG_HEAD_TOO_LARGE_MESSAGE, NULL);
+        } else if (!rx->timed) {
+            rx->timed = true;
+            set_timer_ms(c, cfg->limits.request_timeout_ms);
+        }
+        return;
+    }
+    lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+    if (rx->req.upgrade)
+        lg_conn_http_error(c, 400, "bad_request",
+                           "a WebSocket upgrade must be the first request on a connection", NULL);
+    else
+        http_serve(c, rx->buf, &rx->req);
+    /* What follows the request is the start of the next one: served once this one's answer
+     * is out (in order), or ignored if c became a stream. */
+    uint32_t used = rx->req.head_len;
+    memmove(rx->buf, rx->buf + used, rx->len - used);
+    rx->len -= used;
+    lg_http_request_init(&rx->req);
+    rx->timed = false;
+    if (rx->len == 0) {
+        free(c->rx);
         c->rx = NULL;
     }
+}
+
+/* ---- Lingering close -------------------------------------------------------------------- */
+
+/* Whether the client sent bytes nobody will read: closing now would answer them with a reset,
+ * which can destroy our answer before the client reads it. */
+static bool unread_input(const struct lg_conn *c)
+{
+    int fd = lws_get_socket_fd(c->wsi);
+    int queued = 0;
+    return (c->rx && c->rx->len > 0) || (fd >= 0 && ioctl(fd, FIONREAD, &queued) == 0 && queued > 0);
+}
+
+/* The answer is out (lws holds nothing more): close, lingering first if the client may still
+ * be sending. Return value: -1 close now, 0 lingering. */
+static int finish(struct lg_conn *c)
+{
+    if (c->transport != &lg_transport_http || !unread_input(c))
+        return -1;
+    int fd = lws_get_socket_fd(c->wsi);
+    if (fd < 0 || shutdown(fd, SHUT_WR) != 0)
+        return -1;
+    c->lingering = true;
+    free(c->rx);
+    c->rx = NULL;
+    set_timer_ms(c, LG_LINGER_MS);
     return 0;
+}
+
+/* ---- lws callbacks ------------------------------------------------------------------------ */
+
+/* Bytes from the client: on a keep-alive connection the next request (or more), buffered until
+ * the connection is idle so pipelined requests are answered one after the other, in order. */
+static int on_rx(struct lg_conn *c, const char *in, size_t len)
+{
+    if (c->lingering) {
+        c->linger_bytes += (uint32_t)(len < LG_LINGER_BYTES ? len : LG_LINGER_BYTES);
+        return c->linger_bytes >= LG_LINGER_BYTES ? -1 : 0;
+    }
+    if (c->closing || (c->transport != &lg_transport_http && c->transport != &lg_transport_poll))
+        return 0; /* SSE expects nothing from the client; ignore it */
+    bool was_empty = !c->rx || c->rx->len == 0;
+    if (rx_append(c, in, len) != 0) {
+        refuse_next(c, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE);
+        return 0;
+    }
+    if (!idle(c))
+        return 0; /* an answer (or a held poll) comes first */
+    if (was_empty)
+        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL); /* no longer idle */
+    next_request(c);
+    return 0;
+}
+
+/* A deadline of a plain connection: lingering over, an idle keep-alive connection, or a
+ * request head too slow. Return value: -1 to close. */
+static int http_timer(struct lg_conn *c)
+{
+    if (c->lingering)
+        return -1;
+    if (c->rx && c->rx->timed) {
+        free(c->rx);
+        c->rx = NULL;
+        lg_conn_http_error(c, 408, "request_timeout",
+                           "the request head did not arrive within limits.request_timeout_ms",
+                           NULL);
+        return 0;
+    }
+    if (!idle(c) && (c->out.len || lws_partial_buffered(c->wsi))) {
+        /* its answer is still being sent: an idle connection only once it is out */
+        set_timer_ms(c, lg_worker_config(c->worker)->limits.keepalive_timeout_ms);
+        return 0;
+    }
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_DEBUG,
+                       "closing a keep-alive connection idle for limits.keepalive_timeout_ms");
+    return -1;
 }
 
 /* The socket can take more: what `out` holds goes first, then the transport's own output. */
 static int on_writable(struct lg_conn *c)
 {
+    if (c->lingering)
+        return 0;
     if (c->out.len) {
         if (lg_conn_flush_out(c) != 0)
             return -1;
-        /* Come back once lws has sent it all: then close, or go on with events. */
-        if (c->closing || lg_subscriber_has_output(&c->sub) || c->heartbeat_owed)
+        /* Come back once lws has sent it all: then close, go on with events, or read the
+         * next request. */
+        if (c->closing || lg_subscriber_has_output(&c->sub) || c->heartbeat_owed ||
+            c->transport == &lg_transport_http)
             lg_conn_want_write(c);
         return 0;
     }
     if (c->closing)
-        return -1;
+        return finish(c);
+    if (idle(c)) {
+        next_request(c);
+        return 0;
+    }
     return c->transport && c->transport->writable ? c->transport->writable(c) : 0;
 }
 
@@ -133,6 +292,11 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         if (!h)
             return -1;
         lg_conn_init(c, wsi, lws_context_user(lws_get_context(wsi)), &lg_transport_http);
+        /* Bytes read after the first request (pipelined) wait for its answer. They fit: the
+         * acceptor read at most limits.max_request_head_bytes. */
+        if (h->len > h->req->head_len &&
+            rx_append(c, h->buf + h->req->head_len, h->len - h->req->head_len) != 0)
+            return -1;
         http_serve(c, h->buf, h->req);
         return 0;
     }
@@ -141,6 +305,8 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
     case LWS_CALLBACK_RAW_WRITEABLE:
         return on_writable(c);
     case LWS_CALLBACK_TIMER:
+        if (c->transport == &lg_transport_http)
+            return http_timer(c);
         if (c->transport && c->transport->timer)
             c->transport->timer(c);
         return 0;

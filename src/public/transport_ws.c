@@ -91,16 +91,36 @@ static json_t *cursor_string(const struct lg_conn *c)
 
 /* ---- Operations --------------------------------------------------------------------------- */
 
-/* Subscribe to p's topics from p's cursor, answering `subscribed` or `error`. */
+/* Undo a subscribe that failed part way: the topics it added (had[i] false) are removed, so a
+ * refused subscribe leaves the connection's subscriptions as they were. */
+static void unsubscribe_added(struct lg_conn *c, const struct lg_subscribe_params *p,
+                              const bool *had)
+{
+    struct lg_hub *hub = lg_worker_hub(c->worker);
+    for (size_t i = 0; i < p->topic_count; i++) {
+        if (had[i])
+            continue;
+        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), false,
+                                          &(const char *){NULL});
+        if (t)
+            lg_subscriber_remove(&c->sub, hub, t);
+        lg_hub_topic_done(hub, t);
+    }
+}
+
+/* Subscribe to p's topics from p's cursor, answering `subscribed` or `error`. All or nothing:
+ * when one topic is refused (a bad cursor, no room for a new topic), none of them is added. */
 static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
     struct lg_hub *hub = lg_worker_hub(c->worker);
     size_t fresh = 0;
+    bool had[LG_CURSOR_MAX_ENTRIES] = {false};
     for (size_t i = 0; i < p->topic_count; i++) {
         struct lg_topic *t =
             lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), false, &(const char *){NULL});
-        fresh += !t || !lg_subscriber_find(&c->sub, t);
+        had[i] = t && lg_subscriber_find(&c->sub, t) != NULL;
+        fresh += !had[i];
         lg_hub_topic_done(hub, t);
     }
     if (c->sub.sub_count + fresh > cfg->limits.max_topics_per_client) {
@@ -114,10 +134,12 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
     case LG_SUBSCRIBE_OK:
         break;
     case LG_SUBSCRIBE_UNAVAILABLE:
+        unsubscribe_added(c, p, had);
         return reply_error(c, "unavailable", why.problem);
     default: {
         char text[256];
         snprintf(text, sizeof text, "topic %s: %s", why.topic, why.problem);
+        unsubscribe_added(c, p, had);
         return reply_error(c, "invalid_cursor", text);
     }
     }
@@ -151,7 +173,8 @@ static int op_subscribe(struct lg_conn *c, json_t *msg, struct lg_subscribe_para
         if (code)
             return reply_error(c, code, problem);
     }
-    if (since && !json_is_null(since)) {
+    /* null or "" = no cursor, as an empty since= on /sse, /poll and /ws */
+    if (since && !json_is_null(since) && !(json_is_string(since) && json_string_length(since) == 0)) {
         char why[192];
         if (!json_is_string(since))
             return reply_error(c, "bad_message", "\"since\" must be a cursor string");

@@ -153,7 +153,7 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
 static void adopt_http(void *owner, const struct lg_accepted *a)
 {
     struct lg_worker *w = owner;
-    struct lg_handoff handoff = {.buf = a->head, .req = a->req};
+    struct lg_handoff handoff = {.buf = a->head, .len = a->len, .req = a->req};
     lws_adopt_desc_t desc = {
         .vh = w->vhost,
         .type = LWS_ADOPT_SOCKET,

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lg_test.h"
@@ -40,6 +41,10 @@ struct bad_input {
 #define NUL_BODY                                                                                   \
     "{\"error\":\"bad_request\",\"message\":\"malformed query string: a parameter holds a NUL "  \
     "byte (%00), which no name, topic, cursor or timeout may contain\"}\n"
+
+#define X64 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define X1K X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64 X64
+#define LONG_LINE "GET /" X1K X1K X1K X1K X1K X1K X1K X1K X1K " HTTP/1.1\r\nHost: x\r\n\r\n"
 
 static const struct bad_input bad_inputs[] = {
     {"Content-Length headers that disagree", CONTROL,
@@ -81,6 +86,20 @@ static const struct bad_input bad_inputs[] = {
      400,
      "{\"error\":\"unsupported_subprotocol\",\"message\":\"the subprotocol of /ws is "
      "livegate.v1 (or offer none); none of those offered is supported\"}\n",
+     true, NULL},
+    {"HTTP/2.0 in a request line", PUBLIC, "GET /poll?topic=a&timeout=0 HTTP/2.0\r\nHost: x\r\n\r\n",
+     505, "{\"error\":\"http_version_not_supported\",\"message\":\"this server speaks HTTP/1.0 "
+          "and HTTP/1.1 only\"}\n",
+     true, NULL},
+    {"a request line over limits.max_request_head_bytes", PUBLIC, LONG_LINE, 414,
+     "{\"error\":\"uri_too_long\",\"message\":\"request line exceeds "
+     "limits.max_request_head_bytes\"}\n",
+     true, NULL},
+    {"invalid UTF-8 quoted in an error message", PUBLIC,
+     "GET /sse?topic=%FF%FEab%E2%82 HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     "{\"error\":\"invalid_topic\",\"message\":\"topic \\\"\xef\xbf\xbd\xef\xbf\xbd"
+     "ab\xef\xbf\xbd\xef\xbf\xbd\\\": topic name contains a character outside A-Z a-z 0-9 _ - . / : ~ "
+     "(at byte 1)\"}\n",
      true, NULL},
 };
 
@@ -314,6 +333,225 @@ START_TEST(topics_nobody_published_to_are_collected_once_idle)
 }
 END_TEST
 
+/* ---- Keep-alive connections: deadlines, pipelining, lingering close -------------------- */
+
+/* Every byte the server sends until it closes (or timeout_ms passes), NUL-terminated, in buf.
+ * Return value: true if the server closed the connection. */
+static bool read_to_close(int fd, char *buf, size_t cap, size_t *len, int timeout_ms)
+{
+    int64_t deadline = lg_now_ms() + timeout_ms;
+    *len = 0;
+    while (lg_left_ms(deadline) > 0) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 50 * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, 0);
+        if (n == 0) {
+            buf[*len] = '\0';
+            return true;
+        }
+        if (n > 0)
+            *len += (size_t)n;
+        else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        if (*len == cap - 1)
+            break;
+    }
+    buf[*len] = '\0';
+    return false;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+#define POLL_NOW "GET /poll?topic=ka&timeout=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+
+START_TEST(an_idle_keep_alive_connection_is_closed)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"limits\":{\"keepalive_timeout_ms\":500}}");
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(lg_send_all(fd, POLL_NOW, strlen(POLL_NOW)), 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    int64_t t0 = lg_now_ms();
+    char buf[256];
+    size_t len;
+    ck_assert_msg(read_to_close(fd, buf, sizeof buf, &len, 3000),
+                  "an idle keep-alive connection was left open");
+    ck_assert_uint_eq(len, 0); /* closed quietly: no answer */
+    ck_assert_int_ge(lg_now_ms() - t0, 400);
+    close(fd);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(a_dripped_second_request_head_gets_408)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"limits\":{\"request_timeout_ms\":600}}");
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(lg_send_all(fd, POLL_NOW, strlen(POLL_NOW)), 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    long long rejected = lg_stat(s.control_port, "requests_rejected");
+    /* one byte every 100 ms: each keeps the connection busy, none completes the head */
+    const char *drip = "GET /poll?topic=ka&timeout=0 HTTP/1.1\r\nHost: x\r\n";
+    int64_t t0 = lg_now_ms();
+    size_t i = 0;
+    char buf[1024];
+    size_t len = 0;
+    for (; drip[i] && lg_now_ms() - t0 < 3000; i++) {
+        if (send(fd, drip + i, 1, MSG_NOSIGNAL) != 1)
+            break;
+        ssize_t n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+        if (n > 0) {
+            len = (size_t)n;
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    if (len == 0) {
+        bool closed = read_to_close(fd, buf, sizeof buf, &len, 2000);
+        (void)closed;
+    }
+    buf[len] = '\0';
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 408 Request Timeout\r\n", 30) == 0,
+                  "no 408 for a dripped head (sent %zu bytes): %s", i, buf);
+    ck_assert_ptr_nonnull(strstr(buf, "{\"error\":\"request_timeout\",\"message\":\"the request "
+                                      "head did not arrive within limits.request_timeout_ms\"}"));
+    ck_assert_int_lt(lg_now_ms() - t0, 2500);
+    ck_assert_int_eq(lg_stat(s.control_port, "requests_rejected"), rejected + 1);
+    close(fd);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(pipelined_requests_are_answered_in_order)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, NULL);
+    ck_assert_int_eq(lg_publish(s.control_port, "p1", "one", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(s.control_port, "p2", "two", NULL, 0), 201);
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    /* three requests in one write; the last one asks to close after its answer */
+    const char *three = "GET /poll?topic=p1&since=p1@00000000:0&timeout=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "GET /poll?topic=p2&since=p2@00000000:0&timeout=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "GET /poll?topic=p3&timeout=0 HTTP/1.1\r\nHost: x\r\n"
+                        "Connection: close\r\n\r\n";
+    ck_assert_int_eq(lg_send_all(fd, three, strlen(three)), 0);
+    static char buf[16384];
+    size_t len;
+    ck_assert_msg(read_to_close(fd, buf, sizeof buf, &len, WAIT_MS), "not closed; got: %s", buf);
+    const char *a = strstr(buf, "\"cursor\":\"p1@");
+    const char *b = a ? strstr(a, "\"cursor\":\"p2@") : NULL;
+    const char *c = b ? strstr(b, "\"cursor\":\"p3@") : NULL;
+    ck_assert_msg(a && b && c, "three answers in order expected, got:\n%s", buf);
+    ck_assert_int_eq(count_of(buf, "HTTP/1.1 200 OK\r\n"), 3);
+    ck_assert_int_eq(count_of(buf, "Connection: close\r\n"), 1);
+    close(fd);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+/* Keep sending `total` bytes of junk in 4 KiB pieces, 10 ms apart. Return value: 0, or the
+ * errno of the first send that failed (the server reset the connection). */
+static int keep_sending(int fd, size_t total)
+{
+    char junk[4096];
+    memset(junk, 'x', sizeof junk);
+    for (size_t sent = 0; sent < total; sent += sizeof junk) {
+        if (send(fd, junk, sizeof junk, MSG_NOSIGNAL) < 0)
+            return errno;
+        usleep(10 * 1000);
+    }
+    return 0;
+}
+
+/* The client sends on after its refusal, then reads: the answer must still be there. */
+static void expect_answer_survives(int fd, int status, const char *body)
+{
+    usleep(100 * 1000); /* the refusal is sent and the socket closed (or half-closed) by now */
+    int err = keep_sending(fd, 32 * 1024);
+    ck_assert_msg(err == 0, "the gateway reset the connection: %s", strerror(err));
+    static char buf[16384];
+    size_t len;
+    read_to_close(fd, buf, sizeof buf, &len, 4000);
+    char want[64];
+    snprintf(want, sizeof want, "HTTP/1.1 %d ", status);
+    const char *at = strstr(buf, want);
+    ck_assert_msg(at != NULL, "no %d answer in:\n%s", status, buf);
+    ck_assert_ptr_nonnull(strstr(at, body));
+}
+
+START_TEST(a_refusal_is_not_lost_to_a_reset)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, NULL);
+    /* the acceptor: a head over limits.max_request_head_bytes (8192), and more behind it */
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    static char big[12000];
+    memset(big, 'a', sizeof big);
+    memcpy(big, "GET /sse?topic=x HTTP/1.1\r\nX-Pad: ", 35);
+    ck_assert_int_eq(lg_send_all(fd, big, sizeof big), 0);
+    expect_answer_survives(fd, 431, "{\"error\":\"headers_too_large\",\"message\":\"request head "
+                                    "exceeds limits.max_request_head_bytes\"}");
+    close(fd);
+    /* an adopted keep-alive connection: its second request is malformed, and more follows */
+    fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(lg_send_all(fd, POLL_NOW, strlen(POLL_NOW)), 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    const char *bad = "GET /poll HTTP/1.1\r\nBad Header\r\n\r\n";
+    ck_assert_int_eq(lg_send_all(fd, bad, strlen(bad)), 0);
+    expect_answer_survives(fd, 400, "\"error\":\"bad_request\"");
+    close(fd);
+    ck_assert_int_eq(lg_stat(s.control_port, "requests_rejected"), 2);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(a_fifo_in_the_static_directory_is_404_and_blocks_nothing)
+{
+    char dir[] = "/tmp/lg-hardening-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128], conf[256];
+    snprintf(path, sizeof path, "%s/pipe.txt", dir);
+    ck_assert_int_eq(mkfifo(path, 0644), 0);
+    snprintf(conf, sizeof conf, "{\"workers\":1,\"static_dir\":\"%s\"}", dir);
+    struct lg_server s;
+    lg_server_must_start(&s, conf);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.public_port, "GET", "/pipe.txt", NULL, NULL, 0, &r, 3000), 0);
+    lg_expect_error(&r, 404, "not_found", LG_ERROR_JSON_TYPE);
+    lg_http_response_free(&r);
+    /* the one worker still serves */
+    ck_assert_int_eq(lg_http_request(s.public_port, "GET", "/poll?topic=f&timeout=0", NULL, NULL,
+                                     0, &r, 3000),
+                     0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    lg_server_must_stop(&s);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *suite = suite_create("hardening");
@@ -325,6 +563,11 @@ static Suite *hardening_suite(void)
     tcase_add_test(tc, running_out_of_descriptors_refuses_instead_of_spinning);
     tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
     tcase_add_test(tc, topics_nobody_published_to_are_collected_once_idle);
+    tcase_add_test(tc, an_idle_keep_alive_connection_is_closed);
+    tcase_add_test(tc, a_dripped_second_request_head_gets_408);
+    tcase_add_test(tc, pipelined_requests_are_answered_in_order);
+    tcase_add_test(tc, a_refusal_is_not_lost_to_a_reset);
+    tcase_add_test(tc, a_fifo_in_the_static_directory_is_404_and_blocks_nothing);
     suite_add_tcase(suite, tc);
     return suite;
 }

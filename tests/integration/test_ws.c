@@ -235,6 +235,25 @@ START_TEST(test_ws_subscribe_since_replays)
     send_text(&c, "{\"op\":\"subscribe\",\"topics\":[]}");
     expect_error(&c, "bad_message");
 
+    /* all or nothing: a bad cursor for the second topic leaves the first unsubscribed */
+    lg_publish_n(s.control_port, "a", 1, 1, NULL, 0);
+    snprintf(msg, sizeof msg,
+             "{\"op\":\"subscribe\",\"topics\":[\"a\",\"s\"],\"since\":\"a@%1$s:1,s@%1$s:9\"}", ep);
+    send_text(&c, msg);
+    expect_error(&c, "invalid_cursor");
+    lg_publish_n(s.control_port, "a", 2, 2, NULL, 0);
+    ping_pong(&c); /* the pong comes after anything the publish would have caused */
+    expect_silence(&c, 200);
+
+    /* an empty since is no cursor, as since= on /sse and /poll */
+    send_text(&c, "{\"op\":\"subscribe\",\"topics\":[\"e\"],\"since\":\"\"}");
+    char *sub = next_msg(&c);
+    ck_assert_msg(strstr(sub, "\"type\":\"subscribed\"") && strstr(sub, "\"topics\":[\"e\"]"),
+                  "got %s", sub);
+    free(sub);
+    send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"e\"]}");
+    expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"e\"]}");
+
     snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"s\"],\"since\":\"s@%s:2\"}", ep);
     send_text(&c, msg);
     snprintf(want, sizeof want,

@@ -133,6 +133,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cfg.limits.max_connections, 19400);
     ck_assert_uint_eq(cfg.limits.max_request_head_bytes, 8192);
     ck_assert_uint_eq(cfg.limits.request_timeout_ms, 10000);
+    ck_assert_uint_eq(cfg.limits.keepalive_timeout_ms, 10000);
     ck_assert_uint_eq(cfg.limits.max_retained_bytes, 1073741824);
     ck_assert_uint_eq(cfg.limits.worker_inbox_events, 8);
     ck_assert_uint_eq(cfg.limits.publish_wait_ms, 2000);
@@ -372,6 +373,8 @@ static const struct lg_error_case lg_error_cases[] = {
       "history.max_bytes: 17179869185 is out of range (allowed 1..17179869184)" },
     { "{\"limits\": {\"max_topics_per_client\": 65}}",
       "limits.max_topics_per_client: 65 is out of range (allowed 1..64)" },
+    { "{\"limits\": {\"keepalive_timeout_ms\": 99}}",
+      "limits.keepalive_timeout_ms: 99 is out of range (allowed 100..3600000)" },
     { "{\"sse\": {\"heartbeat_ms\": 999}}",
       "sse.heartbeat_ms: 999 is out of range (allowed 1000..3600000)" },
     { "{\"write_batch_bytes\": 4095}",
