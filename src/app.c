@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "acceptor.h"
+#include "client_address.h"
+#include "client_addresses.h"
 #include "clock.h"
 #include "control.h"
 #include "hub.h"
@@ -31,6 +33,9 @@ struct lg_app {
     uint32_t worker_count;
     uint16_t public_port, control_port;
     struct lg_control *control;
+    struct lg_client_addresses *clients;     /* connections per client address; after workers */
+    struct lg_client_address trusted[LG_TRUSTED_PROXIES_MAX]; /* trusted_proxies, parsed */
+    size_t trusted_count;
 };
 
 static uint32_t worker_count(const struct lg_config *cfg)
@@ -136,8 +141,20 @@ static int start(struct lg_app *app)
         return -1;
     }
     lg_hub_on_room(app->hub, lg_pacer_room, app->pacer);
+    size_t bad = 0; /* the config check parsed it already */
+    int trusted = lg_client_address_list_parse(app->cfg->trusted_proxies, app->trusted,
+                                               LG_TRUSTED_PROXIES_MAX, &bad);
+    app->trusted_count = trusted > 0 ? (size_t)trusted : 0;
+    app->clients = lg_client_addresses_create(app->cfg->limits.max_connections,
+                                              app->cfg->limits.max_connections_per_address);
+    if (!app->clients) {
+        lg_err("cannot create the client address table: out of memory");
+        return -1;
+    }
     struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub,
-                                      .static_dir = app->static_dir};
+                                      .static_dir = app->static_dir, .clients = app->clients,
+                                      .trusted = app->trusted,
+                                      .trusted_count = app->trusted_count};
     uint16_t port = app->cfg->public_addr.port;
     for (uint32_t i = 0; i < app->worker_count; i++) {
         app->workers[i] = lg_worker_create(&shared, i, &port, err, sizeof err);
@@ -218,6 +235,8 @@ static void stop(struct lg_app *app)
     }
     lg_pacer_destroy(app->pacer); /* no worker can signal room any more */
     app->pacer = NULL;
+    lg_client_addresses_destroy(app->clients); /* every connection was released */
+    app->clients = NULL;
     lg_hub_destroy(app->hub);
     app->hub = NULL;
 }

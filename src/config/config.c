@@ -19,6 +19,8 @@
  * table, reads and walks the document, and prints the config.
  */
 #include "config.h"
+
+#include "client_address.h"
 #include "config_setting.h"
 
 #include <arpa/inet.h>
@@ -64,6 +66,9 @@ static const struct lg_setting lg_settings[] = {
       .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged" },
     { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,
       .max = 4095, .def_text = "", .doc = "static files directory; \"\" = <binary dir>/../static" },
+    { .key = "trusted_proxies", .type = LG_SETTING_STRING, .offset = LG_OFF(trusted_proxies),
+      .min = 0, .max = 4095, .def_text = "127.0.0.1, ::1",
+      .doc = "proxies whose X-Forwarded-For names the client (numeric addresses, comma-separated)" },
 
     LG_U32("history.max_events", history.max_events, 1, 1000000, 1000,
            "events retained per topic for resume"),
@@ -116,6 +121,8 @@ static const struct lg_setting lg_settings[] = {
            "topics in one subscription (a cursor holds at most 64)"),
     LG_U32("limits.max_connections", limits.max_connections, 1, 10000000, 19400,
            "public-port connections per process (503 above)"),
+    LG_U32("limits.max_connections_per_address", limits.max_connections_per_address, 0,
+           10000000, 1024, "connections per client address (429 above); 0 = no bound"),
     LG_U32("limits.max_request_head_bytes", limits.max_request_head_bytes, 1024, LG_MIB(1),
            LG_KIB(8), "request line + headers on the public port (431 above)"),
     LG_U32("limits.request_timeout_ms", limits.request_timeout_ms, 100, LG_HOUR_MS, 10000,
@@ -231,6 +238,14 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
         lg_config__errf(err, "poll.default_timeout_ms (%" PRIu32 ") must not exceed "
                         "poll.max_timeout_ms (%" PRIu32 ")", cfg->poll.default_timeout_ms,
                         cfg->poll.max_timeout_ms);
+        return -1;
+    }
+    struct lg_client_address proxies[LG_TRUSTED_PROXIES_MAX];
+    size_t bad = 0;
+    if (lg_client_address_list_parse(cfg->trusted_proxies ? cfg->trusted_proxies : "", proxies,
+                                     LG_TRUSTED_PROXIES_MAX, &bad) < 0) {
+        lg_config__errf(err, "trusted_proxies: the entry at byte %zu is not a numeric IPv4 or "
+                        "IPv6 address (at most %d, comma-separated)", bad, LG_TRUSTED_PROXIES_MAX);
         return -1;
     }
     if (cfg->limits.max_event_bytes > cfg->limits.max_batch_bytes) {
@@ -490,5 +505,6 @@ void lg_config_release(struct lg_config *cfg)
 {
     lg_topic_rules_free(cfg->topic_rules, cfg->topic_rule_count);
     free(cfg->static_dir);
+    free(cfg->trusted_proxies);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -28,6 +28,7 @@ struct lg_listen_addr {
 
 /* Most worker threads: the hub tracks the workers of a publish in one 64-bit mask. */
 #define LG_MAX_WORKERS 64
+#define LG_TRUSTED_PROXIES_MAX 64 /* entries of "trusted_proxies" */
 
 struct lg_config {
     struct lg_listen_addr public_addr;  /* "listen.public"  default 0.0.0.0:8080 */
@@ -35,6 +36,8 @@ struct lg_config {
     uint32_t workers;                   /* "workers": 0 = one per online CPU */
     enum lg_log_level log_level;        /* "log_level" */
     char *static_dir;                   /* "static_dir": "" = <binary dir>/../static */
+    char *trusted_proxies;              /* "trusted_proxies": addresses whose X-Forwarded-For
+                                           names the client, comma-separated */
 
     struct lg_history_bounds history;   /* "history" defaults for every topic */
     struct lg_queue_bounds client_queue;/* "client_queue" defaults for every subscriber */
@@ -62,6 +65,7 @@ struct lg_config {
         uint32_t max_topics;            /* topics the hub will create (503 above) */
         uint32_t max_topics_per_client; /* topics in one subscription */
         uint32_t max_connections;       /* public-port connections per process */
+        uint32_t max_connections_per_address; /* per client address; 0 = no bound */
         uint32_t max_request_head_bytes;/* request line + headers on the public port */
         uint32_t request_timeout_ms;    /* a request head must arrive within this */
         uint32_t keepalive_timeout_ms;  /* an idle keep-alive connection is closed after this */

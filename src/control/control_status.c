@@ -35,14 +35,16 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-        "s:I,s:I,s:I,s:I}",
+        "s:I,s:I,s:I,s:I,s:I}",
         STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
         STAT(publishes_held), STAT(publish_wait_ms_total), STAT(publishes_refused_overload),
         STAT(events_delivered),
         STAT(events_dropped_overflow), STAT(events_dropped_lag), STAT(events_conflated),
         STAT(gaps_sent), STAT(clients_disconnected_slow), STAT(history_evicted),
-        STAT(clients_sse), STAT(clients_ws), STAT(clients_poll), "connections_open", (json_int_t)lg_account_connections(),
-        STAT(connections_refused), STAT(requests_rejected), STAT(max_queue_depth),
+        STAT(clients_sse), STAT(clients_ws), STAT(clients_poll),
+        "connections_open", (json_int_t)lg_account_connections(),
+        STAT(connections_refused), STAT(connections_refused_address), STAT(requests_rejected),
+        STAT(max_queue_depth),
         "event_bytes_live", (json_int_t)lg_account_event_bytes(),
         "events_live", (json_int_t)lg_account_events(), STAT(topics), STAT(topics_collected));
 #undef STAT

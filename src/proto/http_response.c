@@ -14,6 +14,7 @@ const char *lg_http_reason(int status)
     case 408: return "Request Timeout";
     case 414: return "URI Too Long";
     case 426: return "Upgrade Required";
+    case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";

@@ -37,6 +37,7 @@ struct lg_pending {
                                            lingering list: refusal order = deadline order */
     bool lingering;                     /* answered and half-closed: discarding what comes */
     uint32_t discarded;
+    struct lg_client_address peer;      /* from accept4() */
     struct lg_http_request req;
     uint32_t len;
     char buf[];                         /* limits.max_request_head_bytes */
@@ -50,6 +51,8 @@ struct lg_acceptor {
     int heads_fd;                       /* epoll set of pending sockets */
     bool fds_taken;                     /* the owner closes listen_fd and heads_fd */
     int spare_fd;                       /* /dev/null, given up to refuse at EMFILE */
+    const struct lg_client_address *trusted; /* borrowed, immutable: trusted proxies */
+    size_t trusted_count;
     struct lg_dlist pending;            /* struct lg_pending, oldest first */
     struct lg_dlist lingering;          /* refused struct lg_pending, oldest first */
 };
@@ -203,7 +206,7 @@ static void pending_refuse(struct lg_acceptor *a, struct lg_pending *p, int stat
         pending_finish(a, p, true);
 }
 
-static void accept_one(struct lg_acceptor *a, int fd)
+static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *peer)
 {
     const struct lg_config *cfg = a->cfg;
     int one = 1;
@@ -219,6 +222,8 @@ static void accept_one(struct lg_acceptor *a, int fd)
     }
     int64_t open_now = lg_account_connection_opened();
     p->fd = fd;
+    if (!lg_client_address_of(peer, &p->peer))
+        memset(&p->peer, 0, sizeof p->peer); /* not IP (a test over a socketpair): one key */
     p->len = 0;
     p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
     lg_http_request_init(&p->req);
@@ -282,7 +287,10 @@ static bool refuse_without_descriptors(struct lg_acceptor *a, int accept_errno)
 void lg_acceptor_accept_ready(struct lg_acceptor *a)
 {
     for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
-        int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage peer;
+        socklen_t peer_len = sizeof peer;
+        int fd = accept4(a->listen_fd, (struct sockaddr *)&peer, &peer_len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             int e = errno;
             if ((e == EMFILE || e == ENFILE) && refuse_without_descriptors(a, e))
@@ -293,7 +301,7 @@ void lg_acceptor_accept_ready(struct lg_acceptor *a)
             }
             return;
         }
-        accept_one(a, fd);
+        accept_one(a, fd, (const struct sockaddr *)&peer);
     }
 }
 
@@ -306,6 +314,9 @@ static bool is_path(const char *buf, const struct lg_slice *path, const char *wa
 static void hand_on(struct lg_acceptor *a, struct lg_pending *p, bool websocket)
 {
     struct lg_accepted acc = {.fd = p->fd, .head = p->buf, .len = p->len, .req = &p->req};
+    const struct lg_slice *xff = &p->req.headers[LG_HDR_X_FORWARDED_FOR];
+    acc.counted = lg_client_address_resolve(&p->peer, a->trusted, a->trusted_count,
+                                            p->buf + xff->off, xff->len, &acc.client);
     pending_detach(a, p); /* before the owner's loop may see the socket */
     if (!websocket) {
         a->ops->http(a->owner, &acc);
@@ -460,7 +471,8 @@ void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms)
 
 struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *port,
                                        const struct lg_acceptor_ops *ops, void *owner,
-                                       char *err, size_t errlen)
+                                       const struct lg_client_address *trusted,
+                                       size_t trusted_count, char *err, size_t errlen)
 {
     struct lg_acceptor *a = calloc(1, sizeof *a);
     if (!a) {
@@ -470,6 +482,8 @@ struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *po
     a->cfg = cfg;
     a->ops = ops;
     a->owner = owner;
+    a->trusted = trusted;
+    a->trusted_count = trusted_count;
     a->heads_fd = -1;
     a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     a->listen_fd = open_listener(&cfg->public_addr, *port, err, errlen);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_address.h"
 #include "config.h"
 #include "http_request.h"
 
@@ -45,6 +46,8 @@ struct lg_accepted {
     const char *head;
     size_t len;
     const struct lg_http_request *req;
+    struct lg_client_address client; /* who the connection counts against (client_address.h) */
+    bool counted;                    /* false: a trusted proxy's own, counted against nobody */
 };
 
 struct lg_acceptor_ops {
@@ -64,11 +67,13 @@ struct lg_acceptor_ops {
  * value: 0, or -1 with err filled. */
 int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, size_t errlen);
 
-/* Bind cfg->public_addr (port *port; 0 = let the kernel pick, then *port is set). Return
- * value: the acceptor, or NULL with err filled. */
+/* Bind cfg->public_addr (port *port; 0 = let the kernel pick, then *port is set). trusted:
+ * the trusted proxies (borrowed, immutable), for the client address of each connection.
+ * Return value: the acceptor, or NULL with err filled. */
 struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *port,
                                        const struct lg_acceptor_ops *ops, void *owner,
-                                       char *err, size_t errlen);
+                                       const struct lg_client_address *trusted,
+                                       size_t trusted_count, char *err, size_t errlen);
 void lg_acceptor_destroy(struct lg_acceptor *a); /* closes pending sockets (and the fds, unless taken) */
 
 int lg_acceptor_listen_fd(const struct lg_acceptor *a);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client_addresses.h"
 #include "clock.h"
 #include "hub.h"
 #include "log.h"
@@ -37,11 +38,24 @@ void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport_ops *tra
     count_client(transport, 1);
 }
 
+bool lg_conn_claim_client(struct lg_conn *c, const struct lg_client_address *client)
+{
+    if (!client)
+        return true;
+    if (!lg_client_addresses_acquire(lg_worker_clients(c->worker), client))
+        return false;
+    c->client = *client;
+    c->client_counted = true;
+    return true;
+}
+
 void lg_conn_release(struct lg_conn *c)
 {
     if (c->released || !c->transport)
         return;
     c->released = true;
+    if (c->client_counted)
+        lg_client_addresses_release(lg_worker_clients(c->worker), &c->client);
     count_client(c->transport, -1);
     lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
     lg_buf_release(&c->out);

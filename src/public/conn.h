@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "acceptor.h"
+#include "client_address.h"
 #include "dlist.h"
 #include "encode.h"
 #include "http_request.h"
@@ -46,6 +47,8 @@ struct lg_conn {
      * answers and between keep-alive requests, then a stream's or a held poll's table. */
     const struct lg_transport_ops *transport;
     bool released;            /* lg_conn_release() ran */
+    bool client_counted;      /* holds one of `client`'s connections (client_addresses.h) */
+    struct lg_client_address client;
     bool closing;             /* send what is in `out`, then close */
     bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */
     bool keep_alive;          /* after `out` is sent, read the next request */
@@ -72,6 +75,10 @@ struct lg_conn {
 /* ---- shared connection helpers (conn.c) ----------------------------------------------- */
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
                   const struct lg_transport_ops *transport);
+/* Count c against client (NULL: a trusted proxy's own connection, counted against nobody).
+ * Return value: true, or false when client already holds limits.max_connections_per_address
+ * connections (the caller refuses c: 429, or close 1008). */
+bool lg_conn_claim_client(struct lg_conn *c, const struct lg_client_address *client);
 void lg_conn_release(struct lg_conn *c);
 /* Ask lws for a writable callback once (dedup while one is pending is lws' job). */
 void lg_conn_want_write(struct lg_conn *c);

@@ -14,6 +14,7 @@
 
 #include <libwebsockets.h>
 
+struct lg_client_address;
 struct lg_http_request;
 
 extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / static */
@@ -24,6 +25,7 @@ struct lg_handoff {
     const char *buf;                 /* the request bytes, and any read after it */
     size_t len;                      /* bytes in buf (req->head_len of them are the request) */
     const struct lg_http_request *req;
+    const struct lg_client_address *client; /* who it counts against, or NULL: nobody */
 };
 
 #endif

@@ -24,6 +24,7 @@
 #include "http_routes.h"
 #include "log.h"
 #include "protocols.h"
+#include "stats.h"
 #include "transport.h"
 #include "worker_services.h"
 
@@ -281,6 +282,18 @@ const struct lg_transport_ops lg_transport_http = {
     .drain = http_drain,
 };
 
+/* The client address of c already holds limits.max_connections_per_address connections. */
+static void refuse_per_address(struct lg_conn *c)
+{
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "your address holds %u connections, the limit (limits.max_connections_per_address); "
+             "close one or retry later", cfg->limits.max_connections_per_address);
+    LG_STAT_ADD(connections_refused_address, 1);
+    lg_conn_http_error(c, 429, "too_many_connections", msg, "Retry-After: 1\r\n");
+}
+
 static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                          size_t len)
 {
@@ -292,6 +305,10 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         if (!h)
             return -1;
         lg_conn_init(c, wsi, lws_context_user(lws_get_context(wsi)), &lg_transport_http);
+        if (!lg_conn_claim_client(c, h->client)) {
+            refuse_per_address(c);
+            return 0;
+        }
         /* Bytes read after the first request (pipelined) wait for its answer. They fit: the
          * acceptor read at most limits.max_request_head_bytes. */
         if (h->len > h->req->head_len &&

@@ -273,7 +273,16 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
         lg_conn_want_write(c);
         return 0;
     }
-    char *query = lg_worker_take_ws_query(w, lws_get_socket_fd(wsi));
+    struct lg_client_address client;
+    bool counted;
+    char *query = lg_worker_take_ws_upgrade(w, lws_get_socket_fd(wsi), &client, &counted);
+    if (!lg_conn_claim_client(c, counted ? &client : NULL)) {
+        free(query);
+        LG_STAT_ADD(connections_refused_address, 1);
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                         "too many connections from your address "
+                         "(limits.max_connections_per_address)");
+    }
     struct lg_subscribe_params *p = malloc(sizeof *p);
     int rc = 0;
     if (query && p) {

@@ -10,6 +10,7 @@
 #include <ev.h>
 
 #include "acceptor.h"
+#include "client_address.h"
 #include "clock.h"
 #include "conn.h"
 #include "dlist.h"
@@ -27,6 +28,13 @@
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
+
+/* What a WebSocket upgrade brings to its connection once lws has established it. */
+struct ws_upgrade {
+    char *query;                        /* the raw query string; NULL = none in flight */
+    struct lg_client_address client;
+    bool counted;
+};
 
 struct lg_worker {
     struct lg_worker_shared shared;
@@ -54,8 +62,9 @@ struct lg_worker {
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
     struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
-    char **ws_queries;                  /* [fd]: raw query of a WebSocket upgrade in flight */
-    size_t ws_queries_cap;
+    struct ws_upgrade *ws_upgrades;     /* [fd]: a WebSocket upgrade handed to lws, not yet
+                                           established */
+    size_t ws_upgrades_cap;
     lws_sorted_usec_list_t tick;
     lws_sorted_usec_list_t accept_resume; /* the listener paused at EMFILE comes back */
 };
@@ -114,14 +123,21 @@ void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c)
         lg_dlist_remove(&w->backlogged, &c->backlog_link);
 }
 
-char *lg_worker_take_ws_query(struct lg_worker *w, int fd)
+char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_address *client,
+                                bool *counted)
 {
-    if (fd < 0 || (size_t)fd >= w->ws_queries_cap)
+    *counted = false;
+    if (fd < 0 || (size_t)fd >= w->ws_upgrades_cap)
         return NULL;
-    char *q = w->ws_queries[fd];
-    w->ws_queries[fd] = NULL;
+    struct ws_upgrade *u = &w->ws_upgrades[fd];
+    char *q = u->query;
+    *client = u->client;
+    *counted = u->counted;
+    *u = (struct ws_upgrade){0};
     return q;
 }
+
+struct lg_client_addresses *lg_worker_clients(struct lg_worker *w) { return w->shared.clients; }
 
 /* ---- Handing classified sockets to lws -------------------------------------------------- */
 
@@ -130,19 +146,23 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
 {
     struct lg_worker *w = owner;
     int fd = a->fd;
-    if ((size_t)fd >= w->ws_queries_cap)
+    if ((size_t)fd >= w->ws_upgrades_cap)
         return "too many open files";
-    free(w->ws_queries[fd]);
-    w->ws_queries[fd] = strndup(a->head + a->req->query.off, a->req->query.len);
+    struct ws_upgrade *u = &w->ws_upgrades[fd];
+    free(u->query);
+    *u = (struct ws_upgrade){.query = strndup(a->head + a->req->query.off, a->req->query.len),
+                             .client = a->client, .counted = a->counted};
     char *copy = malloc(a->len);
-    if (!copy || !w->ws_queries[fd]) {
+    if (!copy || !u->query) {
         free(copy);
         return "out of memory";
     }
     memcpy(copy, a->head, a->len);
     /* On failure lws closes the socket itself; the close path frees the query and counts. */
     if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, a->len)) {
-        free(lg_worker_take_ws_query(w, fd));
+        struct lg_client_address unused;
+        bool counted;
+        free(lg_worker_take_ws_upgrade(w, fd, &unused, &counted));
         lg_account_connection_closed();
     }
     free(copy);
@@ -153,7 +173,8 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
 static void adopt_http(void *owner, const struct lg_accepted *a)
 {
     struct lg_worker *w = owner;
-    struct lg_handoff handoff = {.buf = a->head, .len = a->len, .req = a->req};
+    struct lg_handoff handoff = {.buf = a->head, .len = a->len, .req = a->req,
+                                 .client = a->counted ? &a->client : NULL};
     lws_adopt_desc_t desc = {
         .vh = w->vhost,
         .type = LWS_ADOPT_SOCKET,
@@ -497,9 +518,9 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
         return -1;
     }
     w->vhost = lws_get_vhost_by_name(w->ctx, "default");
-    w->ws_queries_cap = rl.rlim_cur;
-    w->ws_queries = calloc(w->ws_queries_cap, sizeof *w->ws_queries);
-    if (!w->vhost || !w->ws_queries) {
+    w->ws_upgrades_cap = rl.rlim_cur;
+    w->ws_upgrades = calloc(w->ws_upgrades_cap, sizeof *w->ws_upgrades);
+    if (!w->vhost || !w->ws_upgrades) {
         snprintf(err, errlen, "worker %u: cannot set up its event loop", w->index);
         return -1;
     }
@@ -527,7 +548,8 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
         free(w);
         return NULL;
     }
-    w->acceptor = lg_acceptor_create(shared->cfg, port, &adopt_ops, w, err, errlen);
+    w->acceptor = lg_acceptor_create(shared->cfg, port, &adopt_ops, w, shared->trusted,
+                                     shared->trusted_count, err, errlen);
     if (!w->acceptor || create_context(w, err, errlen) != 0)
         goto fail;
     w->listen_wsi = adopt_file(w, lg_acceptor_listen_fd(w->acceptor), &tag_listener);
@@ -603,9 +625,9 @@ void lg_worker_destroy(struct lg_worker *w)
         ev_async_stop(w->loop, &w->woken);
         ev_loop_destroy(w->loop);
     }
-    for (size_t i = 0; i < w->ws_queries_cap; i++)
-        free(w->ws_queries[i]);
-    free(w->ws_queries);
+    for (size_t i = 0; i < w->ws_upgrades_cap; i++)
+        free(w->ws_upgrades[i].query);
+    free(w->ws_upgrades);
     lg_inbox_release(&w->inbox);
     lg_buf_release(&w->scratch);
     free(w);

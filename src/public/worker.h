@@ -40,17 +40,23 @@
 #define LG_WORKER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
 
 struct lg_worker;
 struct lg_hub;
+struct lg_client_address;
+struct lg_client_addresses;
 
 struct lg_worker_shared {
     const struct lg_config *cfg;
     struct lg_hub *hub;
     const char *static_dir;  /* resolved absolute directory of static files */
+    struct lg_client_addresses *clients; /* connections per client address (every worker) */
+    const struct lg_client_address *trusted; /* trusted proxies, [trusted_count] */
+    size_t trusted_count;
 };
 
 /*

@@ -7,7 +7,7 @@
  *
  * Owns:    nothing; every pointer returned is borrowed from the worker, which outlives its
  *          connections (lws calls their close callbacks before lg_worker_destroy() frees it).
- * Frees:   nothing. lg_worker_take_ws_query() hands over a malloc'd string: the caller frees it.
+ * Frees:   nothing. lg_worker_take_ws_upgrade() hands over a malloc'd string: the caller frees it.
  * Threads: the worker's own thread (its lws callbacks and its sweep), except at shutdown, when
  *          lg_worker_destroy() runs the remaining close callbacks on the main thread after the
  *          join.
@@ -21,6 +21,8 @@
 #include <stdint.h>
 
 struct lg_buf;
+struct lg_client_address;
+struct lg_client_addresses;
 struct lg_config;
 struct lg_conn;
 struct lg_hub;
@@ -39,7 +41,12 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
 /* After a write: whether c still holds queued events (its socket is full). */
 void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
-/* Keep the raw query of a WebSocket upgrade until lws reports the connection established. */
-char *lg_worker_take_ws_query(struct lg_worker *w, int fd);
+/* What a WebSocket upgrade on fd brought, kept until lws reports it established: its raw query
+ * (malloc'd, the caller frees it; NULL if none) and the client address it counts against
+ * (*counted false: nobody). */
+char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_address *client,
+                                bool *counted);
+/* The connections held per client address, shared by every worker. */
+struct lg_client_addresses *lg_worker_clients(struct lg_worker *w);
 
 #endif

@@ -34,6 +34,7 @@ struct lg_stats {
     _Atomic int64_t clients_ws;              /* gauge */
     _Atomic int64_t clients_poll;            /* gauge: held long-polls */
     _Atomic uint64_t connections_refused;    /* max_connections reached */
+    _Atomic uint64_t connections_refused_address; /* max_connections_per_address reached */
     _Atomic uint64_t requests_rejected;      /* public-port 4xx answers */
     _Atomic int64_t max_queue_depth;         /* gauge: deepest client queue seen since start */
     _Atomic int64_t topics;                  /* gauge */

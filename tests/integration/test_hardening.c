@@ -552,6 +552,69 @@ START_TEST(a_fifo_in_the_static_directory_is_404_and_blocks_nothing)
 }
 END_TEST
 
+/* Open an SSE stream with extra headers (or NULL); return its status (200, or the refusal's). */
+static int sse_status(struct lg_server *s, struct lg_sse_client *c, const char *headers)
+{
+    ck_assert_int_eq(lg_sse_open(c, s->public_port, "/sse?topic=a", headers), 0);
+    return c->status;
+}
+
+#define PER_ADDRESS_429                                                                            \
+    "{\"error\":\"too_many_connections\",\"message\":\"your address holds %d connections, the "    \
+    "limit (limits.max_connections_per_address); close one or retry later\"}\n"
+
+START_TEST(one_address_cannot_take_every_connection)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"trusted_proxies\":\"\","
+                             "\"limits\":{\"max_connections_per_address\":3}}");
+    struct lg_sse_client c[4];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(sse_status(&s, &c[i], NULL), 200);
+    ck_assert_int_eq(sse_status(&s, &c[3], NULL), 429);
+    char want[256];
+    snprintf(want, sizeof want, PER_ADDRESS_429, 3);
+    ck_assert(lg_sse_wait_eof(&c[3], WAIT_MS));
+    ck_assert_str_eq(c[3].raw, want);
+    ck_assert_ptr_nonnull(strstr(c[3].headers, "Retry-After: 1"));
+    lg_sse_close(&c[3]);
+    struct lg_ws_client ws;
+    ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws", "livegate.v1"), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), -1);
+    ck_assert_int_eq(ws.close_code, 1008);
+    ck_assert_str_eq(ws.close_reason,
+                     "too many connections from your address (limits.max_connections_per_address)");
+    lg_ws_close(&ws);
+    ck_assert_int_eq(lg_stat(s.control_port, "connections_refused_address"), 2);
+    lg_sse_close(&c[0]); /* its count comes back */
+    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 2, WAIT_MS));
+    ck_assert_int_eq(sse_status(&s, &c[0], NULL), 200);
+    for (int i = 0; i < 3; i++)
+        lg_sse_close(&c[i]);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(behind_a_trusted_proxy_the_forwarded_address_counts)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"trusted_proxies\":\"127.0.0.1\","
+                             "\"limits\":{\"max_connections_per_address\":2}}");
+    const char *client7 = "X-Forwarded-For: 198.51.100.1, 203.0.113.7\r\n";
+    struct lg_sse_client c[6];
+    ck_assert_int_eq(sse_status(&s, &c[0], client7), 200);
+    ck_assert_int_eq(sse_status(&s, &c[1], client7), 200);
+    ck_assert_int_eq(sse_status(&s, &c[2], client7), 429); /* 203.0.113.7 holds two */
+    ck_assert_int_eq(sse_status(&s, &c[3], "X-Forwarded-For: 203.0.113.8\r\n"), 200);
+    ck_assert_int_eq(sse_status(&s, &c[4], NULL), 200); /* the proxy's own: counted nowhere */
+    ck_assert_int_eq(sse_status(&s, &c[5], NULL), 200);
+    for (int i = 0; i < 6; i++)
+        lg_sse_close(&c[i]);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *suite = suite_create("hardening");
@@ -563,6 +626,8 @@ static Suite *hardening_suite(void)
     tcase_add_test(tc, running_out_of_descriptors_refuses_instead_of_spinning);
     tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
     tcase_add_test(tc, topics_nobody_published_to_are_collected_once_idle);
+    tcase_add_test(tc, one_address_cannot_take_every_connection);
+    tcase_add_test(tc, behind_a_trusted_proxy_the_forwarded_address_counts);
     tcase_add_test(tc, an_idle_keep_alive_connection_is_closed);
     tcase_add_test(tc, a_dripped_second_request_head_gets_408);
     tcase_add_test(tc, pipelined_requests_are_answered_in_order);

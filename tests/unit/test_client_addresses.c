@@ -8,6 +8,7 @@
 
 #include "check_main.h"
 #include "client_addresses.h"
+#include "client_address.h"
 
 static struct lg_client_address addr(const char *text)
 {
