@@ -372,26 +372,15 @@ END_TEST
 static Suite *subscriber_suite(void)
 {
     Suite *s = suite_create("subscriber");
-    TCase *delivery = tcase_create("delivery");
-    tcase_add_checked_fixture(delivery, setup, teardown);
-    tcase_add_test(delivery, live_events_render_exact_sse_frames);
-    tcase_add_test(delivery, multi_topic_sse_ids_are_whole_stream_cursors);
-    tcase_add_test(delivery, poll_renders_batch_and_cursor);
-    tcase_add_test(delivery, release_unregisters_from_the_topic);
-    suite_add_tcase(s, delivery);
-    TCase *resume = tcase_create("resume");
-    tcase_add_checked_fixture(resume, setup, teardown);
-    tcase_add_test(resume, resume_replays_exactly_the_missed_events);
-    tcase_add_test(resume, evicted_history_gives_a_gap_with_the_exact_range);
-    tcase_add_test(resume, foreign_epoch_gives_a_reset);
-    tcase_add_test(resume, cursor_ahead_of_topic_is_refused);
-    suite_add_tcase(s, resume);
-    TCase *policy = tcase_create("slow_consumer_policy");
-    tcase_add_checked_fixture(policy, setup, teardown);
-    tcase_add_test(policy, drop_oldest_overflow_owes_the_exact_gap);
-    tcase_add_test(policy, disconnect_policy_stops_queueing_and_names_the_reason);
-    tcase_add_test(policy, conflate_keeps_only_the_newest_per_key);
-    suite_add_tcase(s, policy);
+    LG_TCASE(s, "delivery", setup, teardown, live_events_render_exact_sse_frames,
+             multi_topic_sse_ids_are_whole_stream_cursors, poll_renders_batch_and_cursor,
+             release_unregisters_from_the_topic);
+    LG_TCASE(s, "resume", setup, teardown, resume_replays_exactly_the_missed_events,
+             evicted_history_gives_a_gap_with_the_exact_range, foreign_epoch_gives_a_reset,
+             cursor_ahead_of_topic_is_refused);
+    LG_TCASE(s, "slow_consumer_policy", setup, teardown, drop_oldest_overflow_owes_the_exact_gap,
+             disconnect_policy_stops_queueing_and_names_the_reason,
+             conflate_keeps_only_the_newest_per_key);
     return s;
 }
 
