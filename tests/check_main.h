@@ -18,6 +18,26 @@ static inline int lg_check_run(Suite *suite)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/*
+ * Add to suite a test case named name with the checked fixture setup/teardown (both NULL: no
+ * fixture) and the tests of the list, which NULL ends; the test case, for a timeout or more.
+ */
+static inline TCase *lg_add_tcase(Suite *suite, const char *name, SFun setup, SFun teardown,
+                                  const TTest *const *tests)
+{
+    TCase *tc = tcase_create(name);
+    if (setup || teardown)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    for (; *tests; tests++)
+        tcase_add_test(tc, *tests);
+    suite_add_tcase(suite, tc);
+    return tc;
+}
+
+/* lg_add_tcase with the tests written out: LG_TCASE(suite, "name", setup, teardown, t1, t2, ...) */
+#define LG_TCASE(suite, name, setup, teardown, ...)                                                \
+    lg_add_tcase((suite), (name), (setup), (teardown), (const TTest *const[]){__VA_ARGS__, NULL})
+
 #define LG_CHECK_MAIN(suite_fn)                                                                    \
     int main(void) { return lg_check_run(suite_fn()); }
 

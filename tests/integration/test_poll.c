@@ -78,15 +78,44 @@ static int start_poll(uint16_t port, const char *path)
     return fd;
 }
 
+/* Start a server (config NULL: the defaults), publish d1..d<n> to topic and give the epoch. */
+static void start_published(struct lg_server *s, const char *config, const char *topic, int n,
+                            char *ep, size_t ep_size)
+{
+    char id[256];
+    ck_assert_int_eq(lg_server_start(s, config, NULL), 0);
+    lg_publish_n(s->control_port, topic, 1, n, id, sizeof id);
+    lg_epoch_of(id, ep, ep_size);
+}
+
+/* GET path and expect exactly evs[0..n) and cursor (see expect_poll); the answer's time in ms. */
+static int64_t poll_expect(uint16_t port, const char *path, const char *ep,
+                           const char *const *evs, size_t n, const char *cursor)
+{
+    struct lg_http_response r;
+    int64_t t0 = lg_now_ms();
+    do_poll(port, path, &r);
+    int64_t took = lg_now_ms() - t0;
+    expect_poll(&r, ep, evs, n, cursor);
+    lg_http_response_free(&r);
+    return took;
+}
+
+/* As poll_expect with no events, answered by its timeout: within [900, 3000) ms. */
+static void poll_expect_timeout(uint16_t port, const char *path, const char *ep,
+                                const char *cursor, const char *what)
+{
+    int64_t took = poll_expect(port, path, ep, NULL, 0, cursor);
+    ck_assert_msg(took >= 900 && took < 3000, "%s answered after %lld ms", what, (long long)took);
+}
+
 /* ---- Cases -------------------------------------------------------------------------------- */
 
 START_TEST(test_poll_immediate_answer)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], cur[256];
-    lg_publish_n(s.control_port, "p", 1, 3, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    start_published(&s, NULL, "p", 3, ep, sizeof ep);
 
     struct lg_http_response r;
     snprintf(path, sizeof path, "/poll?topic=p&since=p@%s:1&timeout=20", ep);
@@ -127,10 +156,8 @@ END_TEST
 START_TEST(test_poll_held_until_publish)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    char id[256], ep[16], path[256], cur[256];
-    lg_publish_n(s.control_port, "h", 1, 2, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], path[256], cur[256];
+    start_published(&s, NULL, "h", 2, ep, sizeof ep);
 
     snprintf(path, sizeof path, "/poll?topic=h&since=h@%s:2&timeout=20", ep);
     int fd = start_poll(s.public_port, path);
@@ -155,57 +182,27 @@ END_TEST
 START_TEST(test_poll_timeout_and_zero)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    char id[256], ep[16], path[256], cur[256];
-    lg_publish_n(s.control_port, "w", 1, 1, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], path[256], cur[256];
+    start_published(&s, NULL, "w", 1, ep, sizeof ep);
     snprintf(cur, sizeof cur, "w@%s:1", ep);
 
-    struct lg_http_response r;
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=1", ep);
-    int64_t t0 = lg_now_ms();
-    do_poll(s.public_port, path, &r);
-    int64_t took = lg_now_ms() - t0;
-    ck_assert_msg(took >= 900 && took < 3000, "timeout=1 answered after %lld ms",
-                  (long long)took);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
+    poll_expect_timeout(s.public_port, path, ep, cur, "timeout=1");
 
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=0", ep);
-    t0 = lg_now_ms();
-    do_poll(s.public_port, path, &r);
-    took = lg_now_ms() - t0;
+    int64_t took = poll_expect(s.public_port, path, ep, NULL, 0, cur);
     ck_assert_msg(took < 500, "timeout=0 answered after %lld ms", (long long)took);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
 
     /* a timeout over poll.max_timeout_ms is capped */
     lg_server_stop(&s, 10000);
-    ck_assert_int_eq(lg_server_start(&s,
-                                     "{\"poll\":{\"max_timeout_ms\":1000,"
-                                     "\"default_timeout_ms\":1000}}",
-                                     NULL),
-                     0);
-    lg_publish_n(s.control_port, "w", 1, 1, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    start_published(&s, "{\"poll\":{\"max_timeout_ms\":1000,\"default_timeout_ms\":1000}}", "w",
+                    1, ep, sizeof ep);
     snprintf(cur, sizeof cur, "w@%s:1", ep);
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1&timeout=30", ep);
-    t0 = lg_now_ms();
-    do_poll(s.public_port, path, &r);
-    took = lg_now_ms() - t0;
-    ck_assert_msg(took >= 900 && took < 3000, "timeout=30 capped at 1 s answered after %lld ms",
-                  (long long)took);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
+    poll_expect_timeout(s.public_port, path, ep, cur, "timeout=30 capped at 1 s");
     /* and no timeout parameter means poll.default_timeout_ms */
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1", ep);
-    t0 = lg_now_ms();
-    do_poll(s.public_port, path, &r);
-    took = lg_now_ms() - t0;
-    ck_assert_msg(took >= 900 && took < 3000, "default timeout answered after %lld ms",
-                  (long long)took);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
+    poll_expect_timeout(s.public_port, path, ep, cur, "default timeout");
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
@@ -213,31 +210,22 @@ END_TEST
 START_TEST(test_poll_no_since_starts_now)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    char id[256], ep[16], path[512], cur[256];
-    lg_publish_n(s.control_port, "n", 1, 3, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], path[512], cur[256];
+    start_published(&s, NULL, "n", 3, ep, sizeof ep);
 
-    struct lg_http_response r;
-    do_poll(s.public_port, "/poll?topic=n&timeout=0", &r);
     snprintf(cur, sizeof cur, "n@%s:3", ep);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
+    poll_expect(s.public_port, "/poll?topic=n&timeout=0", ep, NULL, 0, cur);
 
     /* a topic nobody published to yet: seq 0 */
-    do_poll(s.public_port, "/poll?topic=n&topic=fresh&timeout=0", &r);
     snprintf(cur, sizeof cur, "n@%1$s:3,fresh@%1$s:0", ep);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
+    poll_expect(s.public_port, "/poll?topic=n&topic=fresh&timeout=0", ep, NULL, 0, cur);
 
     lg_publish_n(s.control_port, "n", 4, 4, NULL, 0);
     lg_publish_n(s.control_port, "fresh", 1, 1, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=n&topic=fresh&since=%s&timeout=5", cur);
-    do_poll(s.public_port, path, &r);
     static const char *const two[] = {"n:4", "fresh:1"};
     snprintf(cur, sizeof cur, "n@%1$s:4,fresh@%1$s:1", ep);
-    expect_poll(&r, ep, two, 2, cur);
-    lg_http_response_free(&r);
+    poll_expect(s.public_port, path, ep, two, 2, cur);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
@@ -245,47 +233,31 @@ END_TEST
 START_TEST(test_poll_cursor_chain_and_max_batch)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"poll\":{\"max_batch\":2}}", NULL), 0);
-    char id[256], ep[16], path[512], cur[256];
-    lg_publish_n(s.control_port, "c", 1, 5, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], path[512], cur[256];
+    start_published(&s, "{\"poll\":{\"max_batch\":2}}", "c", 5, ep, sizeof ep);
 
     snprintf(cur, sizeof cur, "c@%s:0", ep);
     static const char *const want[][2] = {{"c:1", "c:2"}, {"c:3", "c:4"}, {"c:5", NULL}};
     for (int i = 0; i < 3; i++) {
-        struct lg_http_response r;
         snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
-        do_poll(s.public_port, path, &r);
         size_t n = want[i][1] ? 2 : 1;
-        char next[256];
-        snprintf(next, sizeof next, "c@%s:%d", ep, i * 2 + (int)n);
-        expect_poll(&r, ep, want[i], n, next);
-        snprintf(cur, sizeof cur, "%s", next);
-        lg_http_response_free(&r);
+        snprintf(cur, sizeof cur, "c@%s:%d", ep, i * 2 + (int)n);
+        poll_expect(s.public_port, path, ep, want[i], n, cur);
     }
     /* the chain is at the end: nothing more, the same cursor back */
-    struct lg_http_response r;
     snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=0", cur);
-    do_poll(s.public_port, path, &r);
-    expect_poll(&r, ep, NULL, 0, cur);
-    lg_http_response_free(&r);
+    poll_expect(s.public_port, path, ep, NULL, 0, cur);
     /* and the next publish is the next answer */
     lg_publish_n(s.control_port, "c", 6, 6, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
-    do_poll(s.public_port, path, &r);
     static const char *const six[] = {"c:6"};
     snprintf(cur, sizeof cur, "c@%s:6", ep);
-    expect_poll(&r, ep, six, 1, cur);
-    lg_http_response_free(&r);
+    poll_expect(s.public_port, path, ep, six, 1, cur);
 
     /* live events for a held poll are capped too: a batch of 5 arrives at once; the held
      * answer holds 1 or 2 of them, and the chain from its cursor yields the rest exactly */
     snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=10", cur);
-    int fd = lg_tcp_connect(s.public_port);
-    ck_assert_int_ge(fd, 0);
-    char req[1024];
-    int rn = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
-    ck_assert_int_eq(lg_send_all(fd, req, (size_t)rn), 0);
+    int fd = start_poll(s.public_port, path);
     ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
     static const char batch[] = "[{\"topic\":\"c\",\"data\":\"d7\"},{\"topic\":\"c\",\"data\":\"d8\"},"
                                 "{\"topic\":\"c\",\"data\":\"d9\"},{\"topic\":\"c\",\"data\":\"d10\"},"
@@ -296,6 +268,7 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
                      0);
     ck_assert_int_eq(br.status, 200);
     lg_http_response_free(&br);
+    struct lg_http_response r;
     ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
     close(fd);
     json_t *o = json_loadb(r.body, r.body_len, 0, NULL);
@@ -311,12 +284,10 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
     lg_http_response_free(&r);
     while (at < 5) {
         snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=5", cur);
-        do_poll(s.public_port, path, &r);
         size_t n = 5 - (size_t)at < 2 ? 5 - (size_t)at : 2;
         snprintf(cur, sizeof cur, "c@%s:%d", ep, 7 + at + (int)n - 1);
-        expect_poll(&r, ep, live + at, n, cur);
+        poll_expect(s.public_port, path, ep, live + at, n, cur);
         at += (int)n;
-        lg_http_response_free(&r);
     }
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
@@ -325,10 +296,8 @@ END_TEST
 START_TEST(test_poll_held_answered_at_shutdown)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    char id[256], ep[16], path[256], cur[256];
-    lg_publish_n(s.control_port, "x", 1, 1, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], path[256], cur[256];
+    start_published(&s, NULL, "x", 1, ep, sizeof ep);
     snprintf(path, sizeof path, "/poll?topic=x&since=x@%s:1&timeout=30", ep);
     int fds[3];
     for (int i = 0; i < 3; i++)
@@ -353,10 +322,8 @@ END_TEST
 START_TEST(test_poll_keep_alive)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    char id[256], ep[16], req[512], cur[256];
-    lg_publish_n(s.control_port, "k", 1, 1, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], req[512], cur[256];
+    start_published(&s, NULL, "k", 1, ep, sizeof ep);
 
     int fd = lg_tcp_connect(s.public_port);
     ck_assert_int_ge(fd, 0);
@@ -406,30 +373,29 @@ END_TEST
 START_TEST(test_poll_bad_requests)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    char id[256], ep[16], path[256];
-    lg_publish_n(s.control_port, "b", 1, 1, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
-    struct lg_http_response r;
+    char ep[16], path[256];
+    start_published(&s, NULL, "b", 1, ep, sizeof ep);
 
-    do_poll(s.public_port, "/poll?timeout=0", &r);
-    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    do_poll(s.public_port, "/poll?topic=b%20c&timeout=0", &r);
-    lg_expect_error(&r, 400, "invalid_topic", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    do_poll(s.public_port, "/poll?topic=b&since=b@xyz:1&timeout=0", &r);
-    lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    snprintf(path, sizeof path, "/poll?topic=b&since=b@%s:2&timeout=0", ep);
-    do_poll(s.public_port, path, &r);
-    lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    static const char *const bad_timeouts[] = {"abc", "-1", "1.5", ""};
-    for (size_t i = 0; i < sizeof bad_timeouts / sizeof *bad_timeouts; i++) {
-        snprintf(path, sizeof path, "/poll?topic=b&timeout=%s", bad_timeouts[i]);
+    /* each bad poll and its error; a row with a tail is head + epoch + tail */
+    static const struct {
+        const char *head, *tail, *error;
+    } bad[] = {
+        {"/poll?timeout=0", NULL, "bad_request"},
+        {"/poll?topic=b%20c&timeout=0", NULL, "invalid_topic"},
+        {"/poll?topic=b&since=b@xyz:1&timeout=0", NULL, "invalid_cursor"},
+        {"/poll?topic=b&since=b@", ":2&timeout=0", "invalid_cursor"},
+        {"/poll?topic=b&timeout=abc", NULL, "bad_request"},
+        {"/poll?topic=b&timeout=-1", NULL, "bad_request"},
+        {"/poll?topic=b&timeout=1.5", NULL, "bad_request"},
+        {"/poll?topic=b&timeout=", NULL, "bad_request"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct lg_http_response r;
+        snprintf(path, sizeof path, "%s%s%s", bad[i].head, bad[i].tail ? ep : "",
+                 bad[i].tail ? bad[i].tail : "");
         do_poll(s.public_port, path, &r);
-        lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
+        ck_assert_msg(r.status == 400, "%s answered %d", path, r.status);
+        lg_expect_error(&r, 400, bad[i].error, ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);

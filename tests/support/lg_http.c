@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,24 @@ int lg_left_ms(int64_t deadline)
     if (left < 0)
         return 0;
     return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+int lg_test__send_printf(int fd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *req = NULL;
+    size_t cap = 0;
+    if (n < 0 || lg_test__reserve(&req, &cap, (size_t)n) < 0)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(req, cap, fmt, ap);
+    va_end(ap);
+    int rc = lg_send_all(fd, req, (size_t)n);
+    free(req);
+    return rc;
 }
 
 int lg_test__reserve(char **buf, size_t *cap, size_t need)

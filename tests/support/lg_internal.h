@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct lg_sse_client;
+
 struct lg_http_response;
 
 #define LG_TEST__MAX_BUF ((size_t)256 << 20) /* 256 MiB: a runaway peer fails the test */
@@ -79,6 +81,23 @@ int lg_test__parse_status(const char *head);
 
 /* Blocking connect to 127.0.0.1:port, with SO_RCVBUF set first when rcvbuf > 0. */
 int lg_test__connect(uint16_t port, int rcvbuf);
+
+/* Format a request as printf does and send all of it on fd. Return value: 0 or -1 (printed when
+ * out of memory; fd left open either way). */
+int lg_test__send_printf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Clear c for a stream not open yet (fd -1, no retry: seen). */
+void lg_test__sse_reset(struct lg_sse_client *c);
+
+/* Read the head of an SSE answer on fd into b (lg_test__read_head_on) and take its status and
+ * headers into c. Return value: 0 or -1 (printed, b released and fd closed). */
+int lg_test__sse_read_head(struct lg_sse_client *c, struct lg_test__rbuf *b, int fd,
+                           int timeout_ms, size_t *head_len, const char *who);
+
+/* Hand the bytes of b after the head to c as the start of its body, with fd; an answer other than
+ * 200 is printed as "<who>: <what> answered <status>: <body start>". */
+void lg_test__sse_take_body(struct lg_sse_client *c, struct lg_test__rbuf *b, int fd,
+                            size_t head_len, const char *who, const char *what);
 
 /* Send the GET of an SSE stream on fd. Return value: 0 or -1 (fd left open either way). */
 int lg_test__send_sse_request(int fd, uint16_t port, const char *path, const char *extra_headers);

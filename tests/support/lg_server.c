@@ -439,12 +439,19 @@ int lg_server_stop(struct lg_server *s, int timeout_ms)
 
 /* ---- Resource use ------------------------------------------------------------------------- */
 
+/* Open /proc/<pid>/<name> of the running server. Return value: the file, or NULL. */
+static FILE *proc_open(const struct lg_server *s, const char *name)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)s->pid, name);
+    return s->pid > 0 ? fopen(path, "r") : NULL;
+}
+
 /* Return value: seconds, or -1.0 if /proc could not be read. */
 double lg_server_cpu_seconds(const struct lg_server *s)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)s->pid);
-    FILE *f = s->pid > 0 ? fopen(path, "r") : NULL;
+    char buf[1024];
+    FILE *f = proc_open(s, "stat");
     if (!f)
         return -1.0;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -464,9 +471,8 @@ double lg_server_cpu_seconds(const struct lg_server *s)
 /* Return value: KiB, or -1 if /proc could not be read. */
 long lg_server_rss_kib(const struct lg_server *s)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
-    FILE *f = s->pid > 0 ? fopen(path, "r") : NULL;
+    char line[256];
+    FILE *f = proc_open(s, "status");
     if (!f)
         return -1;
     long kib = -1;

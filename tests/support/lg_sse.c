@@ -191,25 +191,42 @@ static int lg_test__sse_parse(struct lg_sse_client *c, struct lg_sse_event *ev)
 
 int lg_test__send_sse_request(int fd, uint16_t port, const char *path, const char *extra_headers)
 {
-    char *req = NULL;
-    size_t req_cap = 0;
-    const char *extra = extra_headers ? extra_headers : "";
-    if (lg_test__reserve(&req, &req_cap, strlen(path) + strlen(extra) + 160) < 0)
-        return -1;
-    int n = snprintf(req, req_cap,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAccept: text/event-stream\r\n"
-                     "Cache-Control: no-cache\r\n%s\r\n",
-                     path, port, extra);
-    int rc = lg_send_all(fd, req, (size_t)n);
-    free(req);
-    return rc;
+    return lg_test__send_printf(fd,
+                                "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                                "Accept: text/event-stream\r\nCache-Control: no-cache\r\n%s\r\n",
+                                path, port, extra_headers ? extra_headers : "");
 }
 
-int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const char *extra_headers)
+void lg_test__sse_reset(struct lg_sse_client *c)
 {
     memset(c, 0, sizeof *c);
     c->fd = -1;
     c->retry_ms = -1;
+}
+
+int lg_test__sse_read_head(struct lg_sse_client *c, struct lg_test__rbuf *b, int fd,
+                           int timeout_ms, size_t *head_len, const char *who)
+{
+    if (lg_test__read_head_on(b, fd, timeout_ms, head_len, who) < 0)
+        return -1;
+    c->status = lg_test__parse_status(b->p);
+    lg_test__copy_head(c->headers, sizeof c->headers, b->p, *head_len);
+    return 0;
+}
+
+void lg_test__sse_take_body(struct lg_sse_client *c, struct lg_test__rbuf *b, int fd,
+                            size_t head_len, const char *who, const char *what)
+{
+    c->raw = lg_test__rbuf_take_after(b, head_len, &c->raw_len, &c->raw_cap);
+    c->fd = fd;
+    if (c->status != 200)
+        fprintf(stderr, "%s: %s answered %d: %.*s\n", who, what, c->status,
+                (int)(c->raw_len < 512 ? c->raw_len : 512), c->raw);
+}
+
+int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const char *extra_headers)
+{
+    lg_test__sse_reset(c);
     int fd = lg_tcp_connect(port);
     if (fd < 0)
         return -1;
@@ -220,10 +237,9 @@ int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const 
 
     struct lg_test__rbuf b;
     size_t head_len;
-    if (lg_test__read_head_on(&b, fd, LG_TEST__SSE_HEAD_TIMEOUT_MS, &head_len, "lg_sse_open") < 0)
+    if (lg_test__sse_read_head(c, &b, fd, LG_TEST__SSE_HEAD_TIMEOUT_MS, &head_len, "lg_sse_open") <
+        0)
         return -1;
-    c->status = lg_test__parse_status(b.p);
-    lg_test__copy_head(c->headers, sizeof c->headers, b.p, head_len);
     char val[64];
     if (c->status != 200 && lg_test__header_find(c->headers, "Content-Length", val, sizeof val)) {
         /* an error answer: read its body and treat the stream as ended */
@@ -235,11 +251,7 @@ int lg_sse_open(struct lg_sse_client *c, uint16_t port, const char *path, const 
                 val);
 
     /* the bytes after the head are the start of the body */
-    c->raw = lg_test__rbuf_take_after(&b, head_len, &c->raw_len, &c->raw_cap);
-    c->fd = fd;
-    if (c->status != 200)
-        fprintf(stderr, "lg_sse_open: %s answered %d: %.*s\n", path, c->status,
-                (int)(c->raw_len < 512 ? c->raw_len : 512), c->raw);
+    lg_test__sse_take_body(c, &b, fd, head_len, "lg_sse_open", path);
     return 0;
 }
 

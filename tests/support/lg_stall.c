@@ -49,20 +49,12 @@ int lg_stall_sse_open(uint16_t port, const char *path, const char *extra_headers
 
 int lg_stall_sse_resume(struct lg_sse_client *c, int fd, int timeout_ms)
 {
-    memset(c, 0, sizeof *c);
-    c->fd = -1;
-    c->retry_ms = -1;
+    lg_test__sse_reset(c);
     struct lg_test__rbuf b;
     size_t head_len;
-    if (lg_test__read_head_on(&b, fd, timeout_ms, &head_len, "lg_stall_sse_resume") < 0)
+    if (lg_test__sse_read_head(c, &b, fd, timeout_ms, &head_len, "lg_stall_sse_resume") < 0)
         return -1;
-    c->status = lg_test__parse_status(b.p);
-    lg_test__copy_head(c->headers, sizeof c->headers, b.p, head_len);
-    c->raw = lg_test__rbuf_take_after(&b, head_len, &c->raw_len, &c->raw_cap);
-    c->fd = fd;
-    if (c->status != 200)
-        fprintf(stderr, "lg_stall_sse_resume: answered %d: %.*s\n", c->status,
-                (int)(c->raw_len < 512 ? c->raw_len : 512), c->raw);
+    lg_test__sse_take_body(c, &b, fd, head_len, "lg_stall_sse_resume", "the stalled stream");
     return 0;
 }
 

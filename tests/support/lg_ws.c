@@ -322,18 +322,11 @@ int lg_test__send_ws_upgrade(int fd, uint16_t port, const char *path, const char
     lg_test__ws_accept(key, expect);
     if (subprotocol)
         snprintf(proto_line, sizeof proto_line, "Sec-WebSocket-Protocol: %s\r\n", subprotocol);
-    size_t req_cap = strlen(path) + 512;
-    char *req = malloc(req_cap);
-    if (!req)
-        return -1;
-    int n = snprintf(req, req_cap,
-                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                     "Sec-WebSocket-Version: 13\r\n%s\r\n",
-                     path, port, key, proto_line);
-    int rc = lg_send_all(fd, req, (size_t)n);
-    free(req);
-    return rc;
+    return lg_test__send_printf(fd,
+                                "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
+                                "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                                "Sec-WebSocket-Version: 13\r\n%s\r\n",
+                                path, port, key, proto_line);
 }
 
 int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const char *subprotocol)

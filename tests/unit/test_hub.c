@@ -1091,54 +1091,32 @@ END_TEST
 static Suite *hub_suite(void)
 {
     Suite *s = suite_create("hub");
-    TCase *seq = tcase_create("publish");
-    tcase_add_checked_fixture(seq, setup, teardown);
-    tcase_add_test(seq, publish_assigns_dense_seqs_per_topic_with_exact_ids);
-    tcase_add_test(seq, type_and_key_reach_the_event);
-    suite_add_tcase(s, seq);
-
-    TCase *refusals = tcase_create("refusals");
-    tcase_add_checked_fixture(refusals, setup, teardown);
-    tcase_add_test(refusals, invalid_requests_are_refused_and_create_nothing);
-    tcase_add_test(refusals, status_messages_name_the_limit);
-    tcase_add_test(refusals, max_topics_refuses_a_new_topic_but_not_existing_ones);
-    tcase_add_test(refusals, retained_bytes_limit_evicts_the_topics_own_history_first);
-    tcase_add_test(refusals, retained_bytes_held_by_another_topic_refuse_and_leave_it_alone);
-    tcase_add_test(refusals, a_full_inbox_refuses_with_workers_behind_and_publishes_nothing);
-    tcase_add_test(refusals, worker_done_calls_the_room_callback);
-    suite_add_tcase(s, refusals);
-
-    TCase *idem = tcase_create("idempotency");
-    tcase_add_checked_fixture(idem, setup, teardown);
-    tcase_add_test(idem, a_retry_with_the_same_key_answers_the_original_and_publishes_nothing);
-    tcase_add_test(idem, a_key_is_forgotten_once_its_event_leaves_history);
-    suite_add_tcase(s, idem);
-
-    TCase *fanout = tcase_create("fan_out");
-    tcase_add_checked_fixture(fanout, setup, teardown);
-    tcase_add_test(fanout, events_reach_only_the_workers_that_listen);
-    tcase_add_test(fanout, subscribe_and_unsubscribe_count_listeners_per_worker);
-    tcase_add_test(fanout, a_worker_is_woken_once_per_empty_to_non_empty_inbox);
-    tcase_add_test(fanout, publish_many_wakes_each_worker_at_most_once);
-    tcase_add_test(fanout, publish_many_stops_at_the_first_refusal_and_keeps_the_prefix);
-    tcase_add_test(fanout, workers_are_woken_after_the_topic_lock_is_dropped);
-    suite_add_tcase(s, fanout);
-
-    TCase *cursor = tcase_create("subscribe_cursor");
-    tcase_add_checked_fixture(cursor, setup, teardown);
-    tcase_add_test(cursor, a_cursor_in_history_replays_exactly_the_events_after_it);
-    tcase_add_test(cursor, a_replay_is_cut_at_max_events_and_max_bytes_with_more_set);
-    tcase_add_test(cursor, a_cursor_older_than_history_gets_the_exact_gap);
-    tcase_add_test(cursor, a_foreign_epoch_resolves_to_reset);
-    tcase_add_test(cursor, a_cursor_ahead_of_the_newest_is_an_error_and_registers_nothing);
-    tcase_add_test(cursor, a_listening_subscribe_gets_live_events_after_its_replay_without_overlap);
-    suite_add_tcase(s, cursor);
-
-    TCase *expiry = tcase_create("expiry");
-    tcase_add_checked_fixture(expiry, setup, teardown);
-    tcase_add_test(expiry, expire_drops_exactly_the_events_older_than_max_age);
-    tcase_set_timeout(expiry, 10);
-    suite_add_tcase(s, expiry);
+    LG_TCASE(s, "publish", setup, teardown, publish_assigns_dense_seqs_per_topic_with_exact_ids,
+             type_and_key_reach_the_event);
+    LG_TCASE(s, "refusals", setup, teardown, invalid_requests_are_refused_and_create_nothing,
+             status_messages_name_the_limit, max_topics_refuses_a_new_topic_but_not_existing_ones,
+             retained_bytes_limit_evicts_the_topics_own_history_first,
+             retained_bytes_held_by_another_topic_refuse_and_leave_it_alone,
+             a_full_inbox_refuses_with_workers_behind_and_publishes_nothing,
+             worker_done_calls_the_room_callback);
+    LG_TCASE(s, "idempotency", setup, teardown,
+             a_retry_with_the_same_key_answers_the_original_and_publishes_nothing,
+             a_key_is_forgotten_once_its_event_leaves_history);
+    LG_TCASE(s, "fan_out", setup, teardown, events_reach_only_the_workers_that_listen,
+             subscribe_and_unsubscribe_count_listeners_per_worker,
+             a_worker_is_woken_once_per_empty_to_non_empty_inbox,
+             publish_many_wakes_each_worker_at_most_once,
+             publish_many_stops_at_the_first_refusal_and_keeps_the_prefix,
+             workers_are_woken_after_the_topic_lock_is_dropped);
+    LG_TCASE(s, "subscribe_cursor", setup, teardown,
+             a_cursor_in_history_replays_exactly_the_events_after_it,
+             a_replay_is_cut_at_max_events_and_max_bytes_with_more_set,
+             a_cursor_older_than_history_gets_the_exact_gap, a_foreign_epoch_resolves_to_reset,
+             a_cursor_ahead_of_the_newest_is_an_error_and_registers_nothing,
+             a_listening_subscribe_gets_live_events_after_its_replay_without_overlap);
+    tcase_set_timeout(LG_TCASE(s, "expiry", setup, teardown,
+                               expire_drops_exactly_the_events_older_than_max_age),
+                      10);
     return s;
 }
 

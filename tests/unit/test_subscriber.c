@@ -97,6 +97,13 @@ static void subscribe(struct lg_subscriber *s, const char *name, const char *cur
                      0);
 }
 
+/* An SSE subscriber on worker 0 listening to name from now on. */
+static void sse_live(struct lg_subscriber *s, const char *name)
+{
+    lg_subscriber_init(s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
+    subscribe(s, name, NULL);
+}
+
 /* Render everything owed as one SSE string (caller frees). */
 static char *render_sse(struct lg_subscriber *s)
 {
@@ -121,8 +128,7 @@ static char *expect_id(const char *topic_name, uint64_t seq)
 START_TEST(live_events_render_exact_sse_frames)
 {
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    subscribe(&s, "a", NULL);
+    sse_live(&s, "a");
     publish("a", "one");
     publish("a", "two\nlines");
     deliver();
@@ -235,8 +241,7 @@ END_TEST
 START_TEST(drop_oldest_overflow_owes_the_exact_gap)
 {
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue); /* max 4 queued */
-    subscribe(&s, "a", NULL);
+    sse_live(&s, "a"); /* max 4 queued */
     uint64_t dropped_before = LG_STAT_GET(events_dropped_overflow);
     for (int i = 1; i <= 10; i++)
         publish("a", "x");
@@ -261,8 +266,7 @@ START_TEST(disconnect_policy_stops_queueing_and_names_the_reason)
     teardown();
     setup_with(LG_SLOW_DISCONNECT, 4, 100);
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    subscribe(&s, "a", NULL);
+    sse_live(&s, "a");
     uint64_t before = LG_STAT_GET(clients_disconnected_slow);
     for (int i = 1; i <= 5; i++)
         publish("a", "x");
@@ -284,8 +288,7 @@ START_TEST(conflate_keeps_only_the_newest_per_key)
     teardown();
     setup_with(LG_SLOW_CONFLATE, 100, 100);
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    subscribe(&s, "prices", NULL);
+    sse_live(&s, "prices");
     publish_keyed("prices", "eur1", "EUR");
     publish_keyed("prices", "usd1", "USD");
     publish_keyed("prices", "eur2", "EUR");
@@ -309,8 +312,7 @@ END_TEST
 START_TEST(multi_topic_sse_ids_are_whole_stream_cursors)
 {
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    subscribe(&s, "a", NULL);
+    sse_live(&s, "a");
     subscribe(&s, "b", NULL);
     publish("b", "b1");
     publish("a", "a1");
@@ -356,8 +358,7 @@ END_TEST
 START_TEST(release_unregisters_from_the_topic)
 {
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    subscribe(&s, "a", NULL);
+    sse_live(&s, "a");
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 1);
     ck_assert_ptr_nonnull(topic("a")->slots[0].head);
     lg_subscriber_release(&s, hub);
@@ -372,26 +373,15 @@ END_TEST
 static Suite *subscriber_suite(void)
 {
     Suite *s = suite_create("subscriber");
-    TCase *delivery = tcase_create("delivery");
-    tcase_add_checked_fixture(delivery, setup, teardown);
-    tcase_add_test(delivery, live_events_render_exact_sse_frames);
-    tcase_add_test(delivery, multi_topic_sse_ids_are_whole_stream_cursors);
-    tcase_add_test(delivery, poll_renders_batch_and_cursor);
-    tcase_add_test(delivery, release_unregisters_from_the_topic);
-    suite_add_tcase(s, delivery);
-    TCase *resume = tcase_create("resume");
-    tcase_add_checked_fixture(resume, setup, teardown);
-    tcase_add_test(resume, resume_replays_exactly_the_missed_events);
-    tcase_add_test(resume, evicted_history_gives_a_gap_with_the_exact_range);
-    tcase_add_test(resume, foreign_epoch_gives_a_reset);
-    tcase_add_test(resume, cursor_ahead_of_topic_is_refused);
-    suite_add_tcase(s, resume);
-    TCase *policy = tcase_create("slow_consumer_policy");
-    tcase_add_checked_fixture(policy, setup, teardown);
-    tcase_add_test(policy, drop_oldest_overflow_owes_the_exact_gap);
-    tcase_add_test(policy, disconnect_policy_stops_queueing_and_names_the_reason);
-    tcase_add_test(policy, conflate_keeps_only_the_newest_per_key);
-    suite_add_tcase(s, policy);
+    LG_TCASE(s, "delivery", setup, teardown, live_events_render_exact_sse_frames,
+             multi_topic_sse_ids_are_whole_stream_cursors, poll_renders_batch_and_cursor,
+             release_unregisters_from_the_topic);
+    LG_TCASE(s, "resume", setup, teardown, resume_replays_exactly_the_missed_events,
+             evicted_history_gives_a_gap_with_the_exact_range, foreign_epoch_gives_a_reset,
+             cursor_ahead_of_topic_is_refused);
+    LG_TCASE(s, "slow_consumer_policy", setup, teardown, drop_oldest_overflow_owes_the_exact_gap,
+             disconnect_policy_stops_queueing_and_names_the_reason,
+             conflate_keeps_only_the_newest_per_key);
     return s;
 }
 
