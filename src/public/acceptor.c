@@ -60,40 +60,12 @@ struct lg_acceptor {
 /* ---- Listening socket ------------------------------------------------------------------- */
 
 /*
- * The workers' listeners share their port through SO_REUSEPORT, which would also let a second
- * gateway (same user) bind it and silently take half the connections with another epoch. A
- * socket bound without SO_REUSEPORT cannot share the port with anyone: binding one first (and
- * closing it) proves nobody else listens there.
+ * A bound TCP socket on addr's host and port: with reuse_port a listener the workers share
+ * (SO_REUSEPORT, non-blocking, listening), else a plain bound socket. Return value: the fd, or
+ * -1 with err filled.
  */
-int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, size_t errlen)
-{
-    if (addr->port == 0)
-        return 0; /* the kernel picks a port nobody has */
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res;
-    char port_text[8];
-    snprintf(port_text, sizeof port_text, "%u", addr->port);
-    int rc = getaddrinfo(addr->host, port_text, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "public address %s: %s", addr->host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    int ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
-             bind(fd, res->ai_addr, res->ai_addrlen) == 0;
-    if (!ok)
-        snprintf(err, errlen, "cannot listen on public address %s:%u: %s", addr->host,
-                 addr->port, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(res);
-    return ok ? 0 : -1;
-}
-
-static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
-                         size_t errlen)
+static int bind_public(const struct lg_listen_addr *addr, uint16_t port, bool reuse_port,
+                       char *err, size_t errlen)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -105,11 +77,12 @@ static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char 
         snprintf(err, errlen, "public address %s: %s", addr->host, gai_strerror(rc));
         return -1;
     }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(res->ai_family,
+                    SOCK_STREAM | SOCK_CLOEXEC | (reuse_port ? SOCK_NONBLOCK : 0), 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
+        (reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
+        bind(fd, res->ai_addr, res->ai_addrlen) != 0 || (reuse_port && listen(fd, 4096) != 0)) {
         snprintf(err, errlen, "cannot listen on public address %s:%u: %s", addr->host, port,
                  strerror(errno));
         if (fd >= 0)
@@ -118,6 +91,29 @@ static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char 
     }
     freeaddrinfo(res);
     return fd;
+}
+
+/*
+ * The workers' listeners share their port through SO_REUSEPORT, which would also let a second
+ * gateway (same user) bind it and silently take half the connections with another epoch. A
+ * socket bound without SO_REUSEPORT cannot share the port with anyone: binding one first (and
+ * closing it) proves nobody else listens there.
+ */
+int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, size_t errlen)
+{
+    if (addr->port == 0)
+        return 0; /* the kernel picks a port nobody has */
+    int fd = bind_public(addr, addr->port, false, err, errlen);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
+                         size_t errlen)
+{
+    return bind_public(addr, port, true, err, errlen);
 }
 
 static uint16_t bound_port(int fd)
