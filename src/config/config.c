@@ -104,6 +104,9 @@ static const struct lg_setting lg_settings[] = {
            LG_KIB(64), "largest inbound message (larger: close 1009)"),
     LG_U32("websocket.max_bad_messages", websocket.max_bad_messages, 1, 1000000, 5,
            "malformed control messages in a row that close the connection with 1008"),
+    LG_U32("websocket.max_messages_per_s", websocket.max_messages_per_s, 0, 1000000, 100,
+           "control messages a client may send per second (a burst of as many); past it, "
+           "close 1008; 0 = no bound"),
 
     LG_U32("poll.default_timeout_ms", poll.default_timeout_ms, 0, LG_HOUR_MS, 25000,
            "long-poll hold time when the request names none"),
@@ -119,6 +122,9 @@ static const struct lg_setting lg_settings[] = {
            "topics the hub will create (503 above)"),
     LG_U32("limits.max_topics_per_client", limits.max_topics_per_client, 1, 64, 64,
            "topics in one subscription (a cursor holds at most 64)"),
+    LG_U32("limits.topic_creations_per_s", limits.topic_creations_per_s, 0, 1000000, 16,
+           "new topics one subscriber connection may create per second (a burst of "
+           "max_topics_per_client); 0 = no bound"),
     LG_U32("limits.max_connections", limits.max_connections, 1, 10000000, 19400,
            "public-port connections per process (503 above)"),
     LG_U32("limits.max_connections_per_address", limits.max_connections_per_address, 0,

@@ -53,6 +53,7 @@ struct lg_config {
         uint32_t pong_timeout_ms;       /* close a peer silent this long after a ping */
         uint32_t max_message_bytes;     /* largest inbound control message (else 1009) */
         uint32_t max_bad_messages;      /* malformed control messages tolerated before 1008 */
+        uint32_t max_messages_per_s;    /* control messages per second (close 1008 above) */
     } websocket;
     struct {
         uint32_t default_timeout_ms;    /* hold time when the request gives no timeout */
@@ -64,6 +65,7 @@ struct lg_config {
         uint32_t max_batch_bytes;       /* largest batch publish request body (413 above) */
         uint32_t max_topics;            /* topics the hub will create (503 above) */
         uint32_t max_topics_per_client; /* topics in one subscription */
+        uint32_t topic_creations_per_s; /* new topics one connection may create per second */
         uint32_t max_connections;       /* public-port connections per process */
         uint32_t max_connections_per_address; /* per client address; 0 = no bound */
         uint32_t max_request_head_bytes;/* request line + headers on the public port */

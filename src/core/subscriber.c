@@ -303,14 +303,24 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
 
 enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
                                                const struct lg_subscribe_params *p, bool listen,
-                                               size_t max_replay,
+                                               size_t max_replay, struct lg_rate *creations,
                                                struct lg_subscribe_failure *why)
 {
     for (size_t i = 0; i < p->topic_count; i++) {
         why->problem = NULL;
         why->topic = NULL;
-        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), true,
-                                          &why->problem);
+        size_t len = strlen(p->topics[i]);
+        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], len, false, &why->problem);
+        if (!t) {
+            if (creations && !lg_rate_take(creations, lg_mono_ms())) {
+                why->problem = "this connection creates new topics faster than "
+                               "limits.topic_creations_per_s allows; retry shortly";
+                why->topic = p->topics[i];
+                LG_STAT_ADD(topic_creations_refused, 1);
+                return LG_SUBSCRIBE_TOO_MANY_NEW;
+            }
+            t = lg_hub_topic(hub, p->topics[i], len, true, &why->problem);
+        }
         if (!t)
             return LG_SUBSCRIBE_UNAVAILABLE;
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "client_ring.h"
+#include "rate.h"
 #include "config.h"
 #include "cursor.h"
 #include "transport.h"
@@ -95,14 +96,18 @@ enum lg_subscribe_status {
     LG_SUBSCRIBE_OK = 0,
     LG_SUBSCRIBE_UNAVAILABLE,    /* a topic could not be created (limits.max_topics, OOM) */
     LG_SUBSCRIBE_INVALID_CURSOR, /* lg_subscriber_add() refused the cursor (or OOM) */
+    LG_SUBSCRIBE_TOO_MANY_NEW,   /* the caller's creation budget is spent: no new topic now */
 };
 struct lg_subscribe_failure {
     const char *problem;          /* static text, for the client */
     const char *topic;            /* INVALID_CURSOR: the topic it happened on (in the params) */
 };
+/* Subscribe to every topic of p. A topic that does not exist yet takes a token from
+ * creations (NULL = no bound), so one connection cannot create topics faster than its owner
+ * allows. Stops at the first failure (topics added before it stay: the caller decides). */
 enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
                                                const struct lg_subscribe_params *p, bool listen,
-                                               size_t max_replay,
+                                               size_t max_replay, struct lg_rate *creations,
                                                struct lg_subscribe_failure *why);
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */

@@ -5,6 +5,7 @@
 
 #include "client_addresses.h"
 #include "clock.h"
+#include "config.h"
 #include "hub.h"
 #include "log.h"
 #include "stats.h"
@@ -26,6 +27,11 @@ void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
     c->transport = transport;
     count_client(transport, 1);
     c->last_write_ms = lg_mono_ms();
+    const struct lg_config *cfg = lg_worker_config(w);
+    lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
+                 cfg->limits.max_topics_per_client, c->last_write_ms);
+    lg_rate_init(&c->ws_messages, cfg->websocket.max_messages_per_s,
+                 cfg->websocket.max_messages_per_s, c->last_write_ms);
     lg_buf_init(&c->out);
     lg_buf_init(&c->ws_msg);
     lg_worker_conn_opened(w, c);
@@ -182,11 +188,15 @@ int lg_conn_http_subscribe(struct lg_conn *c, const struct lg_subscribe_params *
 {
     struct lg_hub *hub = lg_worker_hub(c->worker);
     struct lg_subscribe_failure why;
-    switch (lg_subscriber_add_all(&c->sub, hub, p, listen, max_replay, &why)) {
+    switch (lg_subscriber_add_all(&c->sub, hub, p, listen, max_replay, &c->topic_creations, &why)) {
     case LG_SUBSCRIBE_OK:
         return 0;
     case LG_SUBSCRIBE_UNAVAILABLE:
         lg_conn_http_error(c, 503, "unavailable", why.problem, "Retry-After: 1\r\n");
+        return -1;
+    case LG_SUBSCRIBE_TOO_MANY_NEW:
+        lg_subscriber_release(&c->sub, hub);
+        lg_conn_http_error(c, 429, "too_many_new_topics", why.problem, "Retry-After: 1\r\n");
         return -1;
     default:
         lg_subscriber_release(&c->sub, hub);

@@ -26,6 +26,7 @@
 #include "encode.h"
 #include "http_request.h"
 #include "http_response.h"
+#include "rate.h"
 #include "subscriber.h"
 #include "transport.h"
 
@@ -48,6 +49,8 @@ struct lg_conn {
     const struct lg_transport_ops *transport;
     bool released;            /* lg_conn_release() ran */
     bool client_counted;      /* holds one of `client`'s connections (client_addresses.h) */
+    struct lg_rate topic_creations; /* new topics it may create (limits.topic_creations_per_s) */
+    struct lg_rate ws_messages;     /* WebSocket control messages (websocket.max_messages_per_s) */
     struct lg_client_address client;
     bool closing;             /* send what is in `out`, then close */
     bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */

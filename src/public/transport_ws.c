@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "event.h"
 #include "hub.h"
@@ -130,12 +131,15 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
         return reply_error(c, "too_many_topics", text);
     }
     struct lg_subscribe_failure why;
-    switch (lg_subscriber_add_all(&c->sub, hub, p, true, SIZE_MAX, &why)) {
+    switch (lg_subscriber_add_all(&c->sub, hub, p, true, SIZE_MAX, &c->topic_creations, &why)) {
     case LG_SUBSCRIBE_OK:
         break;
     case LG_SUBSCRIBE_UNAVAILABLE:
         unsubscribe_added(c, p, had);
         return reply_error(c, "unavailable", why.problem);
+    case LG_SUBSCRIBE_TOO_MANY_NEW:
+        unsubscribe_added(c, p, had);
+        return reply_error(c, "too_many_new_topics", why.problem);
     default: {
         char text[256];
         snprintf(text, sizeof text, "topic %s: %s", why.topic, why.problem);
@@ -224,6 +228,11 @@ static int bad_message(struct lg_conn *c, const char *code, const char *text)
 
 static int handle_message(struct lg_conn *c, const char *text, size_t len)
 {
+    if (!lg_rate_take(&c->ws_messages, lg_mono_ms())) {
+        LG_STAT_ADD(ws_closed_message_rate, 1);
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                         "control messages faster than websocket.max_messages_per_s");
+    }
     json_error_t jerr;
     json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!msg || !json_is_object(msg)) {

@@ -39,6 +39,8 @@ struct lg_stats {
     _Atomic int64_t max_queue_depth;         /* gauge: deepest client queue seen since start */
     _Atomic int64_t topics;                  /* gauge */
     _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
+    _Atomic uint64_t topic_creations_refused;/* limits.topic_creations_per_s reached */
+    _Atomic uint64_t ws_closed_message_rate; /* websocket.max_messages_per_s reached: 1008 */
 };
 
 extern struct lg_stats lg_stats;

@@ -305,7 +305,8 @@ static void ws_roundtrip(struct lg_ws_client *c, const char *text, const char *w
 START_TEST(topics_nobody_published_to_are_collected_once_idle)
 {
     struct lg_server s;
-    lg_server_must_start(&s, "{\"limits\":{\"max_topics\":100}}");
+    /* no creation rate here: this case is about the table, the next one about the rate */
+    lg_server_must_start(&s, "{\"limits\":{\"max_topics\":100,\"topic_creations_per_s\":0}}");
     ck_assert_int_eq(lg_publish(s.control_port, "kept", "x", NULL, 0), 201);
     struct lg_ws_client c;
     ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
@@ -615,6 +616,68 @@ START_TEST(behind_a_trusted_proxy_the_forwarded_address_counts)
 }
 END_TEST
 
+/* {"op":"subscribe","topics":["<prefix>0",...,"<prefix>n-1"]} */
+static void subscribe_names(char *out, size_t cap, const char *prefix, int n)
+{
+    snprintf(out, cap, "{\"op\":\"subscribe\",\"topics\":[");
+    for (int i = 0; i < n; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s\"%s%d\"", i ? "," : "", prefix, i);
+    snprintf(out + strlen(out), cap - strlen(out), "]}");
+}
+
+START_TEST(a_connection_creates_topics_at_a_bounded_rate)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"limits\":{\"topic_creations_per_s\":10,"
+                             "\"max_topics_per_client\":20}}");
+    ck_assert_int_eq(lg_publish(s.control_port, "old0", "x", NULL, 0), 201);
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    char msg[2048];
+    subscribe_names(msg, sizeof msg, "a", 20); /* the burst: 20 new topics at once */
+    ws_roundtrip(&c, msg, "subscribed");
+    char unsub[2048];
+    snprintf(unsub, sizeof unsub, "{\"op\":\"unsubscribe\"%s", strchr(msg, ','));
+    ws_roundtrip(&c, unsub, "unsubscribed"); /* room for topics again; the rate is spent */
+    subscribe_names(msg, sizeof msg, "b", 2);  /* the bucket is empty: refused, all of it */
+    ck_assert_int_eq(lg_ws_send_text(&c, msg, strlen(msg)), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(&c, &m, WAIT_MS), 1);
+    ck_assert_str_eq(m, "{\"type\":\"error\",\"v\":1,\"code\":\"too_many_new_topics\","
+                        "\"message\":\"this connection creates new topics faster than "
+                        "limits.topic_creations_per_s allows; retry shortly\"}");
+    free(m);
+    ck_assert_int_eq(lg_stat(s.control_port, "topic_creations_refused"), 1);
+    /* existing topics are not limited */
+    ws_roundtrip(&c, "{\"op\":\"subscribe\",\"topics\":[\"old0\"]}", "subscribed");
+    usleep(300 * 1000); /* 10 a second: three more by now */
+    ws_roundtrip(&c, msg, "subscribed");
+    lg_ws_close(&c);
+    /* an SSE request gets 429 the same way once its connection's bucket is spent: each new
+     * connection starts with a full one, so that bound is the per-address one */
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+START_TEST(websocket_control_messages_are_rate_limited)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"websocket\":{\"max_messages_per_s\":5}}");
+    struct lg_ws_client c;
+    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    for (int i = 0; i < 5; i++)
+        ws_roundtrip(&c, "{\"op\":\"ping\"}", "pong");
+    ck_assert_int_eq(lg_ws_send_text(&c, "{\"op\":\"ping\"}", 13), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(&c, &m, WAIT_MS), -1);
+    ck_assert_int_eq(c.close_code, 1008);
+    ck_assert_str_eq(c.close_reason, "control messages faster than websocket.max_messages_per_s");
+    lg_ws_close(&c);
+    ck_assert_int_eq(lg_stat(s.control_port, "ws_closed_message_rate"), 1);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *suite = suite_create("hardening");
@@ -627,6 +690,8 @@ static Suite *hardening_suite(void)
     tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
     tcase_add_test(tc, topics_nobody_published_to_are_collected_once_idle);
     tcase_add_test(tc, one_address_cannot_take_every_connection);
+    tcase_add_test(tc, a_connection_creates_topics_at_a_bounded_rate);
+    tcase_add_test(tc, websocket_control_messages_are_rate_limited);
     tcase_add_test(tc, behind_a_trusted_proxy_the_forwarded_address_counts);
     tcase_add_test(tc, an_idle_keep_alive_connection_is_closed);
     tcase_add_test(tc, a_dripped_second_request_head_gets_408);
