@@ -23,51 +23,10 @@
 #include "stats.h"
 #include "topic.h"
 #include "transport.h"
+#include "worker_internal.h"
 #include "worker_services.h"
 
-#define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
-#define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
-
-/* What a WebSocket upgrade brings to its connection once lws has established it. */
-struct ws_upgrade {
-    char *query;                        /* the raw query string; NULL = none in flight */
-    struct lg_client_address client;
-    bool counted;
-};
-
-struct lg_worker {
-    struct lg_worker_shared shared;
-    uint32_t index;
-    struct lg_acceptor *acceptor;       /* listening socket and unclassified sockets */
-    struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
-    lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
-    struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
-    ev_check after_events;              /* end of each loop iteration: drained? stop? */
-    ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
-    struct lws_context *ctx;
-    struct lws_vhost *vhost;
-    struct lws *listen_wsi;
-    struct lws *classify_wsi;
-    pthread_t thread;
-    bool thread_started;
-    struct lg_inbox inbox;
-    _Atomic bool drain_requested;       /* set by the app thread */
-    _Atomic bool stop_requested;        /* set by the app thread */
-    _Atomic bool drained;               /* set by this worker: no client left */
-    bool draining;                      /* this worker has begun draining */
-    struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
-    struct lg_dlist dirty;              /* connections given events, in the order to write them */
-    size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
-    struct lg_dlist quiet;              /* SSE streams, least recently written first */
-    struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
-    struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
-    struct ws_upgrade *ws_upgrades;     /* [fd]: a WebSocket upgrade handed to lws, not yet
-                                           established */
-    size_t ws_upgrades_cap;
-    lws_sorted_usec_list_t tick;
-    lws_sorted_usec_list_t accept_resume; /* the listener paused at EMFILE comes back */
-};
 
 /* Tags for the two RAW_FILE wsis this worker adopts (lws opaque user data). */
 static char tag_listener, tag_classifier;
@@ -209,134 +168,6 @@ static const struct lg_acceptor_ops adopt_ops = {
     .pause = pause_accepting,
 };
 
-/* ---- Inbox: events from the hub --------------------------------------------------------- */
-
-/* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
- * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
- * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
- * epoll_wait for lws' idle watcher. */
-static void wake(void *arg)
-{
-    struct lg_worker *w = arg;
-    ev_async_send(w->loop, &w->woken);
-}
-
-static struct lg_conn *conn_of(struct lg_subscriber *s)
-{
-    return (struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub));
-}
-
-static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
-{
-    if (!c->dirty_link.linked)
-        lg_dlist_push_tail(&w->dirty, &c->dirty_link);
-}
-
-/* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
- * would overflow is written out first when its socket has room: a client that keeps up is
- * never judged slow because events arrive faster than the worker reaches it. */
-static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
-{
-    struct lg_subscription *sn = ev->topic->slots[w->index].head, *next;
-    for (; sn; sn = next) {
-        struct lg_subscriber *s = sn->owner;
-        /* Each subscriber is a cache miss of its own: start fetching the next one's queue
-         * while this one is served (5,000 subscribers x every event at saturation). */
-        next = sn->next;
-        if (next) {
-            __builtin_prefetch(next->next);
-            __builtin_prefetch(&next->owner->ring);
-        }
-        if (lg_subscriber_would_overflow(s, ev))
-            lg_conn_write_now(conn_of(s));
-        lg_subscriber_offer(s, sn, ev, now_ns);
-        if (lg_subscriber_has_output(s))
-            mark_dirty(w, conn_of(s));
-    }
-}
-
-/*
- * How many events to take from the inbox before the next WRITES_PER_TAKE writes. The worker
- * writes its dirty connections in turn; taking events a few at a time while it goes means an
- * event reaches every subscriber within one round of writes (a round-robin sweep), not after
- * the round in progress and then part of the next. EVENTS_PER_ROUND events are admitted per
- * round, spread over it in credits (1/1024 event units), so each write still carries about
- * that many events at saturation. A worker with nothing to write takes a round's worth at once.
- */
-static size_t take_allowance(struct lg_worker *w)
-{
-    if (w->dirty.count == 0) {
-        w->take_credit = 0;
-        return EVENTS_PER_ROUND;
-    }
-    size_t round = w->dirty.count > WRITES_PER_TAKE ? w->dirty.count : WRITES_PER_TAKE;
-    w->take_credit += EVENTS_PER_ROUND * WRITES_PER_TAKE * 1024 / round;
-    if (w->take_credit > EVENTS_PER_ROUND * 1024)
-        w->take_credit = EVENTS_PER_ROUND * 1024;
-    return w->take_credit / 1024;
-}
-
-static void spend_credit(struct lg_worker *w, size_t taken)
-{
-    size_t cost = taken * 1024;
-    w->take_credit = cost < w->take_credit ? w->take_credit - cost : 0;
-}
-
-/* Take and dispatch up to `max` events. Return value: how many. */
-static size_t take_events(struct lg_worker *w, size_t max)
-{
-    struct lg_event **batch;
-    size_t n = lg_inbox_take_upto(&w->inbox, max, &batch);
-    if (n == 0)
-        return 0;
-    uint64_t now = lg_mono_ns();
-    for (size_t i = 0; i < n; i++) {
-        dispatch_event(w, batch[i], now);
-        lg_topic_unref(batch[i]->topic); /* the hub's reference for this inbox entry */
-        lg_event_unref(&batch[i]);
-    }
-    /* The events are in their subscribers' queues now: room for the publishers. The pace of
-     * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
-    lg_inbox_done(&w->inbox, n);
-    lg_hub_worker_done(w->shared.hub, w->index);
-    return n;
-}
-
-/* Write the next `max` connections of the dirty queue. Return value: how many. */
-static size_t write_dirty(struct lg_worker *w, size_t max)
-{
-    size_t n = 0;
-    while (n < max && w->dirty.first) {
-        struct lg_conn *c = lg_dlist_entry(w->dirty.first, struct lg_conn, dirty_link);
-        lg_dlist_remove(&w->dirty, &c->dirty_link);
-        lg_conn_write_now(c);
-        n++;
-    }
-    return n;
-}
-
-/* Take events and write connections in turn until both are done, or one round of writes has
- * been made (then the worker wakes itself, so reads, accepts and timers get their turn). */
-static void drain_inbox(struct lg_worker *w)
-{
-    size_t round = w->dirty.count + WRITES_PER_TAKE;
-    size_t written = 0;
-    for (;;) {
-        size_t allowed = take_allowance(w);
-        size_t taken = allowed ? take_events(w, allowed) : 0;
-        spend_credit(w, taken);
-        size_t wrote = write_dirty(w, WRITES_PER_TAKE);
-        written += wrote;
-        if (taken == 0 && wrote == 0)
-            return; /* nothing to write means a full allowance: the inbox is empty too */
-        if (written >= round) {
-            if (w->dirty.first || !lg_inbox_empty(&w->inbox))
-                wake(w); /* after the other descriptors had their turn */
-            return;
-        }
-    }
-}
-
 /* ---- Drain and tick ---------------------------------------------------------------------- */
 
 static void close_file_wsi(struct lws **wsi)
@@ -393,7 +224,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 
 static void on_cancel(struct lg_worker *w)
 {
-    drain_inbox(w);
+    lg_worker_sweep(w);
     if (atomic_load(&w->drain_requested) && !w->draining)
         begin_drain(w);
 }
@@ -561,7 +392,7 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
         snprintf(err, errlen, "worker %u: cannot watch its sockets", index);
         goto fail;
     }
-    lg_hub_attach_worker(shared->hub, index, &w->inbox, wake, w);
+    lg_hub_attach_worker(shared->hub, index, &w->inbox, lg_worker_wake, w);
     lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
     return w;
 fail:
@@ -591,7 +422,7 @@ int lg_worker_start(struct lg_worker *w)
 void lg_worker_drain(struct lg_worker *w)
 {
     atomic_store(&w->drain_requested, true);
-    wake(w);
+    lg_worker_wake(w);
 }
 
 bool lg_worker_drained(const struct lg_worker *w) { return atomic_load(&w->drained); }
@@ -599,7 +430,7 @@ bool lg_worker_drained(const struct lg_worker *w) { return atomic_load(&w->drain
 void lg_worker_stop(struct lg_worker *w)
 {
     atomic_store(&w->stop_requested, true);
-    wake(w);
+    lg_worker_wake(w);
 }
 
 void lg_worker_join(struct lg_worker *w)

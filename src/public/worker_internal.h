@@ -1,0 +1,74 @@
+/*
+ * worker_internal.h - the worker's state, shared by the two files that implement a worker:
+ * worker.c (the loop, the lws context, accepting, drain, tick, life cycle) and worker_sweep.c
+ * (taking events from the inbox, offering them to subscribers, writing connections out). No
+ * other file includes it: everything else sees a worker through worker.h and
+ * worker_services.h.
+ *
+ * Owns/Frees/Threads/Bounds: as worker.h says. Every field is the worker thread's, except the
+ * atomics the app thread sets (drain_requested, stop_requested) and reads (drained).
+ */
+#ifndef LG_WORKER_INTERNAL_H
+#define LG_WORKER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <ev.h>
+#include <libwebsockets.h>
+
+#include "client_address.h"
+#include "dlist.h"
+#include "encode.h"
+#include "inbox.h"
+#include "worker.h"
+
+/* What a WebSocket upgrade brings to its connection once lws has established it. */
+struct ws_upgrade {
+    char *query;                        /* the raw query string; NULL = none in flight */
+    struct lg_client_address client;
+    bool counted;
+};
+
+struct lg_worker {
+    struct lg_worker_shared shared;
+    uint32_t index;
+    struct lg_acceptor *acceptor;       /* listening socket and unclassified sockets */
+    struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
+    lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
+    struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
+    ev_check after_events;              /* end of each loop iteration: drained? stop? */
+    ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
+    struct lws_context *ctx;
+    struct lws_vhost *vhost;
+    struct lws *listen_wsi;
+    struct lws *classify_wsi;
+    pthread_t thread;
+    bool thread_started;
+    struct lg_inbox inbox;
+    _Atomic bool drain_requested;       /* set by the app thread */
+    _Atomic bool stop_requested;        /* set by the app thread */
+    _Atomic bool drained;               /* set by this worker: no client left */
+    bool draining;                      /* this worker has begun draining */
+    struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
+    struct lg_dlist dirty;              /* connections given events, in the order to write them */
+    size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
+    struct lg_dlist quiet;              /* SSE streams, least recently written first */
+    struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
+    struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
+    struct ws_upgrade *ws_upgrades;     /* [fd]: a WebSocket upgrade handed to lws, not yet
+                                           established */
+    size_t ws_upgrades_cap;
+    lws_sorted_usec_list_t tick;
+    lws_sorted_usec_list_t accept_resume; /* the listener paused at EMFILE comes back */
+};
+
+/* Wake worker arg from any thread (the hub's wake function). */
+void lg_worker_wake(void *arg);
+/* Take events from the inbox and write the connections given output: one round of writes,
+ * then it wakes itself if there is more (worker_sweep.c). */
+void lg_worker_sweep(struct lg_worker *w);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * worker_sweep.c - a worker's fan-out: events taken from its inbox are offered to the
+ * subscriptions of their topic on this worker, and the connections given output are written
+ * round-robin, straight to each socket that has room (see worker.h, DESIGN).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "event.h"
+#include "hub.h"
+#include "stats.h"
+#include "topic.h"
+#include "worker_internal.h"
+
+#define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
+#define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
+
+/* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
+ * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
+ * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
+ * epoll_wait for lws' idle watcher. */
+void lg_worker_wake(void *arg)
+{
+    struct lg_worker *w = arg;
+    ev_async_send(w->loop, &w->woken);
+}
+
+static struct lg_conn *conn_of(struct lg_subscriber *s)
+{
+    return (struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub));
+}
+
+static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
+{
+    if (!c->dirty_link.linked)
+        lg_dlist_push_tail(&w->dirty, &c->dirty_link);
+}
+
+/* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
+ * would overflow is written out first when its socket has room: a client that keeps up is
+ * never judged slow because events arrive faster than the worker reaches it. */
+static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
+{
+    struct lg_subscription *sn = ev->topic->slots[w->index].head, *next;
+    for (; sn; sn = next) {
+        struct lg_subscriber *s = sn->owner;
+        /* Each subscriber is a cache miss of its own: start fetching the next one's queue
+         * while this one is served (5,000 subscribers x every event at saturation). */
+        next = sn->next;
+        if (next) {
+            __builtin_prefetch(next->next);
+            __builtin_prefetch(&next->owner->ring);
+        }
+        if (lg_subscriber_would_overflow(s, ev))
+            lg_conn_write_now(conn_of(s));
+        lg_subscriber_offer(s, sn, ev, now_ns);
+        if (lg_subscriber_has_output(s))
+            mark_dirty(w, conn_of(s));
+    }
+}
+
+/*
+ * How many events to take from the inbox before the next WRITES_PER_TAKE writes. The worker
+ * writes its dirty connections in turn; taking events a few at a time while it goes means an
+ * event reaches every subscriber within one round of writes (a round-robin sweep), not after
+ * the round in progress and then part of the next. EVENTS_PER_ROUND events are admitted per
+ * round, spread over it in credits (1/1024 event units), so each write still carries about
+ * that many events at saturation. A worker with nothing to write takes a round's worth at once.
+ */
+static size_t take_allowance(struct lg_worker *w)
+{
+    if (w->dirty.count == 0) {
+        w->take_credit = 0;
+        return EVENTS_PER_ROUND;
+    }
+    size_t round = w->dirty.count > WRITES_PER_TAKE ? w->dirty.count : WRITES_PER_TAKE;
+    w->take_credit += EVENTS_PER_ROUND * WRITES_PER_TAKE * 1024 / round;
+    if (w->take_credit > EVENTS_PER_ROUND * 1024)
+        w->take_credit = EVENTS_PER_ROUND * 1024;
+    return w->take_credit / 1024;
+}
+
+static void spend_credit(struct lg_worker *w, size_t taken)
+{
+    size_t cost = taken * 1024;
+    w->take_credit = cost < w->take_credit ? w->take_credit - cost : 0;
+}
+
+/* Take and dispatch up to `max` events. Return value: how many. */
+static size_t take_events(struct lg_worker *w, size_t max)
+{
+    struct lg_event **batch;
+    size_t n = lg_inbox_take_upto(&w->inbox, max, &batch);
+    if (n == 0)
+        return 0;
+    uint64_t now = lg_mono_ns();
+    for (size_t i = 0; i < n; i++) {
+        dispatch_event(w, batch[i], now);
+        lg_topic_unref(batch[i]->topic); /* the hub's reference for this inbox entry */
+        lg_event_unref(&batch[i]);
+    }
+    /* The events are in their subscribers' queues now: room for the publishers. The pace of
+     * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
+    lg_inbox_done(&w->inbox, n);
+    lg_hub_worker_done(w->shared.hub, w->index);
+    return n;
+}
+
+/* Write the next `max` connections of the dirty queue. Return value: how many. */
+static size_t write_dirty(struct lg_worker *w, size_t max)
+{
+    size_t n = 0;
+    while (n < max && w->dirty.first) {
+        struct lg_conn *c = lg_dlist_entry(w->dirty.first, struct lg_conn, dirty_link);
+        lg_dlist_remove(&w->dirty, &c->dirty_link);
+        lg_conn_write_now(c);
+        n++;
+    }
+    return n;
+}
+
+/* Take events and write connections in turn until both are done, or one round of writes has
+ * been made (then the worker wakes itself, so reads, accepts and timers get their turn). */
+void lg_worker_sweep(struct lg_worker *w)
+{
+    size_t round = w->dirty.count + WRITES_PER_TAKE;
+    size_t written = 0;
+    for (;;) {
+        size_t allowed = take_allowance(w);
+        size_t taken = allowed ? take_events(w, allowed) : 0;
+        spend_credit(w, taken);
+        size_t wrote = write_dirty(w, WRITES_PER_TAKE);
+        written += wrote;
+        if (taken == 0 && wrote == 0)
+            return; /* nothing to write means a full allowance: the inbox is empty too */
+        if (written >= round) {
+            if (w->dirty.first || !lg_inbox_empty(&w->inbox))
+                lg_worker_wake(w); /* after the other descriptors had their turn */
+            return;
+        }
+    }
+}
+
