@@ -8,6 +8,9 @@
  *
  * An event's id is a one-entry cursor, so an id can always be handed back as a cursor.
  * Pure functions over byte buffers, no allocation beyond the caller's array.
+ *
+ * Owns: nothing. Frees: nothing. Threads: any. Bounds: LG_CURSOR_MAX_ENTRIES entries of at
+ * most LG_CURSOR_ENTRY_MAX bytes each.
  */
 #ifndef LG_CURSOR_H
 #define LG_CURSOR_H

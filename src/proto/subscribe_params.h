@@ -3,6 +3,9 @@
  * timeout), parsed the same way for /sse, /poll and /ws query strings.
  *
  * Pure function over the caller's bytes; the result lives in the caller's struct.
+ *
+ * Owns: nothing. Frees: nothing. Threads: any. Bounds: at most the caller's max_topics
+ * topics (LG_CURSOR_MAX_ENTRIES), each value at most 8192 bytes once decoded.
  */
 #ifndef LG_SUBSCRIBE_PARAMS_H
 #define LG_SUBSCRIBE_PARAMS_H

@@ -1,6 +1,8 @@
 /*
  * clock.h - the two clocks livegate reads: monotonic for ages and deadlines, realtime only
  * for the publish timestamp shown to clients. Ids and cursors never depend on either.
+ *
+ * Owns: nothing. Frees: nothing. Threads: any. Bounds: none (reads the clocks).
  */
 #ifndef LG_CLOCK_H
 #define LG_CLOCK_H
