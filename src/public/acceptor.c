@@ -475,12 +475,8 @@ struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *po
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    a->cfg = cfg;
-    a->ops = ops;
-    a->owner = owner;
-    a->trusted = trusted;
-    a->trusted_count = trusted_count;
-    a->heads_fd = -1;
+    *a = (struct lg_acceptor){.cfg = cfg, .ops = ops, .owner = owner, .trusted = trusted,
+                              .trusted_count = trusted_count, .listen_fd = -1, .heads_fd = -1};
     a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     a->listen_fd = open_listener(&cfg->public_addr, *port, err, errlen);
     if (a->listen_fd < 0) {
