@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <strings.h>
 
 static void map_ipv4(const void *ipv4, struct lg_client_address *out)
 {
@@ -58,27 +59,56 @@ static bool is_trusted(const struct lg_client_address *a, const struct lg_client
     return false;
 }
 
-bool lg_client_address_resolve(const struct lg_client_address *peer,
-                               const struct lg_client_address *trusted, size_t n,
-                               const char *xff, size_t xff_len, struct lg_client_address *client)
+typedef bool parse_entry_fn(const char *s, size_t len, struct lg_client_address *out);
+
+/* One element of a Forwarded header (RFC 7239 4): its for= node, quoted or not; an IPv6 node
+ * is in brackets and either may carry a port. "unknown" and obfuscated nodes do not parse. */
+static bool parse_forwarded_element(const char *s, size_t len, struct lg_client_address *out)
 {
-    if (!is_trusted(peer, trusted, n)) {
-        *client = *peer;
-        return true;
+    for (size_t pos = 0; pos < len;) {
+        size_t end = pos;
+        while (end < len && s[end] != ';')
+            end++;
+        size_t a = pos;
+        while (a < end && (s[a] == ' ' || s[a] == '\t'))
+            a++;
+        if (end - a > 4 && strncasecmp(s + a, "for=", 4) == 0) {
+            const char *v = s + a + 4;
+            size_t n = end - a - 4;
+            while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+                n--;
+            if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
+                v++, n -= 2;
+            if (n > 0 && v[0] == '[') { /* [IPv6]:port */
+                const char *close = memchr(v, ']', n);
+                return close && lg_client_address_parse(v + 1, (size_t)(close - v - 1), out);
+            }
+            const char *colon = memchr(v, ':', n); /* IPv4:port */
+            return lg_client_address_parse(v, colon ? (size_t)(colon - v) : n, out);
+        }
+        pos = end + 1;
     }
-    /* Right to left: each proxy appends the address it received the request from. */
-    size_t end = xff_len;
+    return false;
+}
+
+/* Right to left over a comma-separated list: each proxy appends the address it got the
+ * request from, so the first entry that is not a trusted proxy is the client. */
+static bool resolve_list(const struct lg_client_address *peer,
+                         const struct lg_client_address *trusted, size_t n, const char *list,
+                         size_t list_len, parse_entry_fn *parse, struct lg_client_address *client)
+{
+    size_t end = list_len;
     while (end > 0) {
         size_t start = end;
-        while (start > 0 && xff[start - 1] != ',')
+        while (start > 0 && list[start - 1] != ',')
             start--;
         size_t a = start, b = end;
-        while (a < b && (xff[a] == ' ' || xff[a] == '\t'))
+        while (a < b && (list[a] == ' ' || list[a] == '\t'))
             a++;
-        while (b > a && (xff[b - 1] == ' ' || xff[b - 1] == '\t'))
+        while (b > a && (list[b - 1] == ' ' || list[b - 1] == '\t'))
             b--;
         struct lg_client_address entry;
-        if (!lg_client_address_parse(xff + a, b - a, &entry)) {
+        if (!parse(list + a, b - a, &entry)) {
             *client = *peer; /* unreadable: count it against the proxy that sent it */
             return true;
         }
@@ -89,6 +119,21 @@ bool lg_client_address_resolve(const struct lg_client_address *peer,
         end = start > 0 ? start - 1 : 0;
     }
     return false;
+}
+
+bool lg_client_address_resolve(const struct lg_client_address *peer,
+                               const struct lg_client_address *trusted, size_t n,
+                               const char *xff, size_t xff_len, const char *forwarded,
+                               size_t forwarded_len, struct lg_client_address *client)
+{
+    if (!is_trusted(peer, trusted, n)) {
+        *client = *peer;
+        return true;
+    }
+    if (xff_len > 0)
+        return resolve_list(peer, trusted, n, xff, xff_len, lg_client_address_parse, client);
+    return resolve_list(peer, trusted, n, forwarded, forwarded_len, parse_forwarded_element,
+                        client);
 }
 
 int lg_client_address_list_parse(const char *text, struct lg_client_address *out, size_t cap,

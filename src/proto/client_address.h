@@ -2,8 +2,8 @@
  * client_address.h - a client's network address as livegate keys it (IPv6, IPv4 mapped into
  * ::ffff:a.b.c.d), parsed, printed, and resolved through trusted proxies: a request counts
  * against its peer's address unless the peer is a trusted proxy (trusted_proxies), and then
- * against the client the proxy names in X-Forwarded-For (the rightmost entry that is not
- * itself a trusted proxy). A trusted proxy that names no client counts against nothing.
+ * against the client the proxy names in X-Forwarded-For or Forwarded (the rightmost entry that
+ * is not itself a trusted proxy). A trusted proxy that names no client counts against nothing.
  *
  * Owns: nothing. Frees: nothing. Threads: any (pure). Bounds: 16 bytes per address.
  */
@@ -34,12 +34,15 @@ int lg_client_address_list_parse(const char *text, struct lg_client_address *out
 
 /*
  * The client address of a request from peer: peer itself unless it is one of the n trusted
- * proxies; then the rightmost X-Forwarded-For entry (xff[0..xff_len), may be empty) that is not
- * a trusted proxy (an unreadable entry counts against the peer). Return value: true with
- * *client set, or false when the request counts against no address.
+ * proxies; then the rightmost X-Forwarded-For entry (xff[0..xff_len)) that is not a trusted
+ * proxy or, with no X-Forwarded-For, the rightmost for= of a Forwarded header (RFC 7239) that
+ * is not; an unreadable entry ("unknown", an obfuscated node) counts against the peer.
+ * Return value: true with *client set, or false when the request counts against no address
+ * (a trusted proxy that names no client).
  */
 bool lg_client_address_resolve(const struct lg_client_address *peer,
                                const struct lg_client_address *trusted, size_t n,
-                               const char *xff, size_t xff_len, struct lg_client_address *client);
+                               const char *xff, size_t xff_len, const char *forwarded,
+                               size_t forwarded_len, struct lg_client_address *client);
 
 #endif

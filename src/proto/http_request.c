@@ -31,6 +31,7 @@ static const char *const header_names[LG_HDR_COUNT_] = {
     [LG_HDR_SEC_WEBSOCKET_VERSION] = "sec-websocket-version",
     [LG_HDR_SEC_WEBSOCKET_PROTOCOL] = "sec-websocket-protocol",
     [LG_HDR_X_FORWARDED_FOR] = "x-forwarded-for",
+    [LG_HDR_FORWARDED] = "forwarded",
     [LG_HDR_AUTHORIZATION] = "authorization",
     [LG_HDR_COOKIE] = "cookie",
 };

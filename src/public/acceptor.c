@@ -311,8 +311,10 @@ static void hand_on(struct lg_acceptor *a, struct lg_pending *p, bool websocket)
 {
     struct lg_accepted acc = {.fd = p->fd, .head = p->buf, .len = p->len, .req = &p->req};
     const struct lg_slice *xff = &p->req.headers[LG_HDR_X_FORWARDED_FOR];
+    const struct lg_slice *fwd = &p->req.headers[LG_HDR_FORWARDED];
     acc.counted = lg_client_address_resolve(&p->peer, a->trusted, a->trusted_count,
-                                            p->buf + xff->off, xff->len, &acc.client);
+                                            p->buf + xff->off, xff->len, p->buf + fwd->off,
+                                            fwd->len, &acc.client);
     pending_detach(a, p); /* before the owner's loop may see the socket */
     if (!websocket) {
         a->ops->http(a->owner, &acc);

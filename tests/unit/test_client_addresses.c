@@ -75,17 +75,24 @@ START_TEST(addresses_parse_and_format_ipv4_mapped)
 }
 END_TEST
 
-static void expect_resolved(const char *peer, const char *xff, const char *want)
+static void expect_resolved_from(const char *peer, const char *xff, const char *forwarded,
+                                 const char *want)
 {
     struct lg_client_address trusted[2] = {addr("127.0.0.1"), addr("10.0.0.5")};
     struct lg_client_address p = addr(peer), client;
-    bool counted = lg_client_address_resolve(&p, trusted, 2, xff, strlen(xff), &client);
+    bool counted = lg_client_address_resolve(&p, trusted, 2, xff, strlen(xff), forwarded,
+                                             strlen(forwarded), &client);
     if (!want) {
         ck_assert_msg(!counted, "peer %s xff [%s]: counted, want none", peer, xff);
         return;
     }
     ck_assert_msg(counted, "peer %s xff [%s]: counts against nothing, want %s", peer, xff, want);
     expect_text(&client, want);
+}
+
+static void expect_resolved(const char *peer, const char *xff, const char *want)
+{
+    expect_resolved_from(peer, xff, "", want);
 }
 
 START_TEST(forwarded_addresses_count_only_through_trusted_proxies)
@@ -101,6 +108,20 @@ START_TEST(forwarded_addresses_count_only_through_trusted_proxies)
 }
 END_TEST
 
+START_TEST(the_forwarded_header_names_the_client_when_x_forwarded_for_does_not)
+{
+    expect_resolved_from("127.0.0.1", "", "for=192.0.2.60;proto=http;by=203.0.113.43",
+                         "192.0.2.60");
+    expect_resolved_from("127.0.0.1", "", "for=192.0.2.43, For=\"[2001:db8:cafe::17]:4711\"",
+                         "2001:db8:cafe::17");
+    expect_resolved_from("127.0.0.1", "", "for=\"192.0.2.1:8080\", for=10.0.0.5", "192.0.2.1");
+    expect_resolved_from("127.0.0.1", "", "for=unknown", "127.0.0.1"); /* obfuscated: the proxy */
+    expect_resolved_from("127.0.0.1", "", "proto=https", "127.0.0.1"); /* no for=: the proxy */
+    expect_resolved_from("127.0.0.1", "203.0.113.9", "for=192.0.2.60", "203.0.113.9");
+    expect_resolved_from("198.51.100.9", "", "for=192.0.2.60", "198.51.100.9"); /* untrusted */
+}
+END_TEST
+
 static Suite *client_addresses_suite(void)
 {
     Suite *s = suite_create("client_addresses");
@@ -109,6 +130,7 @@ static Suite *client_addresses_suite(void)
     tcase_add_test(tc, entries_are_given_back_and_the_table_is_bounded);
     tcase_add_test(tc, addresses_parse_and_format_ipv4_mapped);
     tcase_add_test(tc, forwarded_addresses_count_only_through_trusted_proxies);
+    tcase_add_test(tc, the_forwarded_header_names_the_client_when_x_forwarded_for_does_not);
     suite_add_tcase(s, tc);
     return s;
 }
