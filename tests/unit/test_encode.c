@@ -326,39 +326,21 @@ static Suite *encode_suite(void)
 {
     Suite *s = suite_create("encode");
 
-    TCase *tc = tcase_create("buf");
-    tcase_add_test(tc, buf_appends_and_stays_nul_terminated);
-    tcase_add_test(tc, buf_grows_past_its_first_capacity);
-    tcase_add_test(tc, buf_append_of_null_reserves_room_to_fill_in);
-    tcase_add_test(tc, buf_appends_u64_in_decimal);
-    tcase_add_test(tc, buf_appendf_fits_and_regrows);
-    tcase_add_test(tc, buf_reset_keeps_the_allocation);
-    tcase_add_test(tc, buf_impossible_size_sets_oom_until_reset);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("sse_data");
+    TCase *tc;
+    LG_TCASE(s, "buf", NULL, NULL, buf_appends_and_stays_nul_terminated,
+             buf_grows_past_its_first_capacity, buf_append_of_null_reserves_room_to_fill_in,
+             buf_appends_u64_in_decimal, buf_appendf_fits_and_regrows,
+             buf_reset_keeps_the_allocation, buf_impossible_size_sets_oom_until_reset);
+    tc = LG_TCASE(s, "sse_data", NULL, NULL, sse_appends_after_existing_content);
     tcase_add_loop_test(tc, sse_data_lines, 0, (int)(sizeof sse_cases / sizeof *sse_cases));
-    tcase_add_test(tc, sse_appends_after_existing_content);
-    suite_add_tcase(s, tc);
-
     tc = tcase_create("json_string");
+    suite_add_tcase(s, tc);
     tcase_add_loop_test(tc, json_strings, 0, (int)(sizeof json_cases / sizeof *json_cases));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("ws_header");
-    tcase_add_test(tc, ws_header_7_bit_length);
-    tcase_add_test(tc, ws_header_16_bit_length);
-    tcase_add_test(tc, ws_header_64_bit_length);
-    tcase_add_test(tc, ws_header_carries_the_opcode);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("utf8");
-    tcase_add_test(tc, utf8_accepts_well_formed_text);
-    tcase_add_test(tc, utf8_rejects_overlong_forms);
-    tcase_add_test(tc, utf8_rejects_surrogates);
-    tcase_add_test(tc, utf8_rejects_code_points_above_10ffff);
-    tcase_add_test(tc, utf8_rejects_truncated_and_broken_sequences);
-    suite_add_tcase(s, tc);
+    LG_TCASE(s, "ws_header", NULL, NULL, ws_header_7_bit_length, ws_header_16_bit_length,
+             ws_header_64_bit_length, ws_header_carries_the_opcode);
+    LG_TCASE(s, "utf8", NULL, NULL, utf8_accepts_well_formed_text, utf8_rejects_overlong_forms,
+             utf8_rejects_surrogates, utf8_rejects_code_points_above_10ffff,
+             utf8_rejects_truncated_and_broken_sequences);
 
     return s;
 }

@@ -407,38 +407,22 @@ static Suite *event_suite(void)
 {
     Suite *s = suite_create("event");
 
-    TCase *tc = tcase_create("id");
-    tcase_add_test(tc, id_is_topic_at_epoch_colon_seq);
-    tcase_add_test(tc, id_epoch_is_eight_lowercase_hex_digits);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("sse");
+    TCase *tc;
+    LG_TCASE(s, "id", NULL, NULL, id_is_topic_at_epoch_colon_seq,
+             id_epoch_is_eight_lowercase_hex_digits);
+    tc = LG_TCASE(s, "sse", NULL, NULL, sse_body_offset_skips_the_id_line);
     tcase_add_loop_test(tc, sse_frames, 0, (int)(sizeof sse_cases / sizeof *sse_cases));
-    tcase_add_test(tc, sse_body_offset_skips_the_id_line);
-    suite_add_tcase(s, tc);
-
     tc = tcase_create("json");
+    suite_add_tcase(s, tc);
     tcase_add_loop_test(tc, json_objects, 0, (int)(sizeof json_cases / sizeof *json_cases));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("ws_frame");
-    tcase_add_test(tc, ws_frame_is_header_then_json_in_place);
-    tcase_add_test(tc, ws_frame_with_16_bit_length);
-    tcase_add_test(tc, ws_frame_with_64_bit_length);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("storage");
-    tcase_add_test(tc, every_string_lives_in_the_one_allocation);
-    tcase_add_test(tc, fields_are_copied_not_borrowed);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("refcount");
+    LG_TCASE(s, "ws_frame", NULL, NULL, ws_frame_is_header_then_json_in_place,
+             ws_frame_with_16_bit_length, ws_frame_with_64_bit_length);
+    LG_TCASE(s, "storage", NULL, NULL, every_string_lives_in_the_one_allocation,
+             fields_are_copied_not_borrowed);
+    tc = LG_TCASE(s, "refcount", NULL, NULL, refcount_starts_at_one_and_unref_clears_the_pointer,
+                  unref_of_null_does_nothing, refcount_is_exact_under_concurrent_ref_and_unref,
+                  live_event_stats_follow_create_and_last_unref);
     tcase_set_timeout(tc, 60); /* the threaded case is slow under valgrind */
-    tcase_add_test(tc, refcount_starts_at_one_and_unref_clears_the_pointer);
-    tcase_add_test(tc, unref_of_null_does_nothing);
-    tcase_add_test(tc, refcount_is_exact_under_concurrent_ref_and_unref);
-    tcase_add_test(tc, live_event_stats_follow_create_and_last_unref);
-    suite_add_tcase(s, tc);
 
     return s;
 }
