@@ -33,6 +33,14 @@ static const char HEAD[] = "HTTP/1.1 200 OK\r\n"
                            "X-Accel-Buffering: no\r\n"
                            "Connection: close\r\n";
 
+/* The server of the tests in the "sse" test case: the default config, started before each test
+ * and stopped (it must exit 0) after it. */
+static struct lg_server srv;
+
+static void server_setup(void) { lg_server_must_start(&srv, NULL); }
+
+static void server_teardown(void) { lg_server_must_stop(&srv); }
+
 /* Open an SSE stream and wait until its retry: line arrived (the subscription then exists). */
 static void open_stream(struct lg_sse_client *c, uint16_t port, const char *path,
                         const char *headers)
@@ -89,34 +97,81 @@ static void get(uint16_t port, const char *path, const char *headers, struct lg_
     ck_assert_int_eq(lg_http_request(port, "GET", path, headers, NULL, 0, r, WAIT_MS), 0);
 }
 
+/*
+ * A request the public port refuses: method path (with headers and body, both may be NULL)
+ * answers status with the error code (ERROR_CHECKS), and, when header is not NULL, that header
+ * with exactly the value. Every failure names the request.
+ */
+struct refusal {
+    const char *method, *path, *headers, *body;
+    int status;
+    const char *code;
+    const char *header, *value;
+};
+
+/* The refusal's answer, left in r (free it) for more checks. */
+static void request_refused(uint16_t port, const struct refusal *q, struct lg_http_response *r)
+{
+    char what[300]; /* the request, for the failure messages */
+    snprintf(what, sizeof what, "%s %s%s%.200s", q->method, q->path, q->headers ? " with " : "",
+             q->headers ? q->headers : "");
+    ck_assert_msg(lg_http_request(port, q->method, q->path, q->headers, q->body,
+                                  q->body ? strlen(q->body) : 0, r, WAIT_MS) == 0,
+                  "%s: no answer", what);
+    ck_assert_msg(r->status == q->status, "%s: %d, want %d: %s", what, r->status, q->status,
+                  r->body);
+    lg_expect_error(r, q->status, q->code, ERROR_CHECKS);
+    if (q->header) {
+        char v[128];
+        ck_assert_msg(lg_http_header(r, q->header, v, sizeof v), "%s: no %s", what, q->header);
+        ck_assert_msg(strcmp(v, q->value) == 0, "%s: %s: %s, want %s", what, q->header, v,
+                      q->value);
+    }
+}
+
+static void expect_refused(uint16_t port, const struct refusal *q)
+{
+    struct lg_http_response r;
+    request_refused(port, q, &r);
+    lg_http_response_free(&r);
+}
+
+/* GET path (with headers) on port answers status and the error code. */
+static void expect_get_refused(uint16_t port, const char *path, const char *headers, int status,
+                               const char *code)
+{
+    expect_refused(port, &(struct refusal){.method = "GET",
+                                           .path = path,
+                                           .headers = headers,
+                                           .status = status,
+                                           .code = code});
+}
+
 /* ---- Exact bytes -------------------------------------------------------------------------- */
 
 START_TEST(test_sse_exact_head_and_frames)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_sse_client c;
-    open_stream(&c, s.public_port, "/sse?topic=frames", NULL);
+    open_stream(&c, srv.public_port, "/sse?topic=frames", NULL);
     ck_assert_str_eq(c.headers, HEAD);
     ck_assert_int_eq(c.retry_ms, -1); /* not parsed yet: we only waited for raw bytes */
 
     char id[256], ep[16];
-    pub(s.control_port, "frames", "one line", id, sizeof id);
+    pub(srv.control_port, "frames", "one line", id, sizeof id);
     lg_epoch_of(id, ep, sizeof ep);
-    pub(s.control_port, "frames", "a\nb", NULL, 0);         /* LF */
-    pub(s.control_port, "frames", "c\r\nd\r\ne", NULL, 0);  /* CRLF */
-    pub(s.control_port, "frames", "f\rg", NULL, 0);         /* CR */
-    pub(s.control_port, "frames", "", NULL, 0);             /* empty */
-    pub(s.control_port, "frames", "tail\n", NULL, 0);       /* trailing newline */
-    pub(s.control_port, "frames", "\n\nmid\r\r\n", NULL, 0); /* blank lines, mixed ends */
+    pub(srv.control_port, "frames", "a\nb", NULL, 0);          /* LF */
+    pub(srv.control_port, "frames", "c\r\nd\r\ne", NULL, 0);   /* CRLF */
+    pub(srv.control_port, "frames", "f\rg", NULL, 0);          /* CR */
+    pub(srv.control_port, "frames", "", NULL, 0);              /* empty */
+    pub(srv.control_port, "frames", "tail\n", NULL, 0);        /* trailing newline */
+    pub(srv.control_port, "frames", "\n\nmid\r\r\n", NULL, 0); /* blank lines, mixed ends */
     static const char json_in[] = "{ \"k\" : [1, 2, {\"s\":\"x\\ny\"}], \"n\": null }";
-    ck_assert_int_eq(lg_publish_ex(s.control_port, "frames", NULL, "application/json", json_in,
+    ck_assert_int_eq(lg_publish_ex(srv.control_port, "frames", NULL, "application/json", json_in,
                                    strlen(json_in), NULL, 0),
                      201);
-    ck_assert_int_eq(lg_publish_ex(s.control_port, "frames", "type=tick", "text/plain", "t", 1,
-                                   NULL, 0),
-                     201);
-    ck_assert_int_eq(lg_publish_ex(s.control_port, "frames", "type=price.update",
+    ck_assert_int_eq(
+        lg_publish_ex(srv.control_port, "frames", "type=tick", "text/plain", "t", 1, NULL, 0), 201);
+    ck_assert_int_eq(lg_publish_ex(srv.control_port, "frames", "type=price.update",
                                    "application/json", "1.07", 4, NULL, 0),
                      201);
 
@@ -153,16 +208,13 @@ START_TEST(test_sse_exact_head_and_frames)
     }
     ck_assert_int_eq(c.retry_ms, 3000);
     lg_sse_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 START_TEST(test_sse_large_event)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_sse_client c;
-    open_stream(&c, s.public_port, "/sse?topic=big", NULL);
+    open_stream(&c, srv.public_port, "/sse?topic=big", NULL);
 
     const size_t n = 60 * 1024;
     char *data = malloc(n + 1);
@@ -170,8 +222,8 @@ START_TEST(test_sse_large_event)
         data[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[(i * 7 + i / 36) % 36];
     data[n] = '\0';
     char id[256];
-    ck_assert_int_eq(lg_publish(s.control_port, "big", data, id, sizeof id), 201);
-    ck_assert_int_eq(lg_publish(s.control_port, "big", "after", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "big", data, id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "big", "after", NULL, 0), 201);
 
     size_t cap = n + 1024;
     char *want = malloc(cap);
@@ -189,25 +241,22 @@ START_TEST(test_sse_large_event)
     free(want);
     free(data);
     lg_sse_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 /* Each event's id is the cursor of the whole stream, one entry per topic in query order. */
 START_TEST(test_sse_multi_topic_ids)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
-    pub(s.control_port, "beta", "b-before", id, sizeof id); /* beta starts at seq 1 */
+    pub(srv.control_port, "beta", "b-before", id, sizeof id); /* beta starts at seq 1 */
     lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_sse_client c;
-    open_stream(&c, s.public_port, "/sse?topic=alpha&topic=beta", NULL);
-    pub(s.control_port, "alpha", "a1", NULL, 0);
-    pub(s.control_port, "beta", "b2", NULL, 0);
-    pub(s.control_port, "alpha", "a2", NULL, 0);
-    pub(s.control_port, "alpha", "a3", NULL, 0);
+    open_stream(&c, srv.public_port, "/sse?topic=alpha&topic=beta", NULL);
+    pub(srv.control_port, "alpha", "a1", NULL, 0);
+    pub(srv.control_port, "beta", "b2", NULL, 0);
+    pub(srv.control_port, "alpha", "a2", NULL, 0);
+    pub(srv.control_port, "alpha", "a3", NULL, 0);
 
     char want[2048];
     snprintf(want, sizeof want,
@@ -221,11 +270,11 @@ START_TEST(test_sse_multi_topic_ids)
     lg_sse_close(&c);
 
     /* the last id resumes the two-topic stream exactly */
-    pub(s.control_port, "beta", "b3", NULL, 0);
-    pub(s.control_port, "alpha", "a4", NULL, 0);
+    pub(srv.control_port, "beta", "b3", NULL, 0);
+    pub(srv.control_port, "alpha", "a4", NULL, 0);
     char hdr[256];
     snprintf(hdr, sizeof hdr, "Last-Event-ID: alpha@%1$s:2,beta@%1$s:2\r\n", ep);
-    open_stream(&c, s.public_port, "/sse?topic=alpha&topic=beta", hdr);
+    open_stream(&c, srv.public_port, "/sse?topic=alpha&topic=beta", hdr);
     /* per-topic order is promised, the replay's cross-topic order is not: each id must be
      * the cursor after that event, and each topic's events must come in seq order */
     int a = 2, b = 2;
@@ -249,7 +298,6 @@ START_TEST(test_sse_multi_topic_ids)
     ck_assert(a == 4 && b == 3);
     lg_sse_expect_quiet(&c, 300);
     lg_sse_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
@@ -285,67 +333,69 @@ END_TEST
 
 /* ---- Resume ------------------------------------------------------------------------------- */
 
+/*
+ * A stream of topic "r" (events m1.. with seqs 1..) resumed from a cursor in the query
+ * (query_seq) and/or in a Last-Event-ID header (header_seq; 0 each: none), then, when publish
+ * is not NULL, that published: its bytes are exactly the retry line, the comment id of the
+ * cursor it resumed from (cursor) and the events cursor+1..last, nothing twice.
+ */
+struct resume {
+    const char *name;
+    int query_seq, header_seq;
+    const char *publish;
+    int cursor, last;
+};
+
+static const struct resume resumes[] = {
+    {"header: exactly 3, 4, 5 from history, then 6 live", 0, 2, "m6", 2, 6},
+    {"query parameter: from 3", 3, 0, NULL, 3, 6},
+    {"header wins over query", 1, 5, NULL, 5, 6},
+    {"the newest id: nothing replayed, the next publish arrives", 0, 6, "m7", 6, 7},
+};
+
+static void expect_resume(const struct resume *q, const char *ep)
+{
+    char path[128] = "/sse?topic=r", hdr[128] = "", want[1024];
+    if (q->query_seq)
+        snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:%d", ep, q->query_seq);
+    if (q->header_seq)
+        snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:%d\r\n", ep, q->header_seq);
+    struct lg_sse_client c;
+    open_stream(&c, srv.public_port, path, q->header_seq ? hdr : NULL);
+    if (q->publish)
+        pub(srv.control_port, "r", q->publish, NULL, 0);
+    int n = snprintf(want, sizeof want, RETRY "id: r@%s:%d\n\n", ep, q->cursor);
+    for (int seq = q->cursor + 1; seq <= q->last; seq++)
+        n += snprintf(want + n, sizeof want - (size_t)n,
+                      "id: r@%s:%d\nevent: message\ndata: m%d\n\n", ep, seq, seq);
+    const char *tail = n > 64 ? want + n - 64 : want; /* as expect_raw waits */
+    ck_assert_msg(lg_sse_wait_raw(&c, 0, tail, WAIT_MS), "%s: stream incomplete: %s", q->name,
+                  c.raw);
+    ck_assert_msg(c.raw_len == (size_t)n && memcmp(c.raw, want, (size_t)n) == 0,
+                  "%s: stream bytes differ.\nwant (%d):\n%s\ngot (%zu):\n%s", q->name, n, want,
+                  c.raw_len, c.raw);
+    lg_sse_close(&c);
+}
+
 START_TEST(test_sse_resume_last_event_id)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
-    pub(s.control_port, "r", "m1", id, sizeof id);
+    pub(srv.control_port, "r", "m1", id, sizeof id);
     lg_epoch_of(id, ep, sizeof ep);
     for (int i = 2; i <= 5; i++) {
         char d[16];
         snprintf(d, sizeof d, "m%d", i);
-        ck_assert_uint_eq(pub(s.control_port, "r", d, NULL, 0), (unsigned long long)i);
+        ck_assert_uint_eq(pub(srv.control_port, "r", d, NULL, 0), (unsigned long long)i);
     }
 
-    /* header: exactly 3, 4, 5 from history, then 6 live, nothing twice */
+    for (size_t i = 0; i < sizeof resumes / sizeof *resumes; i++)
+        expect_resume(&resumes[i], ep);
+
     struct lg_sse_client c;
-    char hdr[128], want[1024];
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:2\r\n", ep);
-    open_stream(&c, s.public_port, "/sse?topic=r", hdr);
-    pub(s.control_port, "r", "m6", NULL, 0);
-    snprintf(want, sizeof want,
-             RETRY "id: r@%1$s:2\n\nid: r@%1$s:3\nevent: message\ndata: m3\n\n"
-                   "id: r@%1$s:4\nevent: message\ndata: m4\n\n"
-                   "id: r@%1$s:5\nevent: message\ndata: m5\n\n"
-                   "id: r@%1$s:6\nevent: message\ndata: m6\n\n",
-             ep);
-    expect_raw(&c, want);
-    lg_sse_close(&c);
-
-    /* query parameter: from 3 */
-    char path[128];
-    snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:3", ep);
-    open_stream(&c, s.public_port, path, NULL);
-    snprintf(want, sizeof want,
-             RETRY "id: r@%1$s:3\n\nid: r@%1$s:4\nevent: message\ndata: m4\n\n"
-                   "id: r@%1$s:5\nevent: message\ndata: m5\n\n"
-                   "id: r@%1$s:6\nevent: message\ndata: m6\n\n",
-             ep);
-    expect_raw(&c, want);
-    lg_sse_close(&c);
-
-    /* header wins over query */
-    snprintf(path, sizeof path, "/sse?topic=r&last_event_id=r@%s:1", ep);
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:5\r\n", ep);
-    open_stream(&c, s.public_port, path, hdr);
-    snprintf(want, sizeof want, RETRY "id: r@%1$s:5\n\nid: r@%1$s:6\nevent: message\ndata: m6\n\n",
-             ep);
-    expect_raw(&c, want);
-    lg_sse_close(&c);
-
-    /* the newest id: nothing replayed, the next publish arrives */
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:6\r\n", ep);
-    open_stream(&c, s.public_port, "/sse?topic=r", hdr);
-    pub(s.control_port, "r", "m7", NULL, 0);
-    snprintf(want, sizeof want, RETRY "id: r@%1$s:6\n\nid: r@%1$s:7\nevent: message\ndata: m7\n\n",
-             ep);
-    expect_raw(&c, want);
-    lg_sse_close(&c);
-
+    char hdr[128];
     /* a cursor with seq 0 replays everything */
     snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:0\r\n", ep);
-    open_stream(&c, s.public_port, "/sse?topic=r", hdr);
+    open_stream(&c, srv.public_port, "/sse?topic=r", hdr);
     for (int i = 1; i <= 7; i++) {
         char wid[64], d[16];
         snprintf(wid, sizeof wid, "r@%s:%d", ep, i);
@@ -354,92 +404,54 @@ START_TEST(test_sse_resume_last_event_id)
     }
     lg_sse_expect_quiet(&c, 200);
     lg_sse_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 /* ---- Bad requests ------------------------------------------------------------------------- */
 
+/* The fixed requests the public port refuses; the ones built from the epoch follow in code. */
+static const struct refusal bad_requests[] = {
+    {"GET", "/sse", NULL, NULL, 400, "bad_request", NULL, NULL},
+    {"GET", "/sse?foo=bar", NULL, NULL, 400, "bad_request", NULL, NULL},
+    {"GET", "/sse?topic=a%20b", NULL, NULL, 400, "invalid_topic", NULL, NULL},
+    {"GET", "/sse?topic=a*b", NULL, NULL, 400, "invalid_topic", NULL, NULL},
+    {"GET", "/sse?topic=a,b", NULL, NULL, 400, "invalid_topic", NULL, NULL},
+    {"GET", "/sse?topic=", NULL, NULL, 400, "invalid_topic", NULL, NULL},
+    {"GET", "/sse?topic=a@b", NULL, NULL, 400, "invalid_topic", NULL, NULL},
+    {"GET", "/sse?topic=%C3%A9", NULL, NULL, 400, "invalid_topic", NULL, NULL},
+    {"GET", "/nowhere", NULL, NULL, 404, "not_found", NULL, NULL},
+    {"GET", "/sse/extra?topic=a", NULL, NULL, 404, "not_found", NULL, NULL},
+    {"POST", "/sse?topic=a", NULL, "x", 405, "method_not_allowed", "Allow", "GET"},
+    {"DELETE", "/poll?topic=a", NULL, NULL, 405, "method_not_allowed", "Allow", "GET"},
+    {"GET", "/ws?topic=a", NULL, NULL, 426, "upgrade_required", "Upgrade", "websocket"},
+};
+
 START_TEST(test_sse_bad_requests)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
-    pub(s.control_port, "ok", "x", id, sizeof id);
+    pub(srv.control_port, "ok", "x", id, sizeof id);
     lg_epoch_of(id, ep, sizeof ep);
-    struct lg_http_response r;
     char path[256], hdr[256];
 
-    get(s.public_port, "/sse", NULL, &r);
-    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    get(s.public_port, "/sse?foo=bar", NULL, &r);
-    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
-    lg_http_response_free(&r);
+    for (size_t i = 0; i < sizeof bad_requests / sizeof *bad_requests; i++)
+        expect_refused(srv.public_port, &bad_requests[i]);
 
-    static const char *const bad_topics[] = {"/sse?topic=a%20b", "/sse?topic=a*b",
-                                             "/sse?topic=a,b", "/sse?topic=", "/sse?topic=a@b",
-                                             "/sse?topic=%C3%A9"};
-    for (size_t i = 0; i < sizeof bad_topics / sizeof *bad_topics; i++) {
-        get(s.public_port, bad_topics[i], NULL, &r);
-        ck_assert_msg(r.status == 400, "%s: %d %s", bad_topics[i], r.status, r.body);
-        lg_expect_error(&r, 400, "invalid_topic", ERROR_CHECKS);
-        lg_http_response_free(&r);
-    }
     /* 129 bytes is one over the limit */
     char longp[300] = "/sse?topic=";
     memset(longp + strlen(longp), 't', 129);
-    get(s.public_port, longp, NULL, &r);
-    lg_expect_error(&r, 400, "invalid_topic", ERROR_CHECKS);
-    lg_http_response_free(&r);
+    expect_get_refused(srv.public_port, longp, NULL, 400, "invalid_topic");
 
     static const char *const bad_cursors[] = {"garbage", "ok@zz:1", "ok@12345678", "ok@1234567:1",
                                               "ok@12345678:x", "ok@12345678:-1"};
     for (size_t i = 0; i < sizeof bad_cursors / sizeof *bad_cursors; i++) {
         snprintf(path, sizeof path, "/sse?topic=ok&last_event_id=%s", bad_cursors[i]);
-        get(s.public_port, path, NULL, &r);
-        lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
-        lg_http_response_free(&r);
+        expect_get_refused(srv.public_port, path, NULL, 400, "invalid_cursor");
         snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", bad_cursors[i]);
-        get(s.public_port, "/sse?topic=ok", hdr, &r);
-        lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
-        lg_http_response_free(&r);
+        expect_get_refused(srv.public_port, "/sse?topic=ok", hdr, 400, "invalid_cursor");
     }
     /* ahead of the topic: seq 2 when only 1 exists */
     snprintf(hdr, sizeof hdr, "Last-Event-ID: ok@%s:2\r\n", ep);
-    get(s.public_port, "/sse?topic=ok", hdr, &r);
-    lg_expect_error(&r, 400, "invalid_cursor", ERROR_CHECKS);
-    lg_http_response_free(&r);
-
-    get(s.public_port, "/nowhere", NULL, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    get(s.public_port, "/sse/extra?topic=a", NULL, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-
-    ck_assert_int_eq(lg_http_request(s.public_port, "POST", "/sse?topic=a", NULL, "x", 1, &r,
-                                     WAIT_MS),
-                     0);
-    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
-    char allow[64];
-    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
-    ck_assert_str_eq(allow, "GET");
-    lg_http_response_free(&r);
-    ck_assert_int_eq(lg_http_request(s.public_port, "DELETE", "/poll?topic=a", NULL, NULL, 0, &r,
-                                     WAIT_MS),
-                     0);
-    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
-    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
-    ck_assert_str_eq(allow, "GET");
-    lg_http_response_free(&r);
-
-    get(s.public_port, "/ws?topic=a", NULL, &r);
-    lg_expect_error(&r, 426, "upgrade_required", ERROR_CHECKS);
-    char up[64];
-    ck_assert(lg_http_header(&r, "Upgrade", up, sizeof up));
-    ck_assert_str_eq(up, "websocket");
-    lg_http_response_free(&r);
+    expect_get_refused(srv.public_port, "/sse?topic=ok", hdr, 400, "invalid_cursor");
 
     /* a head over limits.max_request_head_bytes (8192) */
     size_t big = 9000;
@@ -447,18 +459,15 @@ START_TEST(test_sse_bad_requests)
     strcpy(hbig, "X-Filler: ");
     memset(hbig + 10, 'f', big);
     strcpy(hbig + 10 + big, "\r\n");
-    get(s.public_port, "/sse?topic=a", hbig, &r);
-    lg_expect_error(&r, 431, "headers_too_large", ERROR_CHECKS);
-    lg_http_response_free(&r);
+    expect_get_refused(srv.public_port, "/sse?topic=a", hbig, 431, "headers_too_large");
     free(hbig);
 
     /* the server still serves after all that */
     struct lg_sse_client c;
-    open_stream(&c, s.public_port, "/sse?topic=ok", NULL);
-    pub(s.control_port, "ok", "still", id, sizeof id);
+    open_stream(&c, srv.public_port, "/sse?topic=ok", NULL);
+    pub(srv.control_port, "ok", "still", id, sizeof id);
     expect_event(&c, id, "message", "still");
     lg_sse_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
@@ -468,12 +477,10 @@ START_TEST(test_sse_static_files)
     size_t flen;
     char *file = lg_slurp_source("static/index.html", path, sizeof path, &flen);
 
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_http_response r;
     static const char *const index_paths[] = {"/", "/index.html"};
     for (int i = 0; i < 2; i++) {
-        get(s.public_port, index_paths[i], NULL, &r);
+        get(srv.public_port, index_paths[i], NULL, &r);
         ck_assert_msg(r.status == 200, "%s: %d %s", index_paths[i], r.status, r.body);
         char ct[128];
         ck_assert(lg_http_header(&r, "Content-Type", ct, sizeof ct));
@@ -491,7 +498,7 @@ START_TEST(test_sse_static_files)
         "/../../../../etc/passwd",
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        get(s.public_port, refused[i], NULL, &r);
+        get(srv.public_port, refused[i], NULL, &r);
         ck_assert_msg(r.status == 404 || r.status == 400, "%s answered %d: %.200s", refused[i],
                       r.status, r.body);
         ck_assert_msg(strstr(r.body, "cmake_minimum_required") == NULL &&
@@ -500,17 +507,9 @@ START_TEST(test_sse_static_files)
         lg_http_response_free(&r);
     }
     /* the plain traversal forms are refused with exactly 404 */
-    get(s.public_port, "/../CMakeLists.txt", NULL, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    get(s.public_port, "/%2e%2e/CMakeLists.txt", NULL, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-
-    get(s.public_port, "/no-such-file.js", NULL, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    expect_get_refused(srv.public_port, "/../CMakeLists.txt", NULL, 404, "not_found");
+    expect_get_refused(srv.public_port, "/%2e%2e/CMakeLists.txt", NULL, 404, "not_found");
+    expect_get_refused(srv.public_port, "/no-such-file.js", NULL, 404, "not_found");
 }
 END_TEST
 
@@ -595,10 +594,14 @@ START_TEST(test_sse_static_dir_config)
     static const char *const refused[] = {"/../www2/secret.txt", "/%2e%2e/www2/secret.txt",
                                           "/link.txt", "/www2/secret.txt", "/nothing.html"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        get(s.public_port, refused[i], NULL, &r);
-        ck_assert_msg(r.status == 404 && strstr(r.body, "SECRET") == NULL,
-                      "%s answered %d: %s", refused[i], r.status, r.body);
-        lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
+        request_refused(s.public_port,
+                        &(struct refusal){.method = "GET",
+                                          .path = refused[i],
+                                          .status = 404,
+                                          .code = "not_found"},
+                        &r);
+        ck_assert_msg(strstr(r.body, "SECRET") == NULL, "%s answered %d: %s", refused[i], r.status,
+                      r.body);
         lg_http_response_free(&r);
     }
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
@@ -613,18 +616,9 @@ END_TEST
  */
 START_TEST(test_sse_static_dotdot_never_served)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    struct lg_http_response r;
     /* by RFC 3986 dot-segment removal both name /static/index.html, which static/ lacks */
-    static const char *const paths[] = {"/../static/index.html", "/%2e%2e/static/index.html"};
-    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
-        get(s.public_port, paths[i], NULL, &r);
-        ck_assert_msg(r.status == 404, "GET %s answered %d (want 404: a \"..\" segment)",
-                      paths[i], r.status);
-        lg_http_response_free(&r);
-    }
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    expect_get_refused(srv.public_port, "/../static/index.html", NULL, 404, "not_found");
+    expect_get_refused(srv.public_port, "/%2e%2e/static/index.html", NULL, 404, "not_found");
 }
 END_TEST
 
@@ -632,14 +626,7 @@ END_TEST
  * never truncate the name so that "/index.html%00.txt" serves index.html. */
 START_TEST(test_sse_static_nul_refused)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
-    struct lg_http_response r;
-    get(s.public_port, "/index.html%00.txt", NULL, &r);
-    ck_assert_msg(r.status == 400, "GET /index.html%%00.txt answered %d (want 400)", r.status);
-    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    expect_get_refused(srv.public_port, "/index.html%00.txt", NULL, 400, "bad_request");
 }
 END_TEST
 
@@ -649,15 +636,13 @@ END_TEST
 
 START_TEST(test_sse_dead_clients_cost_nothing)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_sse_client cs[DEAD_CLIENTS];
     for (int i = 0; i < DEAD_CLIENTS; i++)
-        open_stream(&cs[i], s.public_port, i % 2 ? "/sse?topic=dead" : "/sse?topic=dead&topic=d2",
+        open_stream(&cs[i], srv.public_port, i % 2 ? "/sse?topic=dead" : "/sse?topic=dead&topic=d2",
                     NULL);
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", DEAD_CLIENTS, WAIT_MS));
+    ck_assert(lg_wait_stat(srv.control_port, "clients_sse", DEAD_CLIENTS, WAIT_MS));
     /* some events are queued or in flight when they go */
-    ck_assert_int_eq(lg_publish(s.control_port, "dead", "bye", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "dead", "bye", NULL, 0), 201);
     for (int i = 0; i < DEAD_CLIENTS; i++) {
         if (i % 3 == 0) { /* abortive close: RST */
             struct linger lin = {.l_onoff = 1, .l_linger = 0};
@@ -667,43 +652,37 @@ START_TEST(test_sse_dead_clients_cost_nothing)
         }
         lg_sse_close(&cs[i]);
     }
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 0, 3000));
-    ck_assert(lg_wait_stat(s.control_port, "connections_open", 0, 3000));
+    ck_assert(lg_wait_stat(srv.control_port, "clients_sse", 0, 3000));
+    ck_assert(lg_wait_stat(srv.control_port, "connections_open", 0, 3000));
 
-    double cpu0 = lg_server_cpu_seconds(&s);
+    double cpu0 = lg_server_cpu_seconds(&srv);
     ck_assert(cpu0 >= 0);
     poll(NULL, 0, 2000); /* measuring idle CPU: the one deliberate sleep */
-    double cpu1 = lg_server_cpu_seconds(&s);
+    double cpu1 = lg_server_cpu_seconds(&srv);
     ck_assert_msg(cpu1 - cpu0 < 0.2, "server used %.3f s CPU in 2 idle seconds", cpu1 - cpu0);
 
     /* still serving */
     struct lg_sse_client c;
-    open_stream(&c, s.public_port, "/sse?topic=dead", NULL);
+    open_stream(&c, srv.public_port, "/sse?topic=dead", NULL);
     char id[256];
-    ck_assert_int_eq(lg_publish(s.control_port, "dead", "alive", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "dead", "alive", id, sizeof id), 201);
     expect_event(&c, id, "message", "alive");
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, WAIT_MS));
+    ck_assert(lg_wait_stat(srv.control_port, "clients_sse", 1, WAIT_MS));
     lg_sse_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 static Suite *sse_suite(void)
 {
     Suite *s = suite_create("sse");
-    TCase *tc = tcase_create("sse");
+    TCase *tc = LG_TCASE(s, "sse", server_setup, server_teardown, test_sse_exact_head_and_frames,
+                         test_sse_large_event, test_sse_multi_topic_ids,
+                         test_sse_resume_last_event_id, test_sse_bad_requests,
+                         test_sse_static_files, test_sse_static_dotdot_never_served,
+                         test_sse_static_nul_refused, test_sse_dead_clients_cost_nothing);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_sse_exact_head_and_frames);
-    tcase_add_test(tc, test_sse_large_event);
-    tcase_add_test(tc, test_sse_multi_topic_ids);
-    tcase_add_test(tc, test_sse_heartbeat);
-    tcase_add_test(tc, test_sse_resume_last_event_id);
-    tcase_add_test(tc, test_sse_bad_requests);
-    tcase_add_test(tc, test_sse_static_files);
-    tcase_add_test(tc, test_sse_static_dotdot_never_served);
-    tcase_add_test(tc, test_sse_static_nul_refused);
-    tcase_add_test(tc, test_sse_dead_clients_cost_nothing);
-    suite_add_tcase(s, tc);
+    tc = LG_TCASE(s, "sse_own_config", NULL, NULL, test_sse_heartbeat);
+    tcase_set_timeout(tc, 30);
     TCase *st = tcase_create("static_dir");
     tcase_set_timeout(st, 30);
     tcase_add_unchecked_fixture(st, static_tree_setup, static_tree_teardown);

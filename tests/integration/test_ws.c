@@ -22,6 +22,14 @@
 #define WAIT_MS 5000
 
 /* Next message (must arrive), as a malloc'd string. */
+/* The server of the tests in the "ws" test case: the default config, started before each test
+ * and stopped (it must exit 0) after it. */
+static struct lg_server srv;
+
+static void server_setup(void) { lg_server_must_start(&srv, NULL); }
+
+static void server_teardown(void) { lg_server_must_stop(&srv); }
+
 static char *next_msg(struct lg_ws_client *c)
 {
     char *m = NULL;
@@ -129,23 +137,20 @@ static void ping_pong(struct lg_ws_client *c)
 
 START_TEST(test_ws_subprotocol)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws", "livegate.v1"), 0);
     ck_assert_int_eq(c.status, 101);
     ck_assert_str_eq(c.protocol, "livegate.v1");
     ping_pong(&c);
     lg_ws_close(&c);
 
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", NULL), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws", NULL), 0);
     ck_assert_int_eq(c.status, 101);
     ck_assert_str_eq(c.protocol, "");
     ping_pong(&c);
-    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 1, WAIT_MS));
+    ck_assert(lg_wait_stat(srv.control_port, "clients_ws", 1, WAIT_MS));
     lg_ws_close(&c);
-    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 0, WAIT_MS));
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    ck_assert(lg_wait_stat(srv.control_port, "clients_ws", 0, WAIT_MS));
 }
 END_TEST
 
@@ -153,16 +158,14 @@ END_TEST
 
 START_TEST(test_ws_query_topics_and_event_json)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], want[1024];
-    ck_assert_int_eq(lg_publish(s.control_port, "a", "before", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "a", "before", id, sizeof id), 201);
     lg_epoch_of(id, ep, sizeof ep);
-    ck_assert_int_eq(lg_publish(s.control_port, "b", "before", NULL, 0), 201);
-    ck_assert_int_eq(lg_publish(s.control_port, "b", "before", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "b", "before", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "b", "before", NULL, 0), 201);
 
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=a&topic=b", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=a&topic=b", "livegate.v1"), 0);
     snprintf(want, sizeof want,
              "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"a\",\"b\"],"
              "\"cursor\":\"a@%1$s:1,b@%1$s:2\"}",
@@ -170,7 +173,7 @@ START_TEST(test_ws_query_topics_and_event_json)
     expect_json(&c, want);
 
     long long t0 = lg_wall_ms();
-    ck_assert_int_eq(lg_publish(s.control_port, "a", "hello", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "a", "hello", id, sizeof id), 201);
     long long t1 = lg_wall_ms();
     snprintf(want, sizeof want, "a@%s:2", ep);
     ck_assert_str_eq(id, want);
@@ -179,7 +182,7 @@ START_TEST(test_ws_query_topics_and_event_json)
     /* JSON data stays JSON (compact); the type comes from ?type= */
     static const char body[] = "{\"price\": 1.07, \"tags\": [\"x\", null, true]}";
     t0 = lg_wall_ms();
-    ck_assert_int_eq(lg_publish_ex(s.control_port, "b", "type=tick", "application/json", body,
+    ck_assert_int_eq(lg_publish_ex(srv.control_port, "b", "type=tick", "application/json", body,
                                    strlen(body), id, sizeof id),
                      201);
     t1 = lg_wall_ms();
@@ -187,26 +190,24 @@ START_TEST(test_ws_query_topics_and_event_json)
 
     /* text that needs escaping */
     t0 = lg_wall_ms();
-    ck_assert_int_eq(lg_publish(s.control_port, "a", "l1\nl2\t\"q\" \\ caf\xc3\xa9", id,
-                                sizeof id),
-                     201);
+    ck_assert_int_eq(
+        lg_publish(srv.control_port, "a", "l1\nl2\t\"q\" \\ caf\xc3\xa9", id, sizeof id), 201);
     t1 = lg_wall_ms();
     expect_event(&c, "a", id, 3, "message", "\"l1\\nl2\\t\\\"q\\\" \\\\ caf\xc3\xa9\"", t0, t1);
 
     /* a JSON string body is a string; empty text is "" */
-    ck_assert_int_eq(lg_publish_ex(s.control_port, "a", NULL, "application/json", "\"s\"", 3, id,
+    ck_assert_int_eq(lg_publish_ex(srv.control_port, "a", NULL, "application/json", "\"s\"", 3, id,
                                    sizeof id),
                      201);
     expect_event(&c, "a", id, 4, "message", "\"s\"", 0, 0);
-    ck_assert_int_eq(lg_publish(s.control_port, "b", "", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "b", "", id, sizeof id), 201);
     expect_event(&c, "b", id, 4, "message", "\"\"", 0, 0);
 
     /* a topic nobody subscribed to is not delivered */
-    ck_assert_int_eq(lg_publish(s.control_port, "c", "other", NULL, 0), 201);
-    ck_assert_int_eq(lg_publish(s.control_port, "a", "last", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "c", "other", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "a", "last", id, sizeof id), 201);
     expect_event(&c, "a", id, 5, "message", "\"last\"", 0, 0);
     lg_ws_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
@@ -214,14 +215,12 @@ END_TEST
 
 START_TEST(test_ws_subscribe_since_replays)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], msg[512], want[512];
-    lg_publish_n(s.control_port, "s", 1, 5, id, sizeof id);
+    lg_publish_n(srv.control_port, "s", 1, 5, id, sizeof id);
     lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws", "livegate.v1"), 0);
     expect_silence(&c, 200); /* no topics: nothing said */
 
     /* malformed and foreign cursors: an error, the connection stays */
@@ -236,12 +235,12 @@ START_TEST(test_ws_subscribe_since_replays)
     expect_error(&c, "bad_message");
 
     /* all or nothing: a bad cursor for the second topic leaves the first unsubscribed */
-    lg_publish_n(s.control_port, "a", 1, 1, NULL, 0);
+    lg_publish_n(srv.control_port, "a", 1, 1, NULL, 0);
     snprintf(msg, sizeof msg,
              "{\"op\":\"subscribe\",\"topics\":[\"a\",\"s\"],\"since\":\"a@%1$s:1,s@%1$s:9\"}", ep);
     send_text(&c, msg);
     expect_error(&c, "invalid_cursor");
-    lg_publish_n(s.control_port, "a", 2, 2, NULL, 0);
+    lg_publish_n(srv.control_port, "a", 2, 2, NULL, 0);
     ping_pong(&c); /* the pong comes after anything the publish would have caused */
     expect_silence(&c, 200);
 
@@ -261,11 +260,11 @@ START_TEST(test_ws_subscribe_since_replays)
     expect_json(&c, want);
     for (unsigned long long q = 3; q <= 5; q++)
         expect_seq(&c, "s", ep, q);
-    lg_publish_n(s.control_port, "s", 6, 6, NULL, 0);
+    lg_publish_n(srv.control_port, "s", 6, 6, NULL, 0);
     expect_seq(&c, "s", ep, 6);
 
     /* a second topic added later, from its start (seq 0), while s continues live */
-    lg_publish_n(s.control_port, "t", 1, 2, NULL, 0);
+    lg_publish_n(srv.control_port, "t", 1, 2, NULL, 0);
     snprintf(msg, sizeof msg, "{\"op\":\"subscribe\",\"topics\":[\"t\"],\"since\":\"t@%s:0\"}", ep);
     send_text(&c, msg);
     snprintf(want, sizeof want,
@@ -275,35 +274,32 @@ START_TEST(test_ws_subscribe_since_replays)
     expect_json(&c, want);
     expect_seq(&c, "t", ep, 1);
     expect_seq(&c, "t", ep, 2);
-    lg_publish_n(s.control_port, "s", 7, 7, NULL, 0);
+    lg_publish_n(srv.control_port, "s", 7, 7, NULL, 0);
     expect_seq(&c, "s", ep, 7);
 
     /* without since: nothing from history, only what comes next */
-    lg_publish_n(s.control_port, "u", 1, 3, NULL, 0);
+    lg_publish_n(srv.control_port, "u", 1, 3, NULL, 0);
     send_text(&c, "{\"op\":\"subscribe\",\"topics\":[\"u\"]}");
     snprintf(want, sizeof want,
              "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"u\"],"
              "\"cursor\":\"s@%1$s:7,t@%1$s:2,u@%1$s:3\"}",
              ep);
     expect_json(&c, want);
-    lg_publish_n(s.control_port, "u", 4, 4, NULL, 0);
+    lg_publish_n(srv.control_port, "u", 4, 4, NULL, 0);
     expect_seq(&c, "u", ep, 4);
     expect_silence(&c, 200);
     lg_ws_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 START_TEST(test_ws_since_in_query)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256], want[512];
-    lg_publish_n(s.control_port, "q", 1, 4, id, sizeof id);
+    lg_publish_n(srv.control_port, "q", 1, 4, id, sizeof id);
     lg_epoch_of(id, ep, sizeof ep);
     struct lg_ws_client c;
     snprintf(path, sizeof path, "/ws?topic=q&since=q@%s:1", ep);
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, path, "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, path, "livegate.v1"), 0);
     snprintf(want, sizeof want,
              "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"q\"],\"cursor\":\"q@%s:1\"}", ep);
     expect_json(&c, want);
@@ -312,47 +308,43 @@ START_TEST(test_ws_since_in_query)
     lg_ws_close(&c);
 
     /* a bad cursor in the query: an error message, not a silent subscription */
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=q&since=q@zz:1", NULL), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=q&since=q@zz:1", NULL), 0);
     expect_error(&c, "invalid_cursor");
     ping_pong(&c);
     lg_ws_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 START_TEST(test_ws_unsubscribe)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16];
-    lg_publish_n(s.control_port, "u1", 1, 1, id, sizeof id);
+    lg_publish_n(srv.control_port, "u1", 1, 1, id, sizeof id);
     lg_epoch_of(id, ep, sizeof ep);
-    lg_publish_n(s.control_port, "u2", 1, 1, NULL, 0);
+    lg_publish_n(srv.control_port, "u2", 1, 1, NULL, 0);
 
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=u1&topic=u2", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=u1&topic=u2", "livegate.v1"), 0);
     char *m = next_msg(&c);
     ck_assert_ptr_nonnull(strstr(m, "\"subscribed\""));
     free(m);
-    lg_publish_n(s.control_port, "u2", 2, 2, NULL, 0);
+    lg_publish_n(srv.control_port, "u2", 2, 2, NULL, 0);
     expect_seq(&c, "u2", ep, 2);
 
     send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"u2\"]}");
     expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u2\"]}");
     /* u2 is published first: had it still been subscribed, it would arrive before u1 */
-    lg_publish_n(s.control_port, "u2", 3, 3, NULL, 0);
-    lg_publish_n(s.control_port, "u1", 2, 2, NULL, 0);
+    lg_publish_n(srv.control_port, "u2", 3, 3, NULL, 0);
+    lg_publish_n(srv.control_port, "u1", 2, 2, NULL, 0);
     expect_seq(&c, "u1", ep, 2);
     expect_silence(&c, 200);
 
     /* unsubscribing the last topic: nothing arrives, the connection stays usable */
     send_text(&c, "{\"op\":\"unsubscribe\",\"topics\":[\"u1\"]}");
     expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u1\"]}");
-    lg_publish_n(s.control_port, "u1", 3, 3, NULL, 0);
+    lg_publish_n(srv.control_port, "u1", 3, 3, NULL, 0);
     ping_pong(&c); /* the pong comes after anything the publish would have caused */
     expect_silence(&c, 200);
     lg_ws_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
@@ -421,18 +413,15 @@ END_TEST
 
 START_TEST(test_ws_shutdown_1001)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws?topic=z", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=z", "livegate.v1"), 0);
     char *m = next_msg(&c);
     free(m);
-    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    ck_assert_int_eq(kill(srv.pid, SIGTERM), 0);
     int rc = lg_ws_next(&c, &m, WAIT_MS);
     ck_assert_msg(rc == -1, "rc %d: %s", rc, m ? m : "");
     ck_assert_int_eq(c.close_code, 1001);
     lg_ws_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
@@ -462,18 +451,13 @@ END_TEST
 static Suite *ws_suite(void)
 {
     Suite *s = suite_create("ws");
-    TCase *tc = tcase_create("ws");
+    TCase *tc = LG_TCASE(s, "ws", server_setup, server_teardown, test_ws_subprotocol,
+                         test_ws_query_topics_and_event_json, test_ws_subscribe_since_replays,
+                         test_ws_since_in_query, test_ws_unsubscribe, test_ws_shutdown_1001);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_ws_subprotocol);
-    tcase_add_test(tc, test_ws_query_topics_and_event_json);
-    tcase_add_test(tc, test_ws_subscribe_since_replays);
-    tcase_add_test(tc, test_ws_since_in_query);
-    tcase_add_test(tc, test_ws_unsubscribe);
-    tcase_add_test(tc, test_ws_malformed_messages);
-    tcase_add_test(tc, test_ws_message_too_big);
-    tcase_add_test(tc, test_ws_shutdown_1001);
-    tcase_add_test(tc, test_ws_keepalive);
-    suite_add_tcase(s, tc);
+    tc = LG_TCASE(s, "ws_own_config", NULL, NULL, test_ws_malformed_messages,
+                  test_ws_message_too_big, test_ws_keepalive);
+    tcase_set_timeout(tc, 30);
     return s;
 }
 

@@ -7,27 +7,28 @@
 
 #include "check_main.h"
 
-/* Each helper renders one input into a fresh buffer and compares every byte with `want`. */
+/*
+ * A text encoder's case: the input (len bytes, may hold NULs; NULL with len 0) and exactly the
+ * bytes it must render into a fresh buffer. `name` says which case a failure is.
+ */
+struct text_case {
+    const char *name;
+    const char *in;
+    size_t len;
+    const char *want;
+};
 
-static void assert_sse(const char *data, size_t len, const char *want)
+static void assert_text_case(void (*encode)(struct lg_buf *, const char *, size_t),
+                             const struct text_case *c)
 {
     struct lg_buf b;
     lg_buf_init(&b);
-    lg_encode_sse_data(&b, data, len);
-    ck_assert(!b.oom);
-    ck_assert_str_eq(b.data, want);
-    ck_assert_uint_eq(b.len, strlen(want));
-    lg_buf_release(&b);
-}
-
-static void assert_json(const char *s, size_t len, const char *want)
-{
-    struct lg_buf b;
-    lg_buf_init(&b);
-    lg_encode_json_string(&b, s, len);
-    ck_assert(!b.oom);
-    ck_assert_str_eq(b.data, want);
-    ck_assert_uint_eq(b.len, strlen(want));
+    encode(&b, c->in, c->len);
+    ck_assert_msg(!b.oom, "%s: out of memory", c->name);
+    ck_assert_msg(b.data && strcmp(b.data, c->want) == 0, "%s: rendered \"%s\", want \"%s\"",
+                  c->name, b.data ? b.data : "(null)", c->want);
+    ck_assert_msg(b.len == strlen(c->want), "%s: length %zu, want %zu", c->name, b.len,
+                  strlen(c->want));
     lg_buf_release(&b);
 }
 
@@ -167,46 +168,28 @@ END_TEST
 
 /* ---- SSE data lines ----------------------------------------------------------------------- */
 
-START_TEST(sse_empty_data_is_one_empty_line)
-{
-    assert_sse("", 0, "data: \n");
-    assert_sse(NULL, 0, "data: \n");
-}
-END_TEST
+static const struct text_case sse_cases[] = {
+    {"empty data is one empty line", "", 0, "data: \n"},
+    {"empty data (NULL) is one empty line", NULL, 0, "data: \n"},
+    {"single line", "hello", 5, "data: hello\n"},
+    {"single line of JSON", "{\"a\":1}", 7, "data: {\"a\":1}\n"},
+    {"LF ends a line", "a\nb", 3, "data: a\ndata: b\n"},
+    {"CR ends a line", "a\rb", 3, "data: a\ndata: b\n"},
+    {"CRLF ends a line", "a\r\nb", 4, "data: a\ndata: b\n"},
+    {"LF, CRLF and CR end lines", "one\ntwo\r\nthree\rfour", 19,
+     "data: one\ndata: two\ndata: three\ndata: four\n"},
+    {"trailing LF gives an empty last line", "a\n", 2, "data: a\ndata: \n"},
+    {"trailing CR gives an empty last line", "a\r", 2, "data: a\ndata: \n"},
+    {"trailing CRLF gives an empty last line", "a\r\n", 3, "data: a\ndata: \n"},
+    {"a lone LF is two empty lines", "\n", 1, "data: \ndata: \n"},
+    {"a lone CRLF is two empty lines", "\r\n", 2, "data: \ndata: \n"},
+    {"consecutive LFs give an empty line", "a\n\nb", 4, "data: a\ndata: \ndata: b\n"},
+    {"consecutive CRs give an empty line", "a\r\rb", 4, "data: a\ndata: \ndata: b\n"},
+    {"LF CR is two ends, not one", "a\n\rb", 4, "data: a\ndata: \ndata: b\n"},
+    {"consecutive CRLFs give an empty line", "a\r\n\r\nb", 6, "data: a\ndata: \ndata: b\n"},
+};
 
-START_TEST(sse_single_line)
-{
-    assert_sse("hello", 5, "data: hello\n");
-    assert_sse("{\"a\":1}", 7, "data: {\"a\":1}\n");
-}
-END_TEST
-
-START_TEST(sse_lf_cr_and_crlf_each_end_a_line)
-{
-    assert_sse("a\nb", 3, "data: a\ndata: b\n");
-    assert_sse("a\rb", 3, "data: a\ndata: b\n");
-    assert_sse("a\r\nb", 4, "data: a\ndata: b\n");
-    assert_sse("one\ntwo\r\nthree\rfour", 19, "data: one\ndata: two\ndata: three\ndata: four\n");
-}
-END_TEST
-
-START_TEST(sse_trailing_line_end_gives_an_empty_last_line)
-{
-    assert_sse("a\n", 2, "data: a\ndata: \n");
-    assert_sse("a\r", 2, "data: a\ndata: \n");
-    assert_sse("a\r\n", 3, "data: a\ndata: \n");
-    assert_sse("\n", 1, "data: \ndata: \n");
-    assert_sse("\r\n", 2, "data: \ndata: \n");
-}
-END_TEST
-
-START_TEST(sse_consecutive_line_ends_give_empty_lines)
-{
-    assert_sse("a\n\nb", 4, "data: a\ndata: \ndata: b\n");
-    assert_sse("a\r\rb", 4, "data: a\ndata: \ndata: b\n");
-    assert_sse("a\n\rb", 4, "data: a\ndata: \ndata: b\n"); /* LF CR is two ends, not one */
-    assert_sse("a\r\n\r\nb", 6, "data: a\ndata: \ndata: b\n");
-}
+START_TEST(sse_data_lines) { assert_text_case(lg_encode_sse_data, &sse_cases[_i]); }
 END_TEST
 
 START_TEST(sse_appends_after_existing_content)
@@ -222,36 +205,22 @@ END_TEST
 
 /* ---- JSON strings ------------------------------------------------------------------------- */
 
-START_TEST(json_plain_text_is_quoted)
-{
-    assert_json("", 0, "\"\"");
-    assert_json("hello world", 11, "\"hello world\"");
-    assert_json("a/b", 3, "\"a/b\""); /* '/' needs no escape */
-}
-END_TEST
+static const struct text_case json_cases[] = {
+    {"empty text is quoted", "", 0, "\"\""},
+    {"plain text is quoted", "hello world", 11, "\"hello world\""},
+    {"'/' needs no escape", "a/b", 3, "\"a/b\""},
+    {"quote is escaped", "say \"hi\"", 8, "\"say \\\"hi\\\"\""},
+    {"backslash is escaped", "C:\\dir", 6, "\"C:\\\\dir\""},
+    {"control characters with a short escape", "\b\f\n\r\t", 5, "\"\\b\\f\\n\\r\\t\""},
+    {"NUL is \\u0000", "a\0b", 3, "\"a\\u0000b\""},
+    {"other control characters are \\u00XX", "\x01\x1f\x0b", 3, "\"\\u0001\\u001f\\u000b\""},
+    {"DEL is not a JSON control character", "\x7f", 1, "\"\x7f\""},
+    {"UTF-8 is kept as is", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
+     "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+    {"U+2028 is left alone", "\xe2\x80\xa8", 3, "\"\xe2\x80\xa8\""},
+};
 
-START_TEST(json_escapes_quote_and_backslash)
-{
-    assert_json("say \"hi\"", 8, "\"say \\\"hi\\\"\"");
-    assert_json("C:\\dir", 6, "\"C:\\\\dir\"");
-}
-END_TEST
-
-START_TEST(json_escapes_control_characters)
-{
-    assert_json("\b\f\n\r\t", 5, "\"\\b\\f\\n\\r\\t\"");
-    assert_json("a\0b", 3, "\"a\\u0000b\"");
-    assert_json("\x01\x1f\x0b", 3, "\"\\u0001\\u001f\\u000b\"");
-    assert_json("\x7f", 1, "\"\x7f\""); /* DEL is not a JSON control character */
-}
-END_TEST
-
-START_TEST(json_keeps_utf8_as_is)
-{
-    assert_json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
-                "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
-    assert_json("\xe2\x80\xa8", 3, "\"\xe2\x80\xa8\""); /* U+2028 is left alone */
-}
+START_TEST(json_strings) { assert_text_case(lg_encode_json_string, &json_cases[_i]); }
 END_TEST
 
 /* ---- WebSocket frame header --------------------------------------------------------------- */
@@ -357,46 +326,21 @@ static Suite *encode_suite(void)
 {
     Suite *s = suite_create("encode");
 
-    TCase *tc = tcase_create("buf");
-    tcase_add_test(tc, buf_appends_and_stays_nul_terminated);
-    tcase_add_test(tc, buf_grows_past_its_first_capacity);
-    tcase_add_test(tc, buf_append_of_null_reserves_room_to_fill_in);
-    tcase_add_test(tc, buf_appends_u64_in_decimal);
-    tcase_add_test(tc, buf_appendf_fits_and_regrows);
-    tcase_add_test(tc, buf_reset_keeps_the_allocation);
-    tcase_add_test(tc, buf_impossible_size_sets_oom_until_reset);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("sse_data");
-    tcase_add_test(tc, sse_empty_data_is_one_empty_line);
-    tcase_add_test(tc, sse_single_line);
-    tcase_add_test(tc, sse_lf_cr_and_crlf_each_end_a_line);
-    tcase_add_test(tc, sse_trailing_line_end_gives_an_empty_last_line);
-    tcase_add_test(tc, sse_consecutive_line_ends_give_empty_lines);
-    tcase_add_test(tc, sse_appends_after_existing_content);
-    suite_add_tcase(s, tc);
-
+    TCase *tc;
+    LG_TCASE(s, "buf", NULL, NULL, buf_appends_and_stays_nul_terminated,
+             buf_grows_past_its_first_capacity, buf_append_of_null_reserves_room_to_fill_in,
+             buf_appends_u64_in_decimal, buf_appendf_fits_and_regrows,
+             buf_reset_keeps_the_allocation, buf_impossible_size_sets_oom_until_reset);
+    tc = LG_TCASE(s, "sse_data", NULL, NULL, sse_appends_after_existing_content);
+    tcase_add_loop_test(tc, sse_data_lines, 0, (int)(sizeof sse_cases / sizeof *sse_cases));
     tc = tcase_create("json_string");
-    tcase_add_test(tc, json_plain_text_is_quoted);
-    tcase_add_test(tc, json_escapes_quote_and_backslash);
-    tcase_add_test(tc, json_escapes_control_characters);
-    tcase_add_test(tc, json_keeps_utf8_as_is);
     suite_add_tcase(s, tc);
-
-    tc = tcase_create("ws_header");
-    tcase_add_test(tc, ws_header_7_bit_length);
-    tcase_add_test(tc, ws_header_16_bit_length);
-    tcase_add_test(tc, ws_header_64_bit_length);
-    tcase_add_test(tc, ws_header_carries_the_opcode);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("utf8");
-    tcase_add_test(tc, utf8_accepts_well_formed_text);
-    tcase_add_test(tc, utf8_rejects_overlong_forms);
-    tcase_add_test(tc, utf8_rejects_surrogates);
-    tcase_add_test(tc, utf8_rejects_code_points_above_10ffff);
-    tcase_add_test(tc, utf8_rejects_truncated_and_broken_sequences);
-    suite_add_tcase(s, tc);
+    tcase_add_loop_test(tc, json_strings, 0, (int)(sizeof json_cases / sizeof *json_cases));
+    LG_TCASE(s, "ws_header", NULL, NULL, ws_header_7_bit_length, ws_header_16_bit_length,
+             ws_header_64_bit_length, ws_header_carries_the_opcode);
+    LG_TCASE(s, "utf8", NULL, NULL, utf8_accepts_well_formed_text, utf8_rejects_overlong_forms,
+             utf8_rejects_surrogates, utf8_rejects_code_points_above_10ffff,
+             utf8_rejects_truncated_and_broken_sequences);
 
     return s;
 }

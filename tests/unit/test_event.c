@@ -1,5 +1,6 @@
 #include <check.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,60 @@ static struct lg_event *create_ok(const struct lg_event_fields *f)
     return ev;
 }
 
+/*
+ * A rendering case: an event created from these fields (text_fields plus data_is_json, the type
+ * and the key, each `len` bytes of the string) renders exactly want_sse (its length in sse_len)
+ * and/or want_json (NULL: that one not checked), and keeps want_type / want_key (NULL: none).
+ */
+struct render_case {
+    const char *name;
+    const char *topic;
+    uint32_t epoch;
+    uint64_t seq;
+    const char *data;
+    bool data_is_json;
+    const char *type;
+    size_t type_len;
+    const char *key;
+    size_t key_len;
+    const char *want_sse, *want_json, *want_type, *want_key;
+};
+
+static void assert_renders(const struct render_case *c)
+{
+    struct lg_event_fields f = text_fields(c->topic, c->epoch, c->seq, c->data);
+    f.data_is_json = c->data_is_json;
+    if (c->type) {
+        f.type = c->type;
+        f.type_len = c->type_len;
+    }
+    if (c->key) {
+        f.key = c->key;
+        f.key_len = c->key_len;
+    }
+    struct lg_event *ev = create_ok(&f);
+    if (c->want_sse) {
+        ck_assert_msg(strcmp(ev->sse, c->want_sse) == 0, "%s: SSE frame\n%s\nwant\n%s", c->name,
+                      ev->sse, c->want_sse);
+        ck_assert_msg(ev->sse_len == strlen(c->want_sse), "%s: sse_len %zu", c->name,
+                      (size_t)ev->sse_len);
+    }
+    if (c->want_json) {
+        ck_assert_msg(strcmp(ev->json, c->want_json) == 0, "%s: JSON\n%s\nwant\n%s", c->name,
+                      ev->json, c->want_json);
+        ck_assert_msg(ev->json_len == strlen(c->want_json), "%s: json_len %zu", c->name,
+                      (size_t)ev->json_len);
+    }
+    ck_assert_msg(ev->data_is_json == c->data_is_json, "%s: data_is_json", c->name);
+    if (c->want_type)
+        ck_assert_msg(strcmp(ev->type, c->want_type) == 0, "%s: type %s, want %s", c->name,
+                      ev->type, c->want_type);
+    if (c->want_key)
+        ck_assert_msg(ev->key && strcmp(ev->key, c->want_key) == 0, "%s: key %s, want %s", c->name,
+                      ev->key ? ev->key : "(none)", c->want_key);
+    lg_event_unref(&ev);
+}
+
 /* ---- Ids ---------------------------------------------------------------------------------- */
 
 START_TEST(id_is_topic_at_epoch_colon_seq)
@@ -64,17 +119,6 @@ END_TEST
 
 /* ---- SSE frame ---------------------------------------------------------------------------- */
 
-START_TEST(sse_frame_is_id_event_data_and_blank_line)
-{
-    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
-    struct lg_event *ev = create_ok(&f);
-    const char want[] = "id: demo@5f3a9c21:42\nevent: message\ndata: hello\n\n";
-    ck_assert_str_eq(ev->sse, want);
-    ck_assert_uint_eq(ev->sse_len, sizeof want - 1);
-    lg_event_unref(&ev);
-}
-END_TEST
-
 START_TEST(sse_body_offset_skips_the_id_line)
 {
     struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
@@ -85,93 +129,85 @@ START_TEST(sse_body_offset_skips_the_id_line)
 }
 END_TEST
 
-START_TEST(sse_frame_splits_lines_and_uses_the_type)
-{
-    struct lg_event_fields f = text_fields("demo", 1, 2, "a\r\nb\n");
-    f.type = "tickXX";
-    f.type_len = 4;
-    struct lg_event *ev = create_ok(&f);
-    ck_assert_str_eq(ev->sse,
-                     "id: demo@00000001:2\nevent: tick\ndata: a\ndata: b\ndata: \n\n");
-    ck_assert_str_eq(ev->type, "tick");
-    lg_event_unref(&ev);
-}
-END_TEST
+static const struct render_case sse_cases[] = {
+    {.name = "sse_frame_is_id_event_data_and_blank_line",
+     .topic = "demo",
+     .epoch = 0x5f3a9c21,
+     .seq = 42,
+     .data = "hello",
+     .want_sse = "id: demo@5f3a9c21:42\nevent: message\ndata: hello\n\n"},
+    {.name = "sse_frame_splits_lines_and_uses_the_type",
+     .topic = "demo",
+     .epoch = 1,
+     .seq = 2,
+     .data = "a\r\nb\n",
+     .type = "tickXX",
+     .type_len = 4,
+     .want_sse = "id: demo@00000001:2\nevent: tick\ndata: a\ndata: b\ndata: \n\n",
+     .want_type = "tick"},
+    {.name = "sse_frame_of_empty_data_has_one_data_line",
+     .topic = "demo",
+     .epoch = 1,
+     .seq = 2,
+     .data = "",
+     .want_sse = "id: demo@00000001:2\nevent: message\ndata: \n\n"},
+    {.name = "sse_frame_carries_json_data_on_one_line",
+     .topic = "prices",
+     .epoch = 1,
+     .seq = 3,
+     .data = "{\"price\":1.07}",
+     .data_is_json = true,
+     .want_sse = "id: prices@00000001:3\nevent: message\ndata: {\"price\":1.07}\n\n"},
+};
 
-START_TEST(sse_frame_of_empty_data_has_one_data_line)
-{
-    struct lg_event_fields f = text_fields("demo", 1, 2, "");
-    struct lg_event *ev = create_ok(&f);
-    ck_assert_str_eq(ev->sse, "id: demo@00000001:2\nevent: message\ndata: \n\n");
-    lg_event_unref(&ev);
-}
-END_TEST
-
-START_TEST(sse_frame_carries_json_data_on_one_line)
-{
-    struct lg_event_fields f = text_fields("prices", 1, 3, "{\"price\":1.07}");
-    f.data_is_json = true;
-    struct lg_event *ev = create_ok(&f);
-    ck_assert_str_eq(ev->sse,
-                     "id: prices@00000001:3\nevent: message\ndata: {\"price\":1.07}\n\n");
-    lg_event_unref(&ev);
-}
+START_TEST(sse_frames) { assert_renders(&sse_cases[_i]); }
 END_TEST
 
 /* ---- JSON object -------------------------------------------------------------------------- */
 
-START_TEST(json_matches_the_protocol_example)
-{
-    struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
-    struct lg_event *ev = create_ok(&f);
-    const char want[] = "{\"type\":\"event\",\"v\":1,\"topic\":\"demo\","
-                        "\"id\":\"demo@5f3a9c21:42\",\"seq\":42,\"event\":\"message\","
-                        "\"time\":1764547200123,\"data\":\"hello\"}";
-    ck_assert_str_eq(ev->json, want);
-    ck_assert_uint_eq(ev->json_len, sizeof want - 1);
-    lg_event_unref(&ev);
-}
-END_TEST
+static const struct render_case json_cases[] = {
+    {.name = "json_matches_the_protocol_example",
+     .topic = "demo",
+     .epoch = 0x5f3a9c21,
+     .seq = 42,
+     .data = "hello",
+     .want_json = "{\"type\":\"event\",\"v\":1,\"topic\":\"demo\","
+                  "\"id\":\"demo@5f3a9c21:42\",\"seq\":42,\"event\":\"message\","
+                  "\"time\":1764547200123,\"data\":\"hello\"}"},
+    {.name = "json_escapes_text_data",
+     .topic = "demo",
+     .epoch = 1,
+     .seq = 1,
+     .data = "line\n\"q\"\\",
+     .want_json = "{\"type\":\"event\",\"v\":1,\"topic\":\"demo\","
+                  "\"id\":\"demo@00000001:1\",\"seq\":1,\"event\":\"message\","
+                  "\"time\":1764547200123,\"data\":\"line\\n\\\"q\\\"\\\\\"}"},
+    {.name = "json_embeds_json_data_raw",
+     .topic = "prices",
+     .epoch = 0x5f3a9c21,
+     .seq = 7,
+     .data = "{\"price\":1.07}",
+     .data_is_json = true,
+     .type = "tick",
+     .type_len = 4,
+     .want_json = "{\"type\":\"event\",\"v\":1,\"topic\":\"prices\","
+                  "\"id\":\"prices@5f3a9c21:7\",\"seq\":7,\"event\":\"tick\","
+                  "\"time\":1764547200123,\"data\":{\"price\":1.07}}"},
+    {.name = "json_appends_the_key_last",
+     .topic = "prices",
+     .epoch = 0x5f3a9c21,
+     .seq = 7,
+     .data = "1.07",
+     .data_is_json = true,
+     .key = "EURUSD-and-more",
+     .key_len = 6,
+     .want_json = "{\"type\":\"event\",\"v\":1,\"topic\":\"prices\","
+                  "\"id\":\"prices@5f3a9c21:7\",\"seq\":7,\"event\":\"message\","
+                  "\"time\":1764547200123,\"data\":1.07,\"key\":\"EURUSD\"}",
+     .want_key = "EURUSD"},
+};
 
-START_TEST(json_escapes_text_data)
-{
-    struct lg_event_fields f = text_fields("demo", 1, 1, "line\n\"q\"\\");
-    struct lg_event *ev = create_ok(&f);
-    ck_assert_str_eq(ev->json, "{\"type\":\"event\",\"v\":1,\"topic\":\"demo\","
-                               "\"id\":\"demo@00000001:1\",\"seq\":1,\"event\":\"message\","
-                               "\"time\":1764547200123,\"data\":\"line\\n\\\"q\\\"\\\\\"}");
-    lg_event_unref(&ev);
-}
-END_TEST
-
-START_TEST(json_embeds_json_data_raw)
-{
-    struct lg_event_fields f = text_fields("prices", 0x5f3a9c21, 7, "{\"price\":1.07}");
-    f.data_is_json = true;
-    f.type = "tick";
-    f.type_len = 4;
-    struct lg_event *ev = create_ok(&f);
-    ck_assert_str_eq(ev->json, "{\"type\":\"event\",\"v\":1,\"topic\":\"prices\","
-                               "\"id\":\"prices@5f3a9c21:7\",\"seq\":7,\"event\":\"tick\","
-                               "\"time\":1764547200123,\"data\":{\"price\":1.07}}");
-    ck_assert(ev->data_is_json);
-    lg_event_unref(&ev);
-}
-END_TEST
-
-START_TEST(json_appends_the_key_last)
-{
-    struct lg_event_fields f = text_fields("prices", 0x5f3a9c21, 7, "1.07");
-    f.data_is_json = true;
-    f.key = "EURUSD-and-more";
-    f.key_len = 6;
-    struct lg_event *ev = create_ok(&f);
-    ck_assert_str_eq(ev->json, "{\"type\":\"event\",\"v\":1,\"topic\":\"prices\","
-                               "\"id\":\"prices@5f3a9c21:7\",\"seq\":7,\"event\":\"message\","
-                               "\"time\":1764547200123,\"data\":1.07,\"key\":\"EURUSD\"}");
-    ck_assert_str_eq(ev->key, "EURUSD");
-    lg_event_unref(&ev);
-}
+START_TEST(json_objects) { assert_renders(&json_cases[_i]); }
 END_TEST
 
 /* ---- WebSocket frame ---------------------------------------------------------------------- */
@@ -371,44 +407,22 @@ static Suite *event_suite(void)
 {
     Suite *s = suite_create("event");
 
-    TCase *tc = tcase_create("id");
-    tcase_add_test(tc, id_is_topic_at_epoch_colon_seq);
-    tcase_add_test(tc, id_epoch_is_eight_lowercase_hex_digits);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("sse");
-    tcase_add_test(tc, sse_frame_is_id_event_data_and_blank_line);
-    tcase_add_test(tc, sse_body_offset_skips_the_id_line);
-    tcase_add_test(tc, sse_frame_splits_lines_and_uses_the_type);
-    tcase_add_test(tc, sse_frame_of_empty_data_has_one_data_line);
-    tcase_add_test(tc, sse_frame_carries_json_data_on_one_line);
-    suite_add_tcase(s, tc);
-
+    TCase *tc;
+    LG_TCASE(s, "id", NULL, NULL, id_is_topic_at_epoch_colon_seq,
+             id_epoch_is_eight_lowercase_hex_digits);
+    tc = LG_TCASE(s, "sse", NULL, NULL, sse_body_offset_skips_the_id_line);
+    tcase_add_loop_test(tc, sse_frames, 0, (int)(sizeof sse_cases / sizeof *sse_cases));
     tc = tcase_create("json");
-    tcase_add_test(tc, json_matches_the_protocol_example);
-    tcase_add_test(tc, json_escapes_text_data);
-    tcase_add_test(tc, json_embeds_json_data_raw);
-    tcase_add_test(tc, json_appends_the_key_last);
     suite_add_tcase(s, tc);
-
-    tc = tcase_create("ws_frame");
-    tcase_add_test(tc, ws_frame_is_header_then_json_in_place);
-    tcase_add_test(tc, ws_frame_with_16_bit_length);
-    tcase_add_test(tc, ws_frame_with_64_bit_length);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("storage");
-    tcase_add_test(tc, every_string_lives_in_the_one_allocation);
-    tcase_add_test(tc, fields_are_copied_not_borrowed);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("refcount");
+    tcase_add_loop_test(tc, json_objects, 0, (int)(sizeof json_cases / sizeof *json_cases));
+    LG_TCASE(s, "ws_frame", NULL, NULL, ws_frame_is_header_then_json_in_place,
+             ws_frame_with_16_bit_length, ws_frame_with_64_bit_length);
+    LG_TCASE(s, "storage", NULL, NULL, every_string_lives_in_the_one_allocation,
+             fields_are_copied_not_borrowed);
+    tc = LG_TCASE(s, "refcount", NULL, NULL, refcount_starts_at_one_and_unref_clears_the_pointer,
+                  unref_of_null_does_nothing, refcount_is_exact_under_concurrent_ref_and_unref,
+                  live_event_stats_follow_create_and_last_unref);
     tcase_set_timeout(tc, 60); /* the threaded case is slow under valgrind */
-    tcase_add_test(tc, refcount_starts_at_one_and_unref_clears_the_pointer);
-    tcase_add_test(tc, unref_of_null_does_nothing);
-    tcase_add_test(tc, refcount_is_exact_under_concurrent_ref_and_unref);
-    tcase_add_test(tc, live_event_stats_follow_create_and_last_unref);
-    suite_add_tcase(s, tc);
 
     return s;
 }
