@@ -750,39 +750,17 @@ static Suite *lg_config_suite(void)
 {
     Suite *s = suite_create("config");
 
-    TCase *tc = tcase_create("defaults");
-    tcase_add_test(tc, test_defaults);
-    tcase_add_test(tc, test_defaults_match_repo_file);
-    tcase_add_test(tc, test_docs_list_every_setting);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("load");
-    tcase_add_test(tc, test_valid_config);
-    tcase_add_test(tc, test_empty_object_keeps_defaults);
-    tcase_add_test(tc, test_load_file);
-    tcase_add_test(tc, test_load_file_errors);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("errors");
+    LG_TCASE(s, "defaults", NULL, NULL, test_defaults, test_defaults_match_repo_file,
+             test_docs_list_every_setting);
+    LG_TCASE(s, "load", NULL, NULL, test_valid_config, test_empty_object_keeps_defaults,
+             test_load_file, test_load_file_errors);
+    TCase *tc = LG_TCASE(s, "errors", NULL, NULL, test_static_dir_length,
+                         test_duplicate_keys_rejected, test_syntax_errors);
     tcase_add_loop_test(tc, test_error_messages, 0, LG_ERROR_CASE_COUNT);
-    tcase_add_test(tc, test_static_dir_length);
-    tcase_add_test(tc, test_duplicate_keys_rejected);
-    tcase_add_test(tc, test_syntax_errors);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("topic_rules");
-    tcase_add_test(tc, test_topic_rules_inherit_after_whole_file);
-    tcase_add_test(tc, test_topic_rules_docs_example);
-    tcase_add_test(tc, test_topic_rules_default_policy);
-    tcase_add_test(tc, test_second_load_reresolves_rules);
-    tcase_add_test(tc, test_too_many_rules);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("values");
-    tcase_add_test(tc, test_parse_addr);
-    tcase_add_test(tc, test_set_uint);
-    tcase_add_test(tc, test_slow_policy_names);
-    suite_add_tcase(s, tc);
+    LG_TCASE(s, "topic_rules", NULL, NULL, test_topic_rules_inherit_after_whole_file,
+             test_topic_rules_docs_example, test_topic_rules_default_policy,
+             test_second_load_reresolves_rules, test_too_many_rules);
+    LG_TCASE(s, "values", NULL, NULL, test_parse_addr, test_set_uint, test_slow_policy_names);
     return s;
 }
 

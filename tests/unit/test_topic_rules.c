@@ -332,26 +332,16 @@ static Suite *lg_topic_rules_suite(void)
 {
     Suite *s = suite_create("topic_rules");
 
-    TCase *tc = tcase_create("glob");
+    TCase *tc = LG_TCASE(s, "glob", NULL, NULL, test_glob_pathological, test_glob_null);
     tcase_add_loop_test(tc, test_glob_table, 0,
                         (int)(sizeof(lg_glob_cases) / sizeof(lg_glob_cases[0])));
-    tcase_add_test(tc, test_glob_pathological);
     tcase_add_loop_test(tc, test_glob_edges, 0,
                         (int)(sizeof(lg_glob_edge_cases) / sizeof(lg_glob_edge_cases[0])));
-    tcase_add_test(tc, test_glob_null);
     tcase_set_timeout(tc, 60);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("lookup");
-    tcase_add_test(tc, test_first_match_wins);
-    tcase_add_test(tc, test_first_match_unset_fields_come_from_top_level);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("parse");
-    tcase_add_test(tc, test_pattern_every_byte);
-    tcase_add_test(tc, test_pattern_length_bounds);
-    tcase_add_test(tc, test_parse_replace_resolve_print);
-    suite_add_tcase(s, tc);
+    LG_TCASE(s, "lookup", NULL, NULL, test_first_match_wins,
+             test_first_match_unset_fields_come_from_top_level);
+    LG_TCASE(s, "parse", NULL, NULL, test_pattern_every_byte, test_pattern_length_bounds,
+             test_parse_replace_resolve_print);
     return s;
 }
 
