@@ -16,6 +16,7 @@
 #include "topic_rules.h"
 
 #include "check_main.h"
+#include "unit_support.h"
 
 /* ---- Glob matching ----------------------------------------------------------------------- */
 
@@ -180,24 +181,10 @@ START_TEST(test_first_match_unset_fields_come_from_top_level)
     lg_config_init_defaults(&cfg);
     ck_assert_msg(lg_config_load_string(&cfg, json, err) == 0, "%s", err);
 
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "a/b"), LG_SLOW_DISCONNECT);
-    struct lg_history_bounds h = lg_config_history_for(&cfg, "a/b");
-    ck_assert_uint_eq(h.max_events, 77);
-    ck_assert_uint_eq(h.max_bytes, 5000);
-    ck_assert_uint_eq(h.max_age_ms, 9);
-
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "c/d"), LG_SLOW_DISCONNECT);
-    h = lg_config_history_for(&cfg, "c/d");
-    ck_assert_uint_eq(h.max_events, 77);
-    ck_assert_uint_eq(h.max_bytes, 64);
-    ck_assert_uint_eq(h.max_age_ms, 9);
-
+    lg_assert_topic_gets(&cfg, "a/b", LG_SLOW_DISCONNECT, 77, 5000, 9);
+    lg_assert_topic_gets(&cfg, "c/d", LG_SLOW_DISCONNECT, 77, 64, 9);
     /* "c/de" skips the first c-rule and gets the second's values. */
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "c/de"), LG_SLOW_CONFLATE);
-    h = lg_config_history_for(&cfg, "c/de");
-    ck_assert_uint_eq(h.max_events, 77);
-    ck_assert_uint_eq(h.max_bytes, 5000);
-    ck_assert_uint_eq(h.max_age_ms, 1);
+    lg_assert_topic_gets(&cfg, "c/de", LG_SLOW_CONFLATE, 77, 5000, 1);
     lg_config_release(&cfg);
 }
 END_TEST
