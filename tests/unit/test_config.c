@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "check_main.h"
+#include "unit_support.h"
 
 /* ---- Helpers ------------------------------------------------------------------------------ */
 
@@ -525,33 +526,20 @@ START_TEST(test_topic_rules_inherit_after_whole_file)
     ck_assert_uint_eq(cfg.topic_rules[0].history_given, LG_HISTORY_GIVEN_MAX_EVENTS);
 
     /* First matching rule wins, even though rule 1 matches exactly. */
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "prices/eur"), LG_SLOW_CONFLATE);
-    struct lg_history_bounds h = lg_config_history_for(&cfg, "prices/eur");
-    ck_assert_uint_eq(h.max_events, 10);
-    ck_assert_uint_eq(h.max_bytes, 999);
-    ck_assert_uint_eq(h.max_age_ms, 3600000);
+    lg_assert_topic_gets(&cfg, "prices/eur", LG_SLOW_CONFLATE, 10, 999, 3600000);
     /* The stored effective bounds agree. */
     ck_assert_uint_eq(cfg.topic_rules[0].history.max_events, 10);
     ck_assert_uint_eq(cfg.topic_rules[0].history.max_bytes, 999);
 
     /* A rule without on_slow takes client_queue.on_slow, not a later rule's. */
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "chat/ab"), LG_SLOW_DISCONNECT);
-    h = lg_config_history_for(&cfg, "chat/ab");
-    ck_assert_uint_eq(h.max_events, 50);
-    ck_assert_uint_eq(h.max_bytes, 999);
-    ck_assert_uint_eq(h.max_age_ms, 0);
+    lg_assert_topic_gets(&cfg, "chat/ab", LG_SLOW_DISCONNECT, 50, 999, 0);
 
     /* An empty history object inherits everything. */
-    h = lg_config_history_for(&cfg, "logs/x/y");
-    ck_assert_uint_eq(h.max_events, 50);
-    ck_assert_uint_eq(h.max_age_ms, 3600000);
+    lg_assert_topic_gets(&cfg, "logs/x/y", LG_SLOW_DISCONNECT, 50, 999, 3600000);
 
     /* No rule: the top-level values. */
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "chat/abc"), LG_SLOW_DISCONNECT);
-    h = lg_config_history_for(&cfg, "news");
-    ck_assert_uint_eq(h.max_events, 50);
-    ck_assert_uint_eq(h.max_bytes, 999);
-    ck_assert_uint_eq(h.max_age_ms, 3600000);
+    lg_assert_topic_gets(&cfg, "chat/abc", LG_SLOW_DISCONNECT, 50, 999, 3600000);
+    lg_assert_topic_gets(&cfg, "news", LG_SLOW_DISCONNECT, 50, 999, 3600000);
 
     /* Printed rules show only what was given, and load back the same. */
     char *printed = lg_config_to_json(&cfg);
@@ -594,14 +582,9 @@ START_TEST(test_topic_rules_docs_example)
     struct lg_config cfg;
     char err[LG_CONFIG_ERR_MAX];
     ck_assert_msg(lg_test_load(&cfg, json, err) == 0, "%s", err);
-    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        struct lg_history_bounds h = lg_config_history_for(&cfg, rows[i].topic);
-        ck_assert_msg(lg_config_policy_for(&cfg, rows[i].topic) == rows[i].policy, "%s",
-                      rows[i].topic);
-        ck_assert_uint_eq(h.max_events, rows[i].max_events);
-        ck_assert_uint_eq(h.max_bytes, rows[i].max_bytes);
-        ck_assert_uint_eq(h.max_age_ms, rows[i].max_age_ms);
-    }
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        lg_assert_topic_gets(&cfg, rows[i].topic, rows[i].policy, rows[i].max_events,
+                             rows[i].max_bytes, rows[i].max_age_ms);
     lg_config_release(&cfg);
 }
 END_TEST
@@ -750,39 +733,17 @@ static Suite *lg_config_suite(void)
 {
     Suite *s = suite_create("config");
 
-    TCase *tc = tcase_create("defaults");
-    tcase_add_test(tc, test_defaults);
-    tcase_add_test(tc, test_defaults_match_repo_file);
-    tcase_add_test(tc, test_docs_list_every_setting);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("load");
-    tcase_add_test(tc, test_valid_config);
-    tcase_add_test(tc, test_empty_object_keeps_defaults);
-    tcase_add_test(tc, test_load_file);
-    tcase_add_test(tc, test_load_file_errors);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("errors");
+    LG_TCASE(s, "defaults", NULL, NULL, test_defaults, test_defaults_match_repo_file,
+             test_docs_list_every_setting);
+    LG_TCASE(s, "load", NULL, NULL, test_valid_config, test_empty_object_keeps_defaults,
+             test_load_file, test_load_file_errors);
+    TCase *tc = LG_TCASE(s, "errors", NULL, NULL, test_static_dir_length,
+                         test_duplicate_keys_rejected, test_syntax_errors);
     tcase_add_loop_test(tc, test_error_messages, 0, LG_ERROR_CASE_COUNT);
-    tcase_add_test(tc, test_static_dir_length);
-    tcase_add_test(tc, test_duplicate_keys_rejected);
-    tcase_add_test(tc, test_syntax_errors);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("topic_rules");
-    tcase_add_test(tc, test_topic_rules_inherit_after_whole_file);
-    tcase_add_test(tc, test_topic_rules_docs_example);
-    tcase_add_test(tc, test_topic_rules_default_policy);
-    tcase_add_test(tc, test_second_load_reresolves_rules);
-    tcase_add_test(tc, test_too_many_rules);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("values");
-    tcase_add_test(tc, test_parse_addr);
-    tcase_add_test(tc, test_set_uint);
-    tcase_add_test(tc, test_slow_policy_names);
-    suite_add_tcase(s, tc);
+    LG_TCASE(s, "topic_rules", NULL, NULL, test_topic_rules_inherit_after_whole_file,
+             test_topic_rules_docs_example, test_topic_rules_default_policy,
+             test_second_load_reresolves_rules, test_too_many_rules);
+    LG_TCASE(s, "values", NULL, NULL, test_parse_addr, test_set_uint, test_slow_policy_names);
     return s;
 }
 

@@ -158,6 +158,15 @@ static char *id_of(char *out, size_t cap, const char *name, unsigned seq)
     return out;
 }
 
+/* The reply to a publish of one event: 201 with exactly its topic, id and seq. */
+static void assert_published(const struct reply *r, const char *name, unsigned seq)
+{
+    char id[160], want[512];
+    snprintf(want, sizeof want, "{\"topic\":\"%s\",\"id\":\"%s\",\"seq\":%u}", name,
+             id_of(id, sizeof id, name, seq), seq);
+    assert_reply(r, 201, want);
+}
+
 static uint64_t last_seq(struct lg_topic *t)
 {
     pthread_mutex_lock(&t->lock);
@@ -194,11 +203,8 @@ static void assert_data(const struct lg_event *ev, const char *text)
 START_TEST(publish_text)
 {
     struct reply r;
-    char id[160], want[512];
     request(&r, "POST", "/v1/topics/demo/events", NULL, "hello");
-    snprintf(want, sizeof want, "{\"topic\":\"demo\",\"id\":\"%s\",\"seq\":1}",
-             id_of(id, sizeof id, "demo", 1));
-    assert_reply(&r, 201, want);
+    assert_published(&r, "demo", 1);
     const struct lg_event *ev = newest("demo");
     assert_data(ev, "hello");
     ck_assert(!ev->data_is_json);
@@ -206,22 +212,17 @@ START_TEST(publish_text)
     ck_assert_ptr_null(ev->key);
 
     request(&r, "POST", "/v1/topics/demo/events", NULL, "again");
-    snprintf(want, sizeof want, "{\"topic\":\"demo\",\"id\":\"%s\",\"seq\":2}",
-             id_of(id, sizeof id, "demo", 2));
-    assert_reply(&r, 201, want);
+    assert_published(&r, "demo", 2);
 }
 END_TEST
 
 START_TEST(publish_json_with_type_and_key)
 {
     struct reply r;
-    char id[160], want[512];
     request(&r, "POST", "/v1/topics/prices/events?type=tick&key=EUR%2FUSD",
             "Content-Type: Application/JSON; charset=utf-8\r\n",
             "{ \"price\" : 1.07,\n \"name\": \"\xc3\xa9\", \"n\": [1, 2.5e3] }");
-    snprintf(want, sizeof want, "{\"topic\":\"prices\",\"id\":\"%s\",\"seq\":1}",
-             id_of(id, sizeof id, "prices", 1));
-    assert_reply(&r, 201, want);
+    assert_published(&r, "prices", 1);
     const struct lg_event *ev = newest("prices");
     assert_data(ev, "{\"price\":1.07,\"name\":\"\xc3\xa9\",\"n\":[1,2500.0]}");
     ck_assert(ev->data_is_json);
@@ -233,15 +234,10 @@ END_TEST
 START_TEST(publish_percent_encoded_topic)
 {
     struct reply r;
-    char id[160], want[512];
     request(&r, "POST", "/v1/topics/a%2Fb/events", NULL, "x");
-    snprintf(want, sizeof want, "{\"topic\":\"a/b\",\"id\":\"%s\",\"seq\":1}",
-             id_of(id, sizeof id, "a/b", 1));
-    assert_reply(&r, 201, want);
+    assert_published(&r, "a/b", 1);
     request(&r, "POST", "/v1/topics/a/b/events", NULL, "y");
-    snprintf(want, sizeof want, "{\"topic\":\"a/b\",\"id\":\"%s\",\"seq\":2}",
-             id_of(id, sizeof id, "a/b", 2));
-    assert_reply(&r, 201, want);
+    assert_published(&r, "a/b", 2);
 }
 END_TEST
 

@@ -18,6 +18,19 @@ static const struct lg_cursor *parse_ok(const char *text)
     return &c;
 }
 
+/* Entry i of c is exactly topic@epoch:seq. */
+static void assert_entry(const struct lg_cursor *c, size_t i, const char *topic, uint32_t epoch,
+                         uint64_t seq)
+{
+    ck_assert_msg(i < c->count, "entry %zu missing: %zu entries", i, c->count);
+    ck_assert_msg(strcmp(c->entries[i].topic, topic) == 0, "entry %zu: topic \"%s\", want \"%s\"",
+                  i, c->entries[i].topic, topic);
+    ck_assert_msg(c->entries[i].epoch == epoch, "entry %zu (%s): epoch %08x, want %08x", i, topic,
+                  (unsigned)c->entries[i].epoch, (unsigned)epoch);
+    ck_assert_msg(c->entries[i].seq == seq, "entry %zu (%s): seq %llu, want %llu", i, topic,
+                  (unsigned long long)c->entries[i].seq, (unsigned long long)seq);
+}
+
 /* Parse a cursor that must be refused with exactly the message `want`. */
 static void assert_refused(const char *text, size_t len, const char *want)
 {
@@ -35,9 +48,7 @@ START_TEST(parses_one_entry)
 {
     const struct lg_cursor *c = parse_ok("demo@5f3a9c21:42");
     ck_assert_uint_eq(c->count, 1);
-    ck_assert_str_eq(c->entries[0].topic, "demo");
-    ck_assert_uint_eq(c->entries[0].epoch, 0x5f3a9c21);
-    ck_assert_uint_eq(c->entries[0].seq, 42);
+    assert_entry(c, 0, "demo", 0x5f3a9c21, 42);
 }
 END_TEST
 
@@ -45,23 +56,16 @@ START_TEST(parses_entries_in_order)
 {
     const struct lg_cursor *c = parse_ok("a@5f3a9c21:17,b@0c9e11d2:4,$sys/stats@00000000:0");
     ck_assert_uint_eq(c->count, 3);
-    ck_assert_str_eq(c->entries[0].topic, "a");
-    ck_assert_uint_eq(c->entries[0].seq, 17);
-    ck_assert_str_eq(c->entries[1].topic, "b");
-    ck_assert_uint_eq(c->entries[1].epoch, 0x0c9e11d2);
-    ck_assert_uint_eq(c->entries[1].seq, 4);
-    ck_assert_str_eq(c->entries[2].topic, "$sys/stats");
-    ck_assert_uint_eq(c->entries[2].epoch, 0);
-    ck_assert_uint_eq(c->entries[2].seq, 0);
+    assert_entry(c, 0, "a", 0x5f3a9c21, 17);
+    assert_entry(c, 1, "b", 0x0c9e11d2, 4);
+    assert_entry(c, 2, "$sys/stats", 0, 0);
 }
 END_TEST
 
 START_TEST(topic_may_contain_colons)
 {
     const struct lg_cursor *c = parse_ok("prices:eur/usd@ffffffff:7");
-    ck_assert_str_eq(c->entries[0].topic, "prices:eur/usd");
-    ck_assert_uint_eq(c->entries[0].epoch, 0xffffffff);
-    ck_assert_uint_eq(c->entries[0].seq, 7);
+    assert_entry(c, 0, "prices:eur/usd", 0xffffffff, 7);
 }
 END_TEST
 

@@ -8,22 +8,22 @@
 #include "check_main.h"
 
 /*
- * A text encoder's case: the input (len bytes, may hold NULs; NULL with len 0) and exactly the
- * bytes it must render into a fresh buffer. `name` says which case a failure is.
+ * A text encoder's case: which encoder, the input (len bytes, may hold NULs; NULL with len 0)
+ * and exactly the bytes it must render into a fresh buffer. `name` says which case a failure is.
  */
 struct text_case {
     const char *name;
+    void (*encode)(struct lg_buf *, const char *, size_t);
     const char *in;
     size_t len;
     const char *want;
 };
 
-static void assert_text_case(void (*encode)(struct lg_buf *, const char *, size_t),
-                             const struct text_case *c)
+static void assert_text_case(const struct text_case *c)
 {
     struct lg_buf b;
     lg_buf_init(&b);
-    encode(&b, c->in, c->len);
+    c->encode(&b, c->in, c->len);
     ck_assert_msg(!b.oom, "%s: out of memory", c->name);
     ck_assert_msg(b.data && strcmp(b.data, c->want) == 0, "%s: rendered \"%s\", want \"%s\"",
                   c->name, b.data ? b.data : "(null)", c->want);
@@ -166,30 +166,54 @@ START_TEST(buf_impossible_size_sets_oom_until_reset)
 }
 END_TEST
 
-/* ---- SSE data lines ----------------------------------------------------------------------- */
+/* ---- SSE data lines and JSON strings ------------------------------------------------------ */
 
-static const struct text_case sse_cases[] = {
-    {"empty data is one empty line", "", 0, "data: \n"},
-    {"empty data (NULL) is one empty line", NULL, 0, "data: \n"},
-    {"single line", "hello", 5, "data: hello\n"},
-    {"single line of JSON", "{\"a\":1}", 7, "data: {\"a\":1}\n"},
-    {"LF ends a line", "a\nb", 3, "data: a\ndata: b\n"},
-    {"CR ends a line", "a\rb", 3, "data: a\ndata: b\n"},
-    {"CRLF ends a line", "a\r\nb", 4, "data: a\ndata: b\n"},
-    {"LF, CRLF and CR end lines", "one\ntwo\r\nthree\rfour", 19,
+/*
+ * The SSE data lines (lg_encode_sse_data: every line of the text, ended by LF, CR or CRLF,
+ * becomes "data: <line>\n") and the JSON strings (lg_encode_json_string) of a text: one table,
+ * a row per case, named after its encoder.
+ */
+#define SSE lg_encode_sse_data
+#define JSON lg_encode_json_string
+static const struct text_case text_cases[] = {
+    {"sse: empty data is one empty line", SSE, "", 0, "data: \n"},
+    {"sse: empty data (NULL) is one empty line", SSE, NULL, 0, "data: \n"},
+    {"sse: single line", SSE, "hello", 5, "data: hello\n"},
+    {"sse: single line of JSON", SSE, "{\"a\":1}", 7, "data: {\"a\":1}\n"},
+    {"sse: LF ends a line", SSE, "a\nb", 3, "data: a\ndata: b\n"},
+    {"sse: CR ends a line", SSE, "a\rb", 3, "data: a\ndata: b\n"},
+    {"sse: CRLF ends a line", SSE, "a\r\nb", 4, "data: a\ndata: b\n"},
+    {"sse: LF, CRLF and CR end lines", SSE, "one\ntwo\r\nthree\rfour", 19,
      "data: one\ndata: two\ndata: three\ndata: four\n"},
-    {"trailing LF gives an empty last line", "a\n", 2, "data: a\ndata: \n"},
-    {"trailing CR gives an empty last line", "a\r", 2, "data: a\ndata: \n"},
-    {"trailing CRLF gives an empty last line", "a\r\n", 3, "data: a\ndata: \n"},
-    {"a lone LF is two empty lines", "\n", 1, "data: \ndata: \n"},
-    {"a lone CRLF is two empty lines", "\r\n", 2, "data: \ndata: \n"},
-    {"consecutive LFs give an empty line", "a\n\nb", 4, "data: a\ndata: \ndata: b\n"},
-    {"consecutive CRs give an empty line", "a\r\rb", 4, "data: a\ndata: \ndata: b\n"},
-    {"LF CR is two ends, not one", "a\n\rb", 4, "data: a\ndata: \ndata: b\n"},
-    {"consecutive CRLFs give an empty line", "a\r\n\r\nb", 6, "data: a\ndata: \ndata: b\n"},
+    {"sse: trailing LF gives an empty last line", SSE, "a\n", 2, "data: a\ndata: \n"},
+    {"sse: trailing CR gives an empty last line", SSE, "a\r", 2, "data: a\ndata: \n"},
+    {"sse: trailing CRLF gives an empty last line", SSE, "a\r\n", 3, "data: a\ndata: \n"},
+    {"sse: a lone LF is two empty lines", SSE, "\n", 1, "data: \ndata: \n"},
+    {"sse: a lone CRLF is two empty lines", SSE, "\r\n", 2, "data: \ndata: \n"},
+    {"sse: consecutive LFs give an empty line", SSE, "a\n\nb", 4, "data: a\ndata: \ndata: b\n"},
+    {"sse: consecutive CRs give an empty line", SSE, "a\r\rb", 4, "data: a\ndata: \ndata: b\n"},
+    {"sse: LF CR is two ends, not one", SSE, "a\n\rb", 4, "data: a\ndata: \ndata: b\n"},
+    {"sse: consecutive CRLFs give an empty line", SSE, "a\r\n\r\nb", 6,
+     "data: a\ndata: \ndata: b\n"},
+    {"json: empty text is quoted", JSON, "", 0, "\"\""},
+    {"json: plain text is quoted", JSON, "hello world", 11, "\"hello world\""},
+    {"json: '/' needs no escape", JSON, "a/b", 3, "\"a/b\""},
+    {"json: quote is escaped", JSON, "say \"hi\"", 8, "\"say \\\"hi\\\"\""},
+    {"json: backslash is escaped", JSON, "C:\\dir", 6, "\"C:\\\\dir\""},
+    {"json: control characters with a short escape", JSON, "\b\f\n\r\t", 5, "\"\\b\\f\\n\\r\\t\""},
+    {"json: NUL is \\u0000", JSON, "a\0b", 3, "\"a\\u0000b\""},
+    {"json: other control characters are \\u00XX", JSON, "\x01\x1f\x0b", 3,
+     "\"\\u0001\\u001f\\u000b\""},
+    {"json: DEL is not a JSON control character", JSON, "\x7f", 1, "\"\x7f\""},
+    {"json: UTF-8 is kept as is", JSON, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
+     "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+    {"json: U+2028 is left alone", JSON, "\xe2\x80\xa8", 3, "\"\xe2\x80\xa8\""},
 };
 
-START_TEST(sse_data_lines) { assert_text_case(lg_encode_sse_data, &sse_cases[_i]); }
+#undef SSE
+#undef JSON
+
+START_TEST(text_encodings) { assert_text_case(&text_cases[_i]); }
 END_TEST
 
 START_TEST(sse_appends_after_existing_content)
@@ -201,26 +225,6 @@ START_TEST(sse_appends_after_existing_content)
     ck_assert_str_eq(b.data, "event: x\ndata: a\ndata: b\n");
     lg_buf_release(&b);
 }
-END_TEST
-
-/* ---- JSON strings ------------------------------------------------------------------------- */
-
-static const struct text_case json_cases[] = {
-    {"empty text is quoted", "", 0, "\"\""},
-    {"plain text is quoted", "hello world", 11, "\"hello world\""},
-    {"'/' needs no escape", "a/b", 3, "\"a/b\""},
-    {"quote is escaped", "say \"hi\"", 8, "\"say \\\"hi\\\"\""},
-    {"backslash is escaped", "C:\\dir", 6, "\"C:\\\\dir\""},
-    {"control characters with a short escape", "\b\f\n\r\t", 5, "\"\\b\\f\\n\\r\\t\""},
-    {"NUL is \\u0000", "a\0b", 3, "\"a\\u0000b\""},
-    {"other control characters are \\u00XX", "\x01\x1f\x0b", 3, "\"\\u0001\\u001f\\u000b\""},
-    {"DEL is not a JSON control character", "\x7f", 1, "\"\x7f\""},
-    {"UTF-8 is kept as is", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
-     "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
-    {"U+2028 is left alone", "\xe2\x80\xa8", 3, "\"\xe2\x80\xa8\""},
-};
-
-START_TEST(json_strings) { assert_text_case(lg_encode_json_string, &json_cases[_i]); }
 END_TEST
 
 /* ---- WebSocket frame header --------------------------------------------------------------- */
@@ -331,11 +335,8 @@ static Suite *encode_suite(void)
              buf_grows_past_its_first_capacity, buf_append_of_null_reserves_room_to_fill_in,
              buf_appends_u64_in_decimal, buf_appendf_fits_and_regrows,
              buf_reset_keeps_the_allocation, buf_impossible_size_sets_oom_until_reset);
-    tc = LG_TCASE(s, "sse_data", NULL, NULL, sse_appends_after_existing_content);
-    tcase_add_loop_test(tc, sse_data_lines, 0, (int)(sizeof sse_cases / sizeof *sse_cases));
-    tc = tcase_create("json_string");
-    suite_add_tcase(s, tc);
-    tcase_add_loop_test(tc, json_strings, 0, (int)(sizeof json_cases / sizeof *json_cases));
+    tc = LG_TCASE(s, "text", NULL, NULL, sse_appends_after_existing_content);
+    tcase_add_loop_test(tc, text_encodings, 0, (int)(sizeof text_cases / sizeof *text_cases));
     LG_TCASE(s, "ws_header", NULL, NULL, ws_header_7_bit_length, ws_header_16_bit_length,
              ws_header_64_bit_length, ws_header_carries_the_opcode);
     LG_TCASE(s, "utf8", NULL, NULL, utf8_accepts_well_formed_text, utf8_rejects_overlong_forms,

@@ -297,28 +297,15 @@ static Suite *inbox_suite(void)
 {
     Suite *s = suite_create("inbox");
 
-    TCase *tc = tcase_create("lifecycle");
-    tcase_add_test(tc, init_refuses_zero_capacity);
-    tcase_add_test(tc, init_starts_empty);
-    tcase_add_test(tc, release_unrefs_queued_events);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("reserve");
-    tcase_add_test(tc, reserve_fails_when_full_and_undoes_itself);
-    tcase_add_test(tc, taken_events_hold_room_until_done);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("push_take");
-    tcase_add_test(tc, push_reports_the_empty_to_non_empty_edge);
-    tcase_add_test(tc, take_returns_everything_in_order);
-    tcase_add_test(tc, take_alternates_between_the_two_arrays);
-    tcase_add_test(tc, take_upto_takes_the_oldest_and_keeps_the_rest_in_order);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("mpsc");
+    LG_TCASE(s, "lifecycle", NULL, NULL, init_refuses_zero_capacity, init_starts_empty,
+             release_unrefs_queued_events);
+    LG_TCASE(s, "reserve", NULL, NULL, reserve_fails_when_full_and_undoes_itself,
+             taken_events_hold_room_until_done);
+    LG_TCASE(s, "push_take", NULL, NULL, push_reports_the_empty_to_non_empty_edge,
+             take_returns_everything_in_order, take_alternates_between_the_two_arrays,
+             take_upto_takes_the_oldest_and_keeps_the_rest_in_order);
+    TCase *tc = LG_TCASE(s, "mpsc", NULL, NULL, many_producers_lose_and_duplicate_nothing);
     tcase_set_timeout(tc, 120); /* 40000 events; slow under valgrind */
-    tcase_add_test(tc, many_producers_lose_and_duplicate_nothing);
-    suite_add_tcase(s, tc);
 
     return s;
 }

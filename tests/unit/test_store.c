@@ -97,6 +97,16 @@ static uint64_t append(struct lg_stream *s, const char *data, const char *key)
     return append_at(s, data, key, 1000, true);
 }
 
+/* The five events "a" to "e" appended to s, the first with key first_key (may be NULL); their
+ * positions in pos. */
+static const char *const abcde[] = {"a", "b", "c", "d", "e"};
+
+static void append_abcde(struct lg_stream *s, const char *first_key, uint64_t pos[5])
+{
+    for (int i = 0; i < 5; i++)
+        pos[i] = append(s, abcde[i], i == 0 ? first_key : NULL);
+}
+
 /* The page after `after` holds exactly these data strings, in order. */
 static void expect_page(struct lg_stream *s, uint64_t after, size_t max, uint64_t max_bytes,
                         bool more, size_t n, const char *const *data)
@@ -174,20 +184,18 @@ START_TEST(read_after_pages_by_count_and_bytes)
     setup_store(_i);
     struct lg_stream *s = open_stream("t", 10, 0);
     uint64_t pos[5];
-    const char *const data[] = {"a", "b", "c", "d", "e"};
-    for (int i = 0; i < 5; i++)
-        pos[i] = append(s, data[i], NULL);
-    expect_page(s, 0, 10, UINT64_MAX, false, 5, data);
-    expect_page(s, pos[1], 10, UINT64_MAX, false, 3, data + 2);
-    expect_page(s, pos[1], 2, UINT64_MAX, true, 2, data + 2);
+    append_abcde(s, NULL, pos);
+    expect_page(s, 0, 10, UINT64_MAX, false, 5, abcde);
+    expect_page(s, pos[1], 10, UINT64_MAX, false, 3, abcde + 2);
+    expect_page(s, pos[1], 2, UINT64_MAX, true, 2, abcde + 2);
     expect_page(s, pos[4], 10, UINT64_MAX, false, 0, NULL);
     /* the first event always comes, whatever its size; then max_bytes bounds the page */
-    expect_page(s, 0, 10, 1, true, 1, data);
+    expect_page(s, 0, 10, 1, true, 1, abcde);
     struct lg_store_page page;
     ck_assert_int_eq(lg_stream_read_after(s, 0, 10, UINT64_MAX, &page), 0);
     uint64_t two = page.events[0]->size + page.events[1]->size;
     lg_store_page_release(&page);
-    expect_page(s, 0, 10, two, true, 2, data);
+    expect_page(s, 0, 10, two, true, 2, abcde);
     lg_stream_close(s);
     teardown_store();
 }
@@ -198,13 +206,11 @@ START_TEST(retention_keeps_the_newest_max_events)
     setup_store(_i);
     struct lg_stream *s = open_stream("t", 3, 0);
     uint64_t pos[5];
-    const char *const data[] = {"a", "b", "c", "d", "e"};
-    for (int i = 0; i < 5; i++)
-        pos[i] = append(s, data[i], i == 0 ? "first" : NULL);
+    append_abcde(s, "first", pos);
     ck_assert_uint_eq(lg_stream_oldest(s), pos[2]);
     ck_assert_uint_eq(lg_stream_newest(s), pos[4]);
     ck_assert_ptr_null(lg_stream_find_key(s, "first", 5)); /* evicted with its event */
-    expect_page(s, 0, 10, UINT64_MAX, false, 3, data + 2);
+    expect_page(s, 0, 10, UINT64_MAX, false, 3, abcde + 2);
     ck_assert(lg_stream_evict_oldest(s));
     ck_assert_uint_eq(lg_stream_oldest(s), pos[3]);
     lg_stream_close(s);

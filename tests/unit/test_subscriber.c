@@ -114,6 +114,22 @@ static char *render_sse(struct lg_subscriber *s)
     return b.data;
 }
 
+/* publish n events "x" to topic, then play the worker. */
+static void publish_n_and_deliver(const char *topic_name, int n)
+{
+    for (int i = 1; i <= n; i++)
+        publish(topic_name, "x");
+    deliver();
+}
+
+/* Everything s owes renders as exactly want. */
+static void assert_sse_is(struct lg_subscriber *s, const char *want)
+{
+    char *out = render_sse(s);
+    ck_assert_str_eq(out, want);
+    free(out);
+}
+
 /* The id an event of this topic gets; several may be used in one expression. */
 static char *expect_id(const char *topic_name, uint64_t seq)
 {
@@ -125,6 +141,16 @@ static char *expect_id(const char *topic_name, uint64_t seq)
     return id;
 }
 
+/* A subscriber on worker 0 over transport, resuming name after its event seq. */
+static void resume_from(struct lg_subscriber *s, const struct lg_transport_ops *transport,
+                        const char *name, uint64_t seq)
+{
+    lg_subscriber_init(s, transport, 0, &cfg.client_queue);
+    char cursor[160];
+    snprintf(cursor, sizeof cursor, "%s", expect_id(name, seq));
+    subscribe(s, name, cursor);
+}
+
 START_TEST(live_events_render_exact_sse_frames)
 {
     struct lg_subscriber s;
@@ -132,14 +158,12 @@ START_TEST(live_events_render_exact_sse_frames)
     publish("a", "one");
     publish("a", "two\nlines");
     deliver();
-    char *out = render_sse(&s);
     char want[2048];
     snprintf(want, sizeof want,
              "id: %s\nevent: message\ndata: one\n\n", expect_id("a", 1));
     snprintf(want + strlen(want), sizeof want - strlen(want),
              "id: %s\nevent: message\ndata: two\ndata: lines\n\n", expect_id("a", 2));
-    ck_assert_str_eq(out, want);
-    free(out);
+    assert_sse_is(&s, want);
     lg_subscriber_release(&s, hub);
 }
 END_TEST
@@ -150,20 +174,15 @@ START_TEST(resume_replays_exactly_the_missed_events)
     publish("a", "2");
     publish("a", "3");
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    char cursor[160];
-    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 1));
-    subscribe(&s, "a", cursor);
+    resume_from(&s, LG_TRANSPORT_SSE, "a", 1);
     publish("a", "4");
     deliver(); /* event 4 reaches the inbox after the replay: it must not be duplicated */
-    char *out = render_sse(&s);
     char want[2048];
     snprintf(want, sizeof want, "id: %s\nevent: message\ndata: 2\n\n", expect_id("a", 2));
     snprintf(want + strlen(want), sizeof want - strlen(want),
              "id: %s\nevent: message\ndata: 3\n\nid: %s\nevent: message\ndata: 4\n\n",
              expect_id("a", 3), expect_id("a", 4));
-    ck_assert_str_eq(out, want);
-    free(out);
+    assert_sse_is(&s, want);
     lg_subscriber_release(&s, hub);
 }
 END_TEST
@@ -175,10 +194,7 @@ START_TEST(evicted_history_gives_a_gap_with_the_exact_range)
     for (int i = 1; i <= 8; i++)
         publish("a", "x"); /* history keeps 6, 7, 8 */
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    char cursor[160];
-    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 2));
-    subscribe(&s, "a", cursor);
+    resume_from(&s, LG_TRANSPORT_SSE, "a", 2);
     char *out = render_sse(&s);
     char want[2048];
     snprintf(want, sizeof want,
@@ -243,9 +259,7 @@ START_TEST(drop_oldest_overflow_owes_the_exact_gap)
     struct lg_subscriber s;
     sse_live(&s, "a"); /* max 4 queued */
     uint64_t dropped_before = LG_STAT_GET(events_dropped_overflow);
-    for (int i = 1; i <= 10; i++)
-        publish("a", "x");
-    deliver();
+    publish_n_and_deliver("a", 10);
     ck_assert_uint_eq(s.ring.live, 4);
     ck_assert_uint_eq(LG_STAT_GET(events_dropped_overflow) - dropped_before, 6);
     char *out = render_sse(&s);
@@ -268,17 +282,13 @@ START_TEST(disconnect_policy_stops_queueing_and_names_the_reason)
     struct lg_subscriber s;
     sse_live(&s, "a");
     uint64_t before = LG_STAT_GET(clients_disconnected_slow);
-    for (int i = 1; i <= 5; i++)
-        publish("a", "x");
-    deliver();
+    publish_n_and_deliver("a", 5);
     ck_assert(s.slow_disconnect);
     ck_assert_uint_eq(s.ring.live, 0);
     ck_assert_uint_eq(LG_STAT_GET(clients_disconnected_slow) - before, 1);
-    char *out = render_sse(&s);
-    ck_assert_str_eq(out, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":"
-                          "\"slow consumer: queue full (client_queue.max_events/max_bytes)\"}\n"
-                          "retry: 3000\n\n");
-    free(out);
+    assert_sse_is(&s, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":"
+                      "\"slow consumer: queue full (client_queue.max_events/max_bytes)\"}\n"
+                      "retry: 3000\n\n");
     lg_subscriber_release(&s, hub);
 }
 END_TEST
@@ -296,15 +306,13 @@ START_TEST(conflate_keeps_only_the_newest_per_key)
     publish("prices", "plain");
     deliver();
     ck_assert_uint_eq(s.ring.live, 3);
-    char *out = render_sse(&s);
     char want[2048];
     snprintf(want, sizeof want,
              "id: %s\nevent: message\ndata: usd1\n\n"
              "id: %s\nevent: message\ndata: eur3\n\n"
              "id: %s\nevent: message\ndata: plain\n\n",
              expect_id("prices", 2), expect_id("prices", 4), expect_id("prices", 5));
-    ck_assert_str_eq(out, want);
-    free(out);
+    assert_sse_is(&s, want);
     lg_subscriber_release(&s, hub);
 }
 END_TEST
@@ -317,15 +325,13 @@ START_TEST(multi_topic_sse_ids_are_whole_stream_cursors)
     publish("b", "b1");
     publish("a", "a1");
     deliver();
-    char *out = render_sse(&s);
     char want[2048];
     uint32_t e = lg_stream_epoch(topic("a")->stream);
     snprintf(want, sizeof want,
              "id: a@%08x:0,b@%08x:1\nevent: message\ndata: b1\n\n"
              "id: a@%08x:1,b@%08x:1\nevent: message\ndata: a1\n\n",
              e, e, e, e);
-    ck_assert_str_eq(out, want);
-    free(out);
+    assert_sse_is(&s, want);
     lg_subscriber_release(&s, hub);
 }
 END_TEST
@@ -336,10 +342,7 @@ START_TEST(poll_renders_batch_and_cursor)
     publish("a", "2");
     publish("a", "3");
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_POLL, 0, &cfg.client_queue);
-    char cursor[160];
-    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 0));
-    subscribe(&s, "a", cursor);
+    resume_from(&s, LG_TRANSPORT_POLL, "a", 0);
     struct lg_buf b;
     lg_buf_init(&b);
     ck_assert_uint_eq(lg_subscriber_render_poll(&s, &b, 2), 2);

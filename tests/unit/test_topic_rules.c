@@ -16,6 +16,7 @@
 #include "topic_rules.h"
 
 #include "check_main.h"
+#include "unit_support.h"
 
 /* ---- Glob matching ----------------------------------------------------------------------- */
 
@@ -180,24 +181,10 @@ START_TEST(test_first_match_unset_fields_come_from_top_level)
     lg_config_init_defaults(&cfg);
     ck_assert_msg(lg_config_load_string(&cfg, json, err) == 0, "%s", err);
 
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "a/b"), LG_SLOW_DISCONNECT);
-    struct lg_history_bounds h = lg_config_history_for(&cfg, "a/b");
-    ck_assert_uint_eq(h.max_events, 77);
-    ck_assert_uint_eq(h.max_bytes, 5000);
-    ck_assert_uint_eq(h.max_age_ms, 9);
-
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "c/d"), LG_SLOW_DISCONNECT);
-    h = lg_config_history_for(&cfg, "c/d");
-    ck_assert_uint_eq(h.max_events, 77);
-    ck_assert_uint_eq(h.max_bytes, 64);
-    ck_assert_uint_eq(h.max_age_ms, 9);
-
+    lg_assert_topic_gets(&cfg, "a/b", LG_SLOW_DISCONNECT, 77, 5000, 9);
+    lg_assert_topic_gets(&cfg, "c/d", LG_SLOW_DISCONNECT, 77, 64, 9);
     /* "c/de" skips the first c-rule and gets the second's values. */
-    ck_assert_int_eq(lg_config_policy_for(&cfg, "c/de"), LG_SLOW_CONFLATE);
-    h = lg_config_history_for(&cfg, "c/de");
-    ck_assert_uint_eq(h.max_events, 77);
-    ck_assert_uint_eq(h.max_bytes, 5000);
-    ck_assert_uint_eq(h.max_age_ms, 1);
+    lg_assert_topic_gets(&cfg, "c/de", LG_SLOW_CONFLATE, 77, 5000, 1);
     lg_config_release(&cfg);
 }
 END_TEST
@@ -332,26 +319,16 @@ static Suite *lg_topic_rules_suite(void)
 {
     Suite *s = suite_create("topic_rules");
 
-    TCase *tc = tcase_create("glob");
+    TCase *tc = LG_TCASE(s, "glob", NULL, NULL, test_glob_pathological, test_glob_null);
     tcase_add_loop_test(tc, test_glob_table, 0,
                         (int)(sizeof(lg_glob_cases) / sizeof(lg_glob_cases[0])));
-    tcase_add_test(tc, test_glob_pathological);
     tcase_add_loop_test(tc, test_glob_edges, 0,
                         (int)(sizeof(lg_glob_edge_cases) / sizeof(lg_glob_edge_cases[0])));
-    tcase_add_test(tc, test_glob_null);
     tcase_set_timeout(tc, 60);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("lookup");
-    tcase_add_test(tc, test_first_match_wins);
-    tcase_add_test(tc, test_first_match_unset_fields_come_from_top_level);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("parse");
-    tcase_add_test(tc, test_pattern_every_byte);
-    tcase_add_test(tc, test_pattern_length_bounds);
-    tcase_add_test(tc, test_parse_replace_resolve_print);
-    suite_add_tcase(s, tc);
+    LG_TCASE(s, "lookup", NULL, NULL, test_first_match_wins,
+             test_first_match_unset_fields_come_from_top_level);
+    LG_TCASE(s, "parse", NULL, NULL, test_pattern_every_byte, test_pattern_length_bounds,
+             test_parse_replace_resolve_print);
     return s;
 }
 
