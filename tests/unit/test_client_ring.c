@@ -58,6 +58,28 @@ static void pop_expect(struct lg_client_ring *r, struct lg_topic *t, uint64_t se
     lg_event_unref(&ev);
 }
 
+/* A new ring holding events 1..n of TOPIC_A, pushed with max_events `bound`. */
+static void init_with_run(struct lg_client_ring *r, uint64_t n, uint32_t bound)
+{
+    lg_client_ring_init(r);
+    for (uint64_t seq = 1; seq <= n; seq++)
+        ck_assert_int_eq(lg_client_ring_push(r, make(TOPIC_A, seq, NULL), bound), 0);
+}
+
+struct popped {
+    struct lg_topic *topic;
+    uint64_t seq;
+};
+
+/* The ring holds exactly these events, oldest first: pop them all, then release the ring. */
+static void drain_expect(struct lg_client_ring *r, const struct popped *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pop_expect(r, want[i].topic, want[i].seq);
+    ck_assert_ptr_null(lg_client_ring_pop(r));
+    lg_client_ring_release(r);
+}
+
 static void assert_empty_and_slotless(const struct lg_client_ring *r)
 {
     ck_assert_ptr_null(r->slots);
@@ -205,9 +227,7 @@ END_TEST
 START_TEST(order_survives_wrap_around_without_growing)
 {
     struct lg_client_ring r;
-    lg_client_ring_init(&r);
-    for (uint64_t seq = 1; seq <= 4; seq++)
-        ck_assert_int_eq(lg_client_ring_push(&r, make(TOPIC_A, seq, NULL), 4), 0);
+    init_with_run(&r, 4, 4);
     ck_assert_uint_eq(r.capacity, 4);
     pop_expect(&r, TOPIC_A, 1);
     pop_expect(&r, TOPIC_A, 2);
@@ -226,9 +246,7 @@ END_TEST
 START_TEST(a_push_at_max_events_is_refused_and_unrefs_the_event)
 {
     struct lg_client_ring r;
-    lg_client_ring_init(&r);
-    for (uint64_t seq = 1; seq <= 3; seq++)
-        ck_assert_int_eq(lg_client_ring_push(&r, make(TOPIC_A, seq, NULL), 3), 0);
+    init_with_run(&r, 3, 3);
     uint64_t bytes = r.bytes;
     struct lg_event *extra = make(TOPIC_A, 4, NULL);
     lg_event_ref(extra); /* keep it alive to see what push did with its reference */
@@ -294,11 +312,7 @@ START_TEST(remove_key_drops_only_the_event_of_that_topic_and_key)
     ck_assert_ptr_nonnull(oldest);
     ck_assert_ptr_eq(oldest->topic, TOPIC_B);
     ck_assert_uint_eq(oldest->seq, 2);
-    pop_expect(&r, TOPIC_B, 2);
-    pop_expect(&r, TOPIC_A, 3);
-    pop_expect(&r, TOPIC_A, 4);
-    ck_assert_ptr_null(lg_client_ring_pop(&r));
-    lg_client_ring_release(&r);
+    drain_expect(&r, (const struct popped[]){{TOPIC_B, 2}, {TOPIC_A, 3}, {TOPIC_A, 4}}, 3);
 }
 END_TEST
 
@@ -317,10 +331,7 @@ START_TEST(remove_topic_drops_every_event_of_the_topic_and_keeps_the_rest_in_ord
     ck_assert_uint_eq(r.live, 2);
     ck_assert_uint_eq(r.bytes, b_bytes);
     ck_assert_uint_eq(lg_client_ring_remove_topic(&r, TOPIC_A), 0);
-    pop_expect(&r, TOPIC_B, 2);
-    pop_expect(&r, TOPIC_B, 4);
-    ck_assert_ptr_null(lg_client_ring_pop(&r));
-    lg_client_ring_release(&r);
+    drain_expect(&r, (const struct popped[]){{TOPIC_B, 2}, {TOPIC_B, 4}}, 2);
 }
 END_TEST
 
@@ -355,9 +366,7 @@ START_TEST(a_ring_emptied_by_remove_topic_gives_its_slots_back)
     /* client_ring.h: "an idle subscriber costs no slots at all". Unsubscribing from the only
      * topic with queued events leaves the subscriber idle, like its last pop does. */
     struct lg_client_ring r;
-    lg_client_ring_init(&r);
-    for (uint64_t seq = 1; seq <= 20; seq++)
-        ck_assert_int_eq(lg_client_ring_push(&r, make(TOPIC_A, seq, NULL), 1024), 0);
+    init_with_run(&r, 20, 1024);
     ck_assert_uint_eq(lg_client_ring_remove_topic(&r, TOPIC_A), 20);
     ck_assert_uint_eq(r.live, 0);
     ck_assert_uint_eq(r.bytes, 0);

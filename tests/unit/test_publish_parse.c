@@ -61,16 +61,24 @@ static int parse_event(const struct event_case *k, struct lg_parsed_event *ev,
     return rc;
 }
 
+/* e is exactly this refusal (code NULL: any code). */
+static void expect_error(const struct lg_ctl_error *e, unsigned status, const char *code,
+                         long index, const char *message)
+{
+    ck_assert_uint_eq(e->status, status);
+    if (code)
+        ck_assert_str_eq(e->code, code);
+    ck_assert_int_eq(e->index, index);
+    ck_assert_str_eq(e->message, message);
+}
+
 static void expect_event_refused(const struct event_case *k, unsigned status, const char *code,
                                  const char *message)
 {
     struct lg_parsed_event ev;
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     ck_assert_int_eq(parse_event(k, &ev, &e), -1);
-    ck_assert_uint_eq(e.status, status);
-    ck_assert_str_eq(e.code, code);
-    ck_assert_str_eq(e.message, message);
-    ck_assert_int_eq(e.index, -1);
+    expect_error(&e, status, code, -1, message);
     lg_parsed_event_release(&ev);
 }
 
@@ -154,9 +162,7 @@ static void expect_batch_refused(const char *text, unsigned status, long index,
     struct lg_parsed_batch b;
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     ck_assert_int_eq(parse_batch(text, &b, &e), -1);
-    ck_assert_uint_eq(e.status, status);
-    ck_assert_int_eq(e.index, index);
-    ck_assert_str_eq(e.message, message);
+    expect_error(&e, status, NULL, index, message);
     lg_parsed_batch_release(&b);
 }
 
