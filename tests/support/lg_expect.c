@@ -1,7 +1,8 @@
 /*
  * lg_expect.c - check assertions and small procedures that several integration tests share:
  * clocks, the parts of an event id, numbered publishes, the JSON error answer, quiet SSE
- * streams, opening SSE and WebSocket streams checked, and reading a source file whole. Each used to be copied into the test files.
+ * streams, opening SSE and WebSocket streams, and reading a source file whole. Each used to be
+ * copied into the test files.
  *
  * Owns:    nothing global. lg_slurp_source's buffer belongs to the caller.
  * Threads: single-threaded test code; the assertions must run in a check test.
@@ -91,27 +92,35 @@ void lg_publish_n_tagged_epoch(uint16_t cport, const char *topic, int from, int 
 void lg_expect_error(const struct lg_http_response *r, int status, const char *code,
                      unsigned checks)
 {
-    ck_assert_msg(r->status == status, "status %d, want %d: %s", r->status, status, r->body);
+    lg_expect_error_named("error answer", r, status, code, checks);
+}
+
+void lg_expect_error_named(const char *what, const struct lg_http_response *r, int status,
+                           const char *code, unsigned checks)
+{
+    ck_assert_msg(r->status == status, "%s: status %d, want %d: %s", what, r->status, status,
+                  r->body);
     if (checks & LG_ERROR_JSON_TYPE) {
         char ct[128];
-        ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
-        ck_assert_str_eq(ct, "application/json");
+        ck_assert_msg(lg_http_header(r, "Content-Type", ct, sizeof ct), "%s: no Content-Type",
+                      what);
+        ck_assert_msg(strcmp(ct, "application/json") == 0, "%s: Content-Type %s", what, ct);
     }
     json_t *o = json_loadb(r->body, r->body_len, 0, NULL);
-    ck_assert_msg(o != NULL, "not JSON: %s", r->body);
+    ck_assert_msg(o != NULL, "%s: not JSON: %s", what, r->body);
     if (checks & LG_ERROR_JSON_TYPE)
-        ck_assert_msg(json_is_object(o), "not a JSON object: %s", r->body);
+        ck_assert_msg(json_is_object(o), "%s: not a JSON object: %s", what, r->body);
     const char *e = json_string_value(json_object_get(o, "error"));
     const char *m = json_string_value(json_object_get(o, "message"));
-    ck_assert_msg(e && strcmp(e, code) == 0, "error in %s, want %s", r->body, code);
-    ck_assert_msg(m && *m, "no message in %s", r->body);
+    ck_assert_msg(e && strcmp(e, code) == 0, "%s: error in %s, want %s", what, r->body, code);
+    ck_assert_msg(m && *m, "%s: no message in %s", what, r->body);
     if (checks & (LG_ERROR_ONLY_KEYS | LG_ERROR_INDEX_OK)) {
         const char *key;
         json_t *v;
         json_object_foreach(o, key, v)
             ck_assert_msg(strcmp(key, "error") == 0 || strcmp(key, "message") == 0 ||
                               ((checks & LG_ERROR_INDEX_OK) && strcmp(key, "index") == 0),
-                          "unexpected key %s in %s", key, r->body);
+                          "%s: unexpected key %s in %s", what, key, r->body);
     }
     json_decref(o);
 }

@@ -160,6 +160,9 @@ enum lg_error_check {
 };
 void lg_expect_error(const struct lg_http_response *r, int status, const char *code,
                      unsigned checks);
+/* The same with every failure message starting "what: " (the case or request that failed). */
+void lg_expect_error_named(const char *what, const struct lg_http_response *r, int status,
+                           const char *code, unsigned checks);
 
 /* Nothing arrives on the stream within ms, and it stays open. */
 void lg_sse_expect_quiet(struct lg_sse_client *c, int ms);
