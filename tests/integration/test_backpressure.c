@@ -296,15 +296,28 @@ struct stalled {
     char id1[256], prefix[256]; /* the warm-up id and its "topic@epoch:" */
 };
 
-/* Start the server with config, warm topic up, and send a stalled subscriber's request from
- * the warm-up id (SSE with last_event_id when w is NULL, else WebSocket with since); wait until
- * the server counts it. Return value: the stalled SSE socket, or -1 with w filled. */
-static int stalled_start(struct stalled *t, const char *config, const char *topic,
-                         struct lg_stall_ws *w)
+/* Start the server with config and the keep-alive publisher, and warm topic up. */
+static void stalled_warm(struct stalled *t, const char *config, const char *topic)
 {
     lg_server_must_start(&t->s, config);
     lg_stall_ka_init(&t->k, t->s.control_port);
     warm_up(&t->k, topic, t->id1, sizeof t->id1, t->prefix, sizeof t->prefix);
+}
+
+/* Close the publisher and stop the server (it must exit 0). */
+static void stalled_stop(struct stalled *t)
+{
+    lg_stall_ka_close(&t->k);
+    lg_server_must_stop(&t->s);
+}
+
+/* stalled_warm, then send a stalled subscriber's request from the warm-up id (SSE with
+ * last_event_id when w is NULL, else WebSocket with since); wait until the server counts it.
+ * Return value: the stalled SSE socket, or -1 with w filled. */
+static int stalled_start(struct stalled *t, const char *config, const char *topic,
+                         struct lg_stall_ws *w)
+{
+    stalled_warm(t, config, topic);
     char path[1200];
     int fd = -1;
     if (w) {
@@ -317,6 +330,26 @@ static int stalled_start(struct stalled *t, const char *config, const char *topi
     }
     wait_stat_eq(&t->s, w ? "clients_ws" : "clients_sse", 1, 5000);
     return fd;
+}
+
+/* The drop-oldest verdict on what a resumed client (via) read into l: everything from 2 to
+ * 1 + DROP_N exactly once, as an event or inside a gap; some gap, an event after one, the
+ * newest kept; and the server counted exactly what the gaps reported. */
+static void expect_dropped_oldest(const struct stalled *t, const struct ledger *l, const char *via)
+{
+    ck_assert_msg(l->events + l->gap_seqs == DROP_N,
+                  "%s: %" PRIu64 " events + %" PRIu64 " in gaps, want %d", via, l->events,
+                  l->gap_seqs, DROP_N);
+    ck_assert_msg(l->gaps >= 1, "%s: no gap", via);
+    ck_assert_msg(l->event_after_gap, "%s: no event followed a gap", via);
+    ck_assert_msg(!l->last_was_gap, "%s: the newest event was dropped; drop-oldest keeps it", via);
+    long long dropped = lg_server_stat(&t->s, "events_dropped_overflow");
+    ck_assert_msg(dropped == (long long)l->gap_seqs,
+                  "%s: events_dropped_overflow %lld, the gaps covered %" PRIu64, via, dropped,
+                  l->gap_seqs);
+    long long gaps = lg_server_stat(&t->s, "gaps_sent");
+    ck_assert_msg(gaps == (long long)l->gaps, "%s: gaps_sent %lld, %" PRIu64 " gaps read", via,
+                  gaps, l->gaps);
 }
 
 START_TEST(test_drop_oldest_sse)
@@ -339,14 +372,7 @@ START_TEST(test_drop_oldest_sse)
     sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_uint_eq(c.retry_ms, 3000);
 
-    /* everything from 2 to last exactly once: as an event or inside a gap */
-    ck_assert_uint_eq(l.events + l.gap_seqs, DROP_N);
-    ck_assert_uint_ge(l.gaps, 1);
-    ck_assert_msg(l.event_after_gap, "no event followed a gap");
-    ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
-    /* the server counted exactly what the gaps reported */
-    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
+    expect_dropped_oldest(&t, &l, "drop-oldest SSE");
     ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_lag"), 0);
     ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 0);
     fprintf(stderr,
@@ -355,8 +381,7 @@ START_TEST(test_drop_oldest_sse)
             l.events, l.gaps, l.gap_seqs);
 
     lg_sse_close(&c);
-    lg_stall_ka_close(&t.k);
-    lg_server_must_stop(&t.s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -376,21 +401,14 @@ START_TEST(test_drop_oldest_ws)
     ck_assert_str_eq(c.protocol, "livegate.v1");
     struct ledger l = {.next = 2};
     ws_read_through(&c, topic, t.prefix, last, &l);
-
-    ck_assert_uint_eq(l.events + l.gap_seqs, DROP_N);
-    ck_assert_uint_ge(l.gaps, 1);
-    ck_assert_msg(l.event_after_gap, "no event followed a gap");
-    ck_assert_msg(!l.last_was_gap, "the newest event was dropped; drop-oldest keeps it");
-    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), (long long)l.gap_seqs);
-    ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), (long long)l.gaps);
+    expect_dropped_oldest(&t, &l, "drop-oldest WS");
     fprintf(stderr,
             "drop-oldest WS: %" PRIu64 " events received, %" PRIu64 " gap(s) covering %" PRIu64
             "\n",
             l.events, l.gaps, l.gap_seqs);
 
     lg_ws_close(&c);
-    lg_stall_ka_close(&t.k);
-    lg_server_must_stop(&t.s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -478,8 +496,7 @@ START_TEST(test_disconnect_sse)
             " resumed from history\n",
             resumed_from - 2, last + 1 - resumed_from);
     lg_sse_close(&c);
-    lg_stall_ka_close(&t.k);
-    lg_server_must_stop(&t.s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -547,8 +564,7 @@ START_TEST(test_disconnect_ws)
             " resumed from history\n",
             resumed_from - 2, reason, last + 1 - resumed_from);
     lg_ws_close(&c);
-    lg_stall_ka_close(&t.k);
-    lg_server_must_stop(&t.s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -565,31 +581,27 @@ END_TEST
 
 START_TEST(test_replay_backlog_beyond_queue)
 {
-    struct lg_server s;
-    lg_server_must_start(&s, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct stalled t;
     const char *topic = "replay/x";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-    flood(&k, topic, 2, REPLAY_N);
+    char path[1200];
+    stalled_warm(&t, "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8}}", topic);
+    flood(&t.k, topic, 2, REPLAY_N);
     const uint64_t last = 1 + REPLAY_N;
 
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
+    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, t.id1);
     struct lg_sse_client c;
-    ck_assert_int_eq(lg_sse_open(&c, s.public_port, path, NULL), 0);
+    ck_assert_int_eq(lg_sse_open(&c, t.s.public_port, path, NULL), 0);
     ck_assert_int_eq(c.status, 200);
     struct ledger l = {.next = 2};
-    sse_read_through(&c, topic, prefix, last, &l);
+    sse_read_through(&c, topic, t.prefix, last, &l);
     ck_assert_msg(l.gaps == 0,
                   "resume from history got %" PRIu64 " gap(s) covering %" PRIu64
                   " retained event(s)",
                   l.gaps, l.gap_seqs);
     ck_assert_uint_eq(l.events, REPLAY_N);
-    ck_assert_int_eq(lg_server_stat(&s, "events_dropped_overflow"), 0);
+    ck_assert_int_eq(lg_server_stat(&t.s, "events_dropped_overflow"), 0);
     lg_sse_close(&c);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -661,8 +673,7 @@ START_TEST(test_conflate)
     fprintf(stderr, "conflate: %" PRIu64 " of %d events received, %lld conflated\n", received,
             total, conflated);
     lg_sse_close(&c);
-    lg_stall_ka_close(&t.k);
-    lg_server_must_stop(&t.s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -704,8 +715,7 @@ START_TEST(test_lag)
             " events received, %" PRIu64 " dropped for lag\n",
             (long long)waited, l.events, l.gap_seqs);
     lg_sse_close(&c);
-    lg_stall_ka_close(&t.k);
-    lg_server_must_stop(&t.s);
+    stalled_stop(&t);
 }
 END_TEST
 
@@ -938,33 +948,32 @@ static bool iso_drain(struct lg_sse_client *c, const char *prefix, uint64_t *nex
 
 START_TEST(test_isolation)
 {
-    struct lg_server s;
+    struct stalled t;
+    const char *topic = "iso";
+    char path[1200];
     /* a ring of 256 events: the stalled subscribers overflow it, the healthy ones (at most one
      * batch behind) never do */
-    lg_server_must_start(&s, "{\"workers\":2,\"socket_send_buffer_bytes\":4096,"
-                     "\"drain_timeout_ms\":1000,\"client_queue\":{\"max_events\":256}}");
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
-    const char *topic = "iso";
-    char id1[256], prefix[256], path[1200];
-    warm_up(&k, topic, id1, sizeof id1, prefix, sizeof prefix);
-    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, id1);
+    stalled_warm(&t,
+                 "{\"workers\":2,\"socket_send_buffer_bytes\":4096,"
+                 "\"drain_timeout_ms\":1000,\"client_queue\":{\"max_events\":256}}",
+                 topic);
+    snprintf(path, sizeof path, "/sse?topic=%s&last_event_id=%s", topic, t.id1);
 
     int stalled[ISO_STALLED];
     for (int i = 0; i < ISO_STALLED; i++) {
-        stalled[i] = lg_stall_sse_open(s.public_port, path, NULL, RCVBUF);
+        stalled[i] = lg_stall_sse_open(t.s.public_port, path, NULL, RCVBUF);
         ck_assert_int_ge(stalled[i], 0);
     }
     static struct lg_sse_client healthy[ISO_HEALTHY];
     uint64_t next[ISO_HEALTHY];
     struct pollfd pfd[ISO_HEALTHY];
     for (int i = 0; i < ISO_HEALTHY; i++) {
-        ck_assert_int_eq(lg_sse_open(&healthy[i], s.public_port, path, NULL), 0);
+        ck_assert_int_eq(lg_sse_open(&healthy[i], t.s.public_port, path, NULL), 0);
         ck_assert_int_eq(healthy[i].status, 200);
         next[i] = 2;
         pfd[i] = (struct pollfd){.fd = healthy[i].fd, .events = POLLIN};
     }
-    wait_stat_eq(&s, "clients_sse", ISO_STALLED + ISO_HEALTHY, 10000);
+    wait_stat_eq(&t.s, "clients_sse", ISO_STALLED + ISO_HEALTHY, 10000);
 
     /* Publish in batches of ISO_BATCH; before each batch, wait until every healthy subscriber
      * has everything published so far. A server that let the stalled subscribers hold up the
@@ -987,7 +996,7 @@ START_TEST(test_isolation)
         }
         body[len++] = ']';
         struct lg_http_response r;
-        ck_assert_int_eq(lg_stall_ka_request(&k, "POST", "/v1/publish",
+        ck_assert_int_eq(lg_stall_ka_request(&t.k, "POST", "/v1/publish",
                                              "Content-Type: application/json\r\n", body, len, &r,
                                              10000),
                          0);
@@ -1008,7 +1017,7 @@ START_TEST(test_isolation)
             ck_assert_int_ge(n, 0);
             for (int i = 0; i < ISO_HEALTHY && n > 0; i++) {
                 if (pfd[i].revents) {
-                    iso_drain(&healthy[i], prefix, &next[i], i);
+                    iso_drain(&healthy[i], t.prefix, &next[i], i);
                     n--;
                 }
             }
@@ -1018,9 +1027,9 @@ START_TEST(test_isolation)
     for (int i = 0; i < ISO_HEALTHY; i++)
         ck_assert_uint_eq(next[i], 2 + ISO_EVENTS);
     /* the stalled ones really were stalled: their rings overflowed */
-    long long dropped = lg_server_stat(&s, "events_dropped_overflow");
+    long long dropped = lg_server_stat(&t.s, "events_dropped_overflow");
     ck_assert_int_gt(dropped, 0);
-    ck_assert_int_eq(lg_server_stat(&s, "clients_sse"), ISO_STALLED + ISO_HEALTHY);
+    ck_assert_int_eq(lg_server_stat(&t.s, "clients_sse"), ISO_STALLED + ISO_HEALTHY);
     fprintf(stderr,
             "isolation: %d healthy subscribers got all %d events in order; the %d "
             "stalled ones dropped %lld\n",
@@ -1029,8 +1038,7 @@ START_TEST(test_isolation)
         lg_sse_close(&healthy[i]);
     for (int i = 0; i < ISO_STALLED; i++)
         close(stalled[i]);
-    lg_stall_ka_close(&k);
-    lg_server_must_stop(&s);
+    stalled_stop(&t);
 }
 END_TEST
 

@@ -20,6 +20,14 @@
 /* An error answer here: application/json, no member but error, message and (batches) index. */
 #define ERROR_CHECKS (LG_ERROR_JSON_TYPE | LG_ERROR_INDEX_OK)
 
+/* The server of the tests in the "control_api" test case: the default config, started before
+ * each test and stopped (it must exit 0) after it. */
+static struct lg_server srv;
+
+static void server_setup(void) { lg_server_must_start(&srv, NULL); }
+
+static void server_teardown(void) { lg_server_must_stop(&srv); }
+
 static void request(uint16_t port, const char *method, const char *path, const char *headers,
                     const void *body, size_t len, struct lg_http_response *r)
 {
@@ -49,14 +57,19 @@ static void strip_times(char *s)
     }
 }
 
+/* events_published of the server is exactly n. */
+static void expect_published(uint16_t cport, long long n)
+{
+    long long got = lg_stat(cport, "events_published");
+    ck_assert_msg(got == n, "events_published is %lld, want %lld", got, n);
+}
+
 START_TEST(test_control_publish_201)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char ep[16] = "", want[256];
     for (int i = 1; i <= 5; i++) {
         struct lg_http_response r;
-        request(s.control_port, "POST", "/v1/topics/orders/events",
+        request(srv.control_port, "POST", "/v1/topics/orders/events",
                 "Content-Type: text/plain\r\n", "o", 1, &r);
         ck_assert_int_eq(r.status, 201);
         char ct[64];
@@ -74,7 +87,7 @@ START_TEST(test_control_publish_201)
         /* another topic counts on its own */
         if (i % 2 == 0) {
             char id[256];
-            ck_assert_int_eq(lg_publish(s.control_port, "a.b/c:d~e_f-g", "x", id, sizeof id),
+            ck_assert_int_eq(lg_publish(srv.control_port, "a.b/c:d~e_f-g", "x", id, sizeof id),
                              201);
             snprintf(want, sizeof want, "a.b/c:d~e_f-g@%s:%d", ep, i / 2);
             ck_assert_str_eq(id, want);
@@ -86,66 +99,89 @@ START_TEST(test_control_publish_201)
     topic[128] = '\0';
     snprintf(path, sizeof path, "/v1/topics/%s/events", topic);
     struct lg_http_response r;
-    request(s.control_port, "POST", path, NULL, "x", 1, &r);
+    request(srv.control_port, "POST", path, NULL, "x", 1, &r);
     ck_assert_int_eq(r.status, 201);
     lg_http_response_free(&r);
-    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), 8);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    expect_published(srv.control_port, 8);
 }
 END_TEST
+
+/*
+ * A request the control port refuses: name (for the failure messages), the request (body of
+ * len bytes, may be NULL), the status and error code (ERROR_CHECKS) it must answer, and, when
+ * allow is not NULL, its Allow header: exactly allow, or containing it when allow_has.
+ */
+struct refusal {
+    const char *name, *method, *path, *headers;
+    const char *body;
+    size_t len;
+    int status;
+    const char *code, *allow;
+    bool allow_has;
+};
+
+static void expect_refused(uint16_t cport, const struct refusal *q)
+{
+    struct lg_http_response r;
+    ck_assert_msg(lg_http_request(cport, q->method, q->path, q->headers, q->body, q->len, &r,
+                                  WAIT_MS) == 0,
+                  "%s: no answer", q->name);
+    ck_assert_msg(r.status == q->status, "%s: %s %.80s answered %d, want %d: %s", q->name,
+                  q->method, q->path, r.status, q->status, r.body);
+    lg_expect_error_named(q->name, &r, q->status, q->code, ERROR_CHECKS);
+    if (q->allow) {
+        char allow[64];
+        ck_assert_msg(lg_http_header(&r, "Allow", allow, sizeof allow), "%s: no Allow", q->name);
+        ck_assert_msg(q->allow_has ? strstr(allow, q->allow) != NULL : strcmp(allow, q->allow) == 0,
+                      "%s: Allow: %s, want %s%s", q->name, allow, q->allow_has ? "one with " : "",
+                      q->allow);
+    }
+    lg_http_response_free(&r);
+}
+
+#define JSON_CT "Content-Type: application/json\r\n"
+#define TEXT_CT "Content-Type: text/plain\r\n"
 
 START_TEST(test_control_errors)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s,
-                                     "{\"limits\":{\"max_event_bytes\":1024,"
-                                     "\"max_batch_bytes\":4096}}",
-                                     NULL),
-                     0);
-    struct lg_http_response r;
-    char allow[64];
-
-    /* 400 */
-    request(s.control_port, "POST", "/v1/topics/e/events", "Content-Type: application/json\r\n",
-            "{\"a\":", 5, &r);
-    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    request(s.control_port, "POST", "/v1/topics/e/events", "Content-Type: text/plain\r\n",
-            "\xff\xfe", 2, &r);
-    lg_expect_error(&r, 400, "bad_request", ERROR_CHECKS);
-    lg_http_response_free(&r);
-
-    /* 404 */
-    request(s.control_port, "GET", "/v1/nothing", NULL, NULL, 0, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-    request(s.control_port, "POST", "/v1/topics/e", NULL, "x", 1, &r);
-    lg_expect_error(&r, 404, "not_found", ERROR_CHECKS);
-    lg_http_response_free(&r);
-
-    /* 405 with Allow */
-    request(s.control_port, "GET", "/v1/topics/e/events", NULL, NULL, 0, &r);
-    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
-    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
-    ck_assert_str_eq(allow, "POST");
-    lg_http_response_free(&r);
-    request(s.control_port, "PUT", "/v1/publish", NULL, "[]", 2, &r);
-    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
-    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
-    ck_assert_str_eq(allow, "POST");
-    lg_http_response_free(&r);
-    request(s.control_port, "POST", "/healthz", NULL, "x", 1, &r);
-    lg_expect_error(&r, 405, "method_not_allowed", ERROR_CHECKS);
-    ck_assert(lg_http_header(&r, "Allow", allow, sizeof allow));
-    ck_assert_ptr_nonnull(strstr(allow, "GET"));
-    lg_http_response_free(&r);
+    lg_server_must_start(&s, "{\"limits\":{\"max_event_bytes\":1024,\"max_batch_bytes\":4096}}");
+    static const struct refusal fixed[] = {
+        {"JSON that does not parse", "POST", "/v1/topics/e/events", JSON_CT, "{\"a\":", 5, 400,
+         "bad_request", NULL, false},
+        {"text that is not UTF-8", "POST", "/v1/topics/e/events", TEXT_CT, "\xff\xfe", 2, 400,
+         "bad_request", NULL, false},
+        {"unknown path", "GET", "/v1/nothing", NULL, NULL, 0, 404, "not_found", NULL, false},
+        {"topic without /events", "POST", "/v1/topics/e", NULL, "x", 1, 404, "not_found", NULL,
+         false},
+        {"GET on events", "GET", "/v1/topics/e/events", NULL, NULL, 0, 405, "method_not_allowed",
+         "POST", false},
+        {"PUT on publish", "PUT", "/v1/publish", NULL, "[]", 2, 405, "method_not_allowed", "POST",
+         false},
+        {"POST on healthz", "POST", "/healthz", NULL, "x", 1, 405, "method_not_allowed", "GET",
+         true},
+        /* 422: grammar, reserved */
+        {"topic with a blank", "POST", "/v1/topics/bad%20topic/events", NULL, "x", 1, 422,
+         "invalid_topic", NULL, false},
+        {"topic with *", "POST", "/v1/topics/a*b/events", NULL, "x", 1, 422, "invalid_topic", NULL,
+         false},
+        {"topic with a comma", "POST", "/v1/topics/a,b/events", NULL, "x", 1, 422, "invalid_topic",
+         NULL, false},
+        {"reserved topic $sys", "POST", "/v1/topics/$sys/events", NULL, "x", 1, 422,
+         "invalid_topic", NULL, false},
+        {"topic with @", "POST", "/v1/topics/a%40b/events", NULL, "x", 1, 422, "invalid_topic",
+         NULL, false},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        expect_refused(s.control_port, &fixed[i]);
 
     /* 413: one byte over limits.max_event_bytes; exactly the limit is fine */
     char body[1025];
     memset(body, 'b', sizeof body);
-    request(s.control_port, "POST", "/v1/topics/e/events", NULL, body, 1025, &r);
-    lg_expect_error(&r, 413, "payload_too_large", ERROR_CHECKS);
-    lg_http_response_free(&r);
+    expect_refused(s.control_port, &(struct refusal){"event one byte over max_event_bytes", "POST",
+                                                     "/v1/topics/e/events", NULL, body, 1025, 413,
+                                                     "payload_too_large", NULL, false});
+    struct lg_http_response r;
     request(s.control_port, "POST", "/v1/topics/e/events", NULL, body, 1024, &r);
     ck_assert_int_eq(r.status, 201);
     lg_http_response_free(&r);
@@ -154,49 +190,37 @@ START_TEST(test_control_errors)
     memset(batch, ' ', blen);
     memcpy(batch, "[{\"topic\":\"e\",\"data\":\"x\"}", 25);
     batch[blen - 1] = ']';
-    request(s.control_port, "POST", "/v1/publish", NULL, batch, blen, &r);
-    lg_expect_error(&r, 413, "payload_too_large", ERROR_CHECKS);
-    lg_http_response_free(&r);
+    expect_refused(s.control_port,
+                   &(struct refusal){"batch over max_batch_bytes", "POST", "/v1/publish", NULL,
+                                     batch, blen, 413, "payload_too_large", NULL, false});
     free(batch);
 
-    /* 422: grammar, reserved, length */
-    static const char *const bad[] = {"/v1/topics/bad%20topic/events", "/v1/topics/a*b/events",
-                                      "/v1/topics/a,b/events", "/v1/topics/$sys/events",
-                                      "/v1/topics/a%40b/events"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        request(s.control_port, "POST", bad[i], NULL, "x", 1, &r);
-        ck_assert_msg(r.status == 422, "%s: %d %s", bad[i], r.status, r.body);
-        lg_expect_error(&r, 422, "invalid_topic", ERROR_CHECKS);
-        lg_http_response_free(&r);
-    }
+    /* 422: a 129-byte name is one too long */
     char path[300] = "/v1/topics/";
     memset(path + strlen(path), 'n', 129);
     strcat(path, "/events");
-    request(s.control_port, "POST", path, NULL, "x", 1, &r);
-    lg_expect_error(&r, 422, "invalid_topic", ERROR_CHECKS);
-    lg_http_response_free(&r);
+    expect_refused(s.control_port, &(struct refusal){"129-byte topic", "POST", path, NULL, "x", 1,
+                                                     422, "invalid_topic", NULL, false});
 
     /* only the one good publish happened */
-    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), 1);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    expect_published(s.control_port, 1);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_control_batch)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], want[2048], since[256];
     /* seq 1 of each topic exists before, so the batch must continue at 2 */
-    ck_assert_int_eq(lg_publish(s.control_port, "b1", "first", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "b1", "first", id, sizeof id), 201);
     lg_epoch_of(id, ep, sizeof ep);
-    ck_assert_int_eq(lg_publish(s.control_port, "b2", "first", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "b2", "first", NULL, 0), 201);
 
     static const char arr[] = "[{\"topic\":\"b1\",\"data\":\"x\"},"
                               " {\"topic\":\"b1\",\"data\":{\"k\":[1,2]},\"type\":\"t\"},"
                               " {\"topic\":\"b2\",\"data\":\"y\"}]";
     struct lg_http_response r;
-    request(s.control_port, "POST", "/v1/publish", "Content-Type: application/json\r\n", arr,
+    request(srv.control_port, "POST", "/v1/publish", "Content-Type: application/json\r\n", arr,
             strlen(arr), &r);
     ck_assert_int_eq(r.status, 200);
     snprintf(want, sizeof want,
@@ -210,7 +234,7 @@ START_TEST(test_control_batch)
     /* NDJSON: LF and CRLF line ends, blank lines skipped, non-string data kept as JSON */
     static const char nd[] = "{\"topic\":\"b2\",\"data\":\"n1\"}\r\n\n"
                              "{\"topic\":\"b1\",\"data\":[true,null],\"type\":\"arr\"}\n";
-    request(s.control_port, "POST", "/v1/publish", "Content-Type: application/x-ndjson\r\n", nd,
+    request(srv.control_port, "POST", "/v1/publish", "Content-Type: application/x-ndjson\r\n", nd,
             strlen(nd), &r);
     ck_assert_int_eq(r.status, 200);
     snprintf(want, sizeof want,
@@ -223,7 +247,7 @@ START_TEST(test_control_batch)
     /* what subscribers see: per topic in publish order (a replay promises no cross-topic
      * order), with types and JSON data intact */
     snprintf(since, sizeof since, "b1@%1$s:1,b2@%1$s:1", ep);
-    char *body = poll_body(s.public_port, "topic=b1&topic=b2", since);
+    char *body = poll_body(srv.public_port, "topic=b1&topic=b2", since);
     strip_times(body);
     json_t *o = json_loads(body, 0, NULL);
     ck_assert_msg(o != NULL, "%s", body);
@@ -280,42 +304,40 @@ START_TEST(test_control_batch)
         {"", 400, "bad_request"},
     };
     for (i = 0; i < sizeof bad / sizeof *bad; i++) {
-        request(s.control_port, "POST", "/v1/publish", NULL, bad[i].body, strlen(bad[i].body),
+        request(srv.control_port, "POST", "/v1/publish", NULL, bad[i].body, strlen(bad[i].body),
                 &r);
-        ck_assert_msg(r.status == bad[i].status, "batch %zu: %d %s", i, r.status, r.body);
-        lg_expect_error(&r, bad[i].status, bad[i].code, ERROR_CHECKS);
+        char what[32];
+        snprintf(what, sizeof what, "bad batch %zu", i);
+        ck_assert_msg(r.status == bad[i].status, "%s: %d %s", what, r.status, r.body);
+        lg_expect_error_named(what, &r, bad[i].status, bad[i].code, ERROR_CHECKS);
         lg_http_response_free(&r);
     }
     snprintf(since, sizeof since, "b1@%1$s:4,b2@%1$s:3", ep);
-    body = poll_body(s.public_port, "topic=b1&topic=b2", since);
+    body = poll_body(srv.public_port, "topic=b1&topic=b2", since);
     snprintf(want, sizeof want, "{\"events\":[],\"cursor\":\"b1@%1$s:4,b2@%1$s:3\"}", ep);
     ck_assert_str_eq(body, want);
     free(body);
-    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), 7);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    expect_published(srv.control_port, 7);
 }
 END_TEST
 
 /* A publish reaches a live SSE subscriber and a held long-poll at the same time. */
 START_TEST(test_control_publish_fans_out)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     char id[256], ep[16], path[256];
-    ck_assert_int_eq(lg_publish(s.control_port, "f", "zero", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "f", "zero", id, sizeof id), 201);
     lg_epoch_of(id, ep, sizeof ep);
     struct lg_sse_client c;
-    ck_assert_int_eq(lg_sse_open(&c, s.public_port, "/sse?topic=f", NULL), 0);
-    ck_assert(lg_sse_wait_raw(&c, 0, "retry: 3000\n\n", WAIT_MS));
-    int fd = lg_tcp_connect(s.public_port);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=f", NULL);
+    int fd = lg_tcp_connect(srv.public_port);
     ck_assert_int_ge(fd, 0);
     int n = snprintf(path, sizeof path,
                      "GET /poll?topic=f&since=f@%s:1&timeout=10 HTTP/1.1\r\nHost: x\r\n\r\n", ep);
     ck_assert_int_eq(lg_send_all(fd, path, (size_t)n), 0);
-    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", 1, WAIT_MS));
+    ck_assert(lg_wait_stat(srv.control_port, "clients_poll", 1, WAIT_MS));
+    ck_assert(lg_wait_stat(srv.control_port, "clients_sse", 1, WAIT_MS));
 
-    ck_assert_int_eq(lg_publish(s.control_port, "f", "one", id, sizeof id), 201);
+    ck_assert_int_eq(lg_publish(srv.control_port, "f", "one", id, sizeof id), 201);
     struct lg_sse_event ev;
     ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
     ck_assert_str_eq(ev.id, id);
@@ -330,21 +352,19 @@ START_TEST(test_control_publish_fans_out)
     lg_http_response_free(&r);
     close(fd);
     lg_sse_close(&c);
-    ck_assert(lg_wait_stat(s.control_port, "events_delivered", 2, WAIT_MS));
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    ck_assert(lg_wait_stat(srv.control_port, "events_delivered", 2, WAIT_MS));
 }
 END_TEST
 
 static Suite *control_suite(void)
 {
     Suite *s = suite_create("control_api");
-    TCase *tc = tcase_create("control_api");
+    TCase *tc = LG_TCASE(s, "control_api", server_setup, server_teardown,
+                         test_control_publish_201, test_control_batch,
+                         test_control_publish_fans_out);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_control_publish_201);
-    tcase_add_test(tc, test_control_errors);
-    tcase_add_test(tc, test_control_batch);
-    tcase_add_test(tc, test_control_publish_fans_out);
-    suite_add_tcase(s, tc);
+    tc = LG_TCASE(s, "control_api_own_config", NULL, NULL, test_control_errors);
+    tcase_set_timeout(tc, 30);
     return s;
 }
 

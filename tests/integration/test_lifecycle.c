@@ -50,15 +50,13 @@ static void temp_file(char *path, size_t cap, const char *text)
 START_TEST(test_lifecycle_health_and_sigterm)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
+    lg_server_must_start(&s, NULL);
     expect_body(s.control_port, "/healthz", 200, "{\"status\":\"ok\"}");
     expect_body(s.control_port, "/readyz", 200, "{\"status\":\"ready\"}");
 
     struct lg_sse_client a, b;
-    ck_assert_int_eq(lg_sse_open(&a, s.public_port, "/sse?topic=life", NULL), 0);
-    ck_assert_int_eq(lg_sse_open(&b, s.public_port, "/sse?topic=life&topic=other", NULL), 0);
-    ck_assert(lg_sse_wait_raw(&a, 0, RETRY, WAIT_MS));
-    ck_assert(lg_sse_wait_raw(&b, 0, RETRY, WAIT_MS));
+    lg_sse_must_open(&a, s.public_port, "/sse?topic=life", NULL);
+    lg_sse_must_open(&b, s.public_port, "/sse?topic=life&topic=other", NULL);
     char id[256];
     ck_assert_int_eq(lg_publish(s.control_port, "life", "x", id, sizeof id), 201);
     struct lg_sse_event ev;
@@ -93,10 +91,9 @@ END_TEST
 START_TEST(test_lifecycle_sigint)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     struct lg_sse_client a;
-    ck_assert_int_eq(lg_sse_open(&a, s.public_port, "/sse?topic=i", NULL), 0);
-    ck_assert(lg_sse_wait_raw(&a, 0, RETRY, WAIT_MS));
+    lg_server_must_start(&s, NULL);
+    lg_sse_must_open(&a, s.public_port, "/sse?topic=i", NULL);
     ck_assert_int_eq(kill(s.pid, SIGINT), 0);
     ck_assert(lg_sse_wait_eof(&a, WAIT_MS));
     /* the stream's cursor (topic "i" at seq 0, epoch unknown here), then the shutdown hint */
@@ -107,7 +104,7 @@ START_TEST(test_lifecycle_sigint)
                   "stream: %s", a.raw);
     lg_sse_close(&a);
     ck_assert_msg(lg_server_wait_log(&s, "stopped cleanly", WAIT_MS), "log:\n%s", s.log);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -116,10 +113,9 @@ END_TEST
 START_TEST(test_lifecycle_readyz_draining)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"drain_timeout_ms\":2000}", NULL), 0);
     struct lg_sse_client c;
-    ck_assert_int_eq(lg_sse_open(&c, s.public_port, "/sse?topic=slow", NULL), 0);
-    ck_assert(lg_sse_wait_raw(&c, 0, RETRY, WAIT_MS));
+    lg_server_must_start(&s, "{\"drain_timeout_ms\":2000}");
+    lg_sse_must_open(&c, s.public_port, "/sse?topic=slow", NULL);
     /* about 3.6 MB: far more than both socket buffers hold, so output stays queued */
     size_t n = 60000;
     char *data = malloc(n + 1);

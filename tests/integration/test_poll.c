@@ -25,20 +25,21 @@
 /*
  * Check a poll answer: 200, JSON, and exactly the body
  * {"events":[<event topic seq "d<seq>">...],"cursor":cursor}, byte for byte. The events are
- * given as "topic:seq" strings (plain-text events published by publish_n).
+ * given as "topic:seq" strings (plain-text events published by publish_n). Failures name the
+ * poll (what).
  */
-static void expect_poll(const struct lg_http_response *r, const char *ep, const char *const *evs,
-                        size_t n, const char *cursor)
+static void expect_poll(const struct lg_http_response *r, const char *what, const char *ep,
+                        const char *const *evs, size_t n, const char *cursor)
 {
-    ck_assert_msg(r->status == 200, "poll answered %d: %s", r->status, r->body);
+    ck_assert_msg(r->status == 200, "%s answered %d: %s", what, r->status, r->body);
     char ct[128];
-    ck_assert(lg_http_header(r, "Content-Type", ct, sizeof ct));
-    ck_assert_str_eq(ct, "application/json");
+    ck_assert_msg(lg_http_header(r, "Content-Type", ct, sizeof ct), "%s: no Content-Type", what);
+    ck_assert_msg(strcmp(ct, "application/json") == 0, "%s: Content-Type %s", what, ct);
     json_t *root = json_loadb(r->body, r->body_len, 0, NULL);
-    ck_assert_msg(root != NULL, "not JSON: %s", r->body);
+    ck_assert_msg(root != NULL, "%s: not JSON: %s", what, r->body);
     json_t *events = json_object_get(root, "events");
     ck_assert_msg(json_is_array(events) && json_array_size(events) == n,
-                  "want %zu events in %s", n, r->body);
+                  "%s: want %zu events in %s", what, n, r->body);
 
     size_t cap = 512 + n * 512;
     char *want = malloc(cap);
@@ -57,35 +58,55 @@ static void expect_poll(const struct lg_http_response *r, const char *ep, const 
                               i ? "," : "", topic, topic, ep, seq, seq, t, seq);
     }
     snprintf(want + o, cap - o, "],\"cursor\":\"%s\"}", cursor);
-    ck_assert_msg(strcmp(r->body, want) == 0, "poll body\n  %s\nwant\n  %s", r->body, want);
+    ck_assert_msg(strcmp(r->body, want) == 0, "%s: body\n  %s\nwant\n  %s", what, r->body, want);
     free(want);
     json_decref(root);
 }
 
+/* The server of the tests in the "poll" test case: the default config, started before each
+ * test and stopped (it must exit 0) after it. */
+static struct lg_server srv;
+
+static void server_setup(void) { lg_server_must_start(&srv, NULL); }
+
+static void server_teardown(void) { lg_server_must_stop(&srv); }
+
 static void do_poll(uint16_t port, const char *path, struct lg_http_response *r)
 {
-    ck_assert_int_eq(lg_http_request(port, "GET", path, NULL, NULL, 0, r, 15000), 0);
+    ck_assert_msg(lg_http_request(port, "GET", path, NULL, NULL, 0, r, 15000) == 0,
+                  "%s: no answer", path);
 }
 
-/* Send a poll on a new connection without waiting for the answer. */
-static int start_poll(uint16_t port, const char *path)
+/* Send a poll on a new connection without waiting for the answer, and wait until the server
+ * holds `held` polls. Return value: the connection. */
+static int hold_poll(const struct lg_server *s, const char *path, long long held)
 {
-    int fd = lg_tcp_connect(port);
+    int fd = lg_tcp_connect(s->public_port);
     ck_assert_int_ge(fd, 0);
     char req[1024];
     int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
     ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
+    ck_assert_msg(lg_wait_stat(s->control_port, "clients_poll", held, WAIT_MS),
+                  "%s: the server does not hold %lld polls", path, held);
     return fd;
 }
 
-/* Start a server (config NULL: the defaults), publish d1..d<n> to topic and give the epoch. */
+/* The tests of "poll_own_config": start s with config, publish d1..d<n> to topic, the epoch. */
 static void start_published(struct lg_server *s, const char *config, const char *topic, int n,
                             char *ep, size_t ep_size)
 {
-    char id[256];
-    ck_assert_int_eq(lg_server_start(s, config, NULL), 0);
-    lg_publish_n(s->control_port, topic, 1, n, id, sizeof id);
-    lg_epoch_of(id, ep, ep_size);
+    lg_server_must_start(s, config);
+    lg_publish_n_epoch(s->control_port, topic, 1, n, ep, ep_size);
+}
+
+/* Read the answer to a poll sent on fd and expect exactly evs[0..n) and cursor (expect_poll). */
+static void read_expect(int fd, const char *what, const char *ep, const char *const *evs,
+                        size_t n, const char *cursor)
+{
+    struct lg_http_response r;
+    ck_assert_msg(lg_http_read_response(fd, &r, WAIT_MS) == 0, "%s: no answer", what);
+    expect_poll(&r, what, ep, evs, n, cursor);
+    lg_http_response_free(&r);
 }
 
 /* GET path and expect exactly evs[0..n) and cursor (see expect_poll); the answer's time in ms. */
@@ -96,7 +117,7 @@ static int64_t poll_expect(uint16_t port, const char *path, const char *ep,
     int64_t t0 = lg_now_ms();
     do_poll(port, path, &r);
     int64_t took = lg_now_ms() - t0;
-    expect_poll(&r, ep, evs, n, cursor);
+    expect_poll(&r, path, ep, evs, n, cursor);
     lg_http_response_free(&r);
     return took;
 }
@@ -113,30 +134,29 @@ static void poll_expect_timeout(uint16_t port, const char *path, const char *ep,
 
 START_TEST(test_poll_immediate_answer)
 {
-    struct lg_server s;
     char id[256], ep[16], path[256], cur[256];
-    start_published(&s, NULL, "p", 3, ep, sizeof ep);
+    lg_publish_n_epoch(srv.control_port, "p", 1, 3, ep, sizeof ep);
 
     struct lg_http_response r;
     snprintf(path, sizeof path, "/poll?topic=p&since=p@%s:1&timeout=20", ep);
     int64_t t0 = lg_now_ms();
-    do_poll(s.public_port, path, &r);
+    do_poll(srv.public_port, path, &r);
     ck_assert_msg(lg_now_ms() - t0 < 2000, "events were available, yet the poll took %lld ms",
                   (long long)(lg_now_ms() - t0));
     static const char *const two[] = {"p:2", "p:3"};
     snprintf(cur, sizeof cur, "p@%s:3", ep);
-    expect_poll(&r, ep, two, 2, cur);
+    expect_poll(&r, path, ep, two, 2, cur);
     char cc[64];
     ck_assert(lg_http_header(&r, "Cache-Control", cc, sizeof cc));
     ck_assert_str_eq(cc, "no-store");
     lg_http_response_free(&r);
 
     /* data kept as JSON and a custom type come through as in the other transports */
-    ck_assert_int_eq(lg_publish_ex(s.control_port, "p", "type=tick", "application/json",
+    ck_assert_int_eq(lg_publish_ex(srv.control_port, "p", "type=tick", "application/json",
                                    "[1, {\"a\": \"b\"}]", 15, id, sizeof id),
                      201);
     snprintf(path, sizeof path, "/poll?topic=p&since=p@%s:3&timeout=0", ep);
-    do_poll(s.public_port, path, &r);
+    do_poll(srv.public_port, path, &r);
     json_t *root = json_loadb(r.body, r.body_len, 0, NULL);
     long long t = (long long)json_integer_value(
         json_object_get(json_array_get(json_object_get(root, "events"), 0), "time"));
@@ -149,33 +169,25 @@ START_TEST(test_poll_immediate_answer)
              ep, t);
     ck_assert_str_eq(r.body, want);
     lg_http_response_free(&r);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 START_TEST(test_poll_held_until_publish)
 {
-    struct lg_server s;
     char ep[16], path[256], cur[256];
-    start_published(&s, NULL, "h", 2, ep, sizeof ep);
-
+    lg_publish_n_epoch(srv.control_port, "h", 1, 2, ep, sizeof ep);
     snprintf(path, sizeof path, "/poll?topic=h&since=h@%s:2&timeout=20", ep);
-    int fd = start_poll(s.public_port, path);
-    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
+    int fd = hold_poll(&srv, path, 1);
     int64_t t0 = lg_now_ms();
-    lg_publish_n(s.control_port, "other", 1, 1, NULL, 0); /* not ours: the poll stays held */
-    lg_publish_n(s.control_port, "h", 3, 3, NULL, 0);
-    struct lg_http_response r;
-    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
-    ck_assert_msg(lg_now_ms() - t0 < 2000, "answer took %lld ms after the publish",
-                  (long long)(lg_now_ms() - t0));
+    lg_publish_n(srv.control_port, "other", 1, 1, NULL, 0); /* not ours: the poll stays held */
+    lg_publish_n(srv.control_port, "h", 3, 3, NULL, 0);
     static const char *const one[] = {"h:3"};
     snprintf(cur, sizeof cur, "h@%s:3", ep);
-    expect_poll(&r, ep, one, 1, cur);
-    lg_http_response_free(&r);
+    read_expect(fd, path, ep, one, 1, cur);
+    ck_assert_msg(lg_now_ms() - t0 < 2000, "answer took %lld ms after the publish",
+                  (long long)(lg_now_ms() - t0));
     close(fd);
-    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 0, WAIT_MS));
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    ck_assert(lg_wait_stat(srv.control_port, "clients_poll", 0, WAIT_MS));
 }
 END_TEST
 
@@ -194,7 +206,7 @@ START_TEST(test_poll_timeout_and_zero)
     ck_assert_msg(took < 500, "timeout=0 answered after %lld ms", (long long)took);
 
     /* a timeout over poll.max_timeout_ms is capped */
-    lg_server_stop(&s, 10000);
+    lg_server_must_stop(&s);
     start_published(&s, "{\"poll\":{\"max_timeout_ms\":1000,\"default_timeout_ms\":1000}}", "w",
                     1, ep, sizeof ep);
     snprintf(cur, sizeof cur, "w@%s:1", ep);
@@ -203,30 +215,27 @@ START_TEST(test_poll_timeout_and_zero)
     /* and no timeout parameter means poll.default_timeout_ms */
     snprintf(path, sizeof path, "/poll?topic=w&since=w@%s:1", ep);
     poll_expect_timeout(s.public_port, path, ep, cur, "default timeout");
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_poll_no_since_starts_now)
 {
-    struct lg_server s;
     char ep[16], path[512], cur[256];
-    start_published(&s, NULL, "n", 3, ep, sizeof ep);
-
+    lg_publish_n_epoch(srv.control_port, "n", 1, 3, ep, sizeof ep);
     snprintf(cur, sizeof cur, "n@%s:3", ep);
-    poll_expect(s.public_port, "/poll?topic=n&timeout=0", ep, NULL, 0, cur);
+    poll_expect(srv.public_port, "/poll?topic=n&timeout=0", ep, NULL, 0, cur);
 
     /* a topic nobody published to yet: seq 0 */
     snprintf(cur, sizeof cur, "n@%1$s:3,fresh@%1$s:0", ep);
-    poll_expect(s.public_port, "/poll?topic=n&topic=fresh&timeout=0", ep, NULL, 0, cur);
+    poll_expect(srv.public_port, "/poll?topic=n&topic=fresh&timeout=0", ep, NULL, 0, cur);
 
-    lg_publish_n(s.control_port, "n", 4, 4, NULL, 0);
-    lg_publish_n(s.control_port, "fresh", 1, 1, NULL, 0);
+    lg_publish_n(srv.control_port, "n", 4, 4, NULL, 0);
+    lg_publish_n(srv.control_port, "fresh", 1, 1, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=n&topic=fresh&since=%s&timeout=5", cur);
     static const char *const two[] = {"n:4", "fresh:1"};
     snprintf(cur, sizeof cur, "n@%1$s:4,fresh@%1$s:1", ep);
-    poll_expect(s.public_port, path, ep, two, 2, cur);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    poll_expect(srv.public_port, path, ep, two, 2, cur);
 }
 END_TEST
 
@@ -257,8 +266,7 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
     /* live events for a held poll are capped too: a batch of 5 arrives at once; the held
      * answer holds 1 or 2 of them, and the chain from its cursor yields the rest exactly */
     snprintf(path, sizeof path, "/poll?topic=c&since=%s&timeout=10", cur);
-    int fd = start_poll(s.public_port, path);
-    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
+    int fd = hold_poll(&s, path, 1);
     static const char batch[] = "[{\"topic\":\"c\",\"data\":\"d7\"},{\"topic\":\"c\",\"data\":\"d8\"},"
                                 "{\"topic\":\"c\",\"data\":\"d9\"},{\"topic\":\"c\",\"data\":\"d10\"},"
                                 "{\"topic\":\"c\",\"data\":\"d11\"}]";
@@ -279,7 +287,7 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
     static const char *const live[] = {"c:7", "c:8", "c:9", "c:10", "c:11"};
     int at = 0; /* index into live of the next expected event */
     snprintf(cur, sizeof cur, "c@%s:%d", ep, 6 + (int)got);
-    expect_poll(&r, ep, live, got, cur);
+    expect_poll(&r, path, ep, live, got, cur);
     at += (int)got;
     lg_http_response_free(&r);
     while (at < 5) {
@@ -289,43 +297,37 @@ START_TEST(test_poll_cursor_chain_and_max_batch)
         poll_expect(s.public_port, path, ep, live + at, n, cur);
         at += (int)n;
     }
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_poll_held_answered_at_shutdown)
 {
-    struct lg_server s;
     char ep[16], path[256], cur[256];
-    start_published(&s, NULL, "x", 1, ep, sizeof ep);
+    lg_publish_n_epoch(srv.control_port, "x", 1, 1, ep, sizeof ep);
     snprintf(path, sizeof path, "/poll?topic=x&since=x@%s:1&timeout=30", ep);
     int fds[3];
     for (int i = 0; i < 3; i++)
-        fds[i] = start_poll(s.public_port, path);
-    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 3, WAIT_MS));
+        fds[i] = hold_poll(&srv, path, i + 1);
     int64_t t0 = lg_now_ms();
-    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    ck_assert_int_eq(kill(srv.pid, SIGTERM), 0);
     snprintf(cur, sizeof cur, "x@%s:1", ep);
     for (int i = 0; i < 3; i++) {
-        struct lg_http_response r;
-        ck_assert_int_eq(lg_http_read_response(fds[i], &r, WAIT_MS), 0);
-        expect_poll(&r, ep, NULL, 0, cur);
-        lg_http_response_free(&r);
+        char what[64];
+        snprintf(what, sizeof what, "held poll %d at SIGTERM", i + 1);
+        read_expect(fds[i], what, ep, NULL, 0, cur);
         close(fds[i]);
     }
     ck_assert_msg(lg_now_ms() - t0 < 3000, "held polls answered %lld ms after SIGTERM",
                   (long long)(lg_now_ms() - t0));
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 START_TEST(test_poll_keep_alive)
 {
-    struct lg_server s;
     char ep[16], req[512], cur[256];
-    start_published(&s, NULL, "k", 1, ep, sizeof ep);
-
-    int fd = lg_tcp_connect(s.public_port);
+    lg_publish_n_epoch(srv.control_port, "k", 1, 1, ep, sizeof ep);
+    int fd = lg_tcp_connect(srv.public_port);
     ck_assert_int_ge(fd, 0);
     int n = snprintf(req, sizeof req,
                      "GET /poll?topic=k&timeout=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
@@ -333,7 +335,7 @@ START_TEST(test_poll_keep_alive)
     struct lg_http_response r;
     ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
     snprintf(cur, sizeof cur, "k@%s:1", ep);
-    expect_poll(&r, ep, NULL, 0, cur);
+    expect_poll(&r, "the first poll", ep, NULL, 0, cur);
     char conn[64];
     ck_assert_msg(!lg_http_header(&r, "Connection", conn, sizeof conn) ||
                       strcasecmp(conn, "close") != 0,
@@ -345,13 +347,11 @@ START_TEST(test_poll_keep_alive)
                  "GET /poll?topic=k&since=%s&timeout=10 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
                  cur);
     ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
-    ck_assert(lg_wait_stat(s.control_port, "clients_poll", 1, WAIT_MS));
-    lg_publish_n(s.control_port, "k", 2, 2, NULL, 0);
-    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert(lg_wait_stat(srv.control_port, "clients_poll", 1, WAIT_MS));
+    lg_publish_n(srv.control_port, "k", 2, 2, NULL, 0);
     static const char *const two[] = {"k:2"};
     snprintf(cur, sizeof cur, "k@%s:2", ep);
-    expect_poll(&r, ep, two, 1, cur);
-    lg_http_response_free(&r);
+    read_expect(fd, "the second poll (held)", ep, two, 1, cur);
 
     /* a third, immediate one: Connection: close is honoured */
     n = snprintf(req, sizeof req,
@@ -359,22 +359,18 @@ START_TEST(test_poll_keep_alive)
                  "Connection: close\r\n\r\n",
                  ep);
     ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
-    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
-    expect_poll(&r, ep, two, 1, cur);
-    lg_http_response_free(&r);
+    read_expect(fd, "the third poll (Connection: close)", ep, two, 1, cur);
     char buf[64];
     size_t len = 0;
     ck_assert_int_eq(lg_recv_until(fd, buf, sizeof buf, &len, NULL, WAIT_MS), 0); /* EOF */
     close(fd);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 START_TEST(test_poll_bad_requests)
 {
-    struct lg_server s;
     char ep[16], path[256];
-    start_published(&s, NULL, "b", 1, ep, sizeof ep);
+    lg_publish_n_epoch(srv.control_port, "b", 1, 1, ep, sizeof ep);
 
     /* each bad poll and its error; a row with a tail is head + epoch + tail */
     static const struct {
@@ -393,29 +389,25 @@ START_TEST(test_poll_bad_requests)
         struct lg_http_response r;
         snprintf(path, sizeof path, "%s%s%s", bad[i].head, bad[i].tail ? ep : "",
                  bad[i].tail ? bad[i].tail : "");
-        do_poll(s.public_port, path, &r);
+        do_poll(srv.public_port, path, &r);
         ck_assert_msg(r.status == 400, "%s answered %d", path, r.status);
         lg_expect_error(&r, 400, bad[i].error, ERROR_CHECKS);
         lg_http_response_free(&r);
     }
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
 }
 END_TEST
 
 static Suite *poll_suite(void)
 {
     Suite *s = suite_create("poll");
-    TCase *tc = tcase_create("poll");
+    TCase *tc = LG_TCASE(s, "poll", server_setup, server_teardown, test_poll_immediate_answer,
+                         test_poll_held_until_publish, test_poll_no_since_starts_now,
+                         test_poll_held_answered_at_shutdown, test_poll_keep_alive,
+                         test_poll_bad_requests);
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_poll_immediate_answer);
-    tcase_add_test(tc, test_poll_held_until_publish);
-    tcase_add_test(tc, test_poll_timeout_and_zero);
-    tcase_add_test(tc, test_poll_no_since_starts_now);
-    tcase_add_test(tc, test_poll_cursor_chain_and_max_batch);
-    tcase_add_test(tc, test_poll_held_answered_at_shutdown);
-    tcase_add_test(tc, test_poll_keep_alive);
-    tcase_add_test(tc, test_poll_bad_requests);
-    suite_add_tcase(s, tc);
+    tc = LG_TCASE(s, "poll_own_config", NULL, NULL, test_poll_timeout_and_zero,
+                  test_poll_cursor_chain_and_max_batch);
+    tcase_set_timeout(tc, 30);
     return s;
 }
 

@@ -175,18 +175,15 @@ static size_t poll_take(uint16_t port, struct seen *s, const char *topics_query,
 START_TEST(test_resume_ws_poll_sse_one_topic)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"poll\":{\"max_batch\":10}}", NULL), 0);
-    char id[256], path[512], cursor[1024], hdr[1100];
+    lg_server_must_start(&s, "{\"poll\":{\"max_batch\":10}}");
+    char path[512], cursor[1024], hdr[1100];
     struct seen seen = {.topics = {"x"}, .ntopics = 1};
-    lg_publish_n_tagged(s.control_port, "x", 1, 30, id, sizeof id);
-    lg_epoch_of(id, seen.epoch, sizeof seen.epoch);
+    lg_publish_n_tagged_epoch(s.control_port, "x", 1, 30, seen.epoch, sizeof seen.epoch);
 
     /* 1..10 over WebSocket, from the very start */
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=x&since=x@%s:0", seen.epoch);
-    ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = next_subscribed(&ws);
-    free(m);
+    lg_ws_must_subscribe(&ws, s.public_port, path, NULL, NULL, 0);
     char last[256] = "";
     for (int i = 0; i < 10; i++)
         ws_take(&ws, &seen, last, sizeof last);
@@ -230,7 +227,7 @@ END_TEST
 START_TEST(test_resume_ws_poll_sse_two_topics)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"poll\":{\"max_batch\":10}}", NULL), 0);
+    lg_server_must_start(&s, "{\"poll\":{\"max_batch\":10}}");
     char id[256], cursor[1024], hdr[1100];
     struct seen seen = {.topics = {"x", "y"}, .ntopics = 2};
     for (int i = 1; i <= 15; i++) {
@@ -288,22 +285,56 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
 }
 END_TEST
 
+/* ---- Gap and reset: one resume per transport ------------------------------------------------ */
+
+/* Resume path over SSE with Last-Event-ID: from (it answers 200 and sends its retry: line). */
+static void sse_resume(struct lg_sse_client *sse, uint16_t port, const char *path,
+                       const char *from)
+{
+    char hdr[1100];
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", from);
+    lg_sse_must_open(sse, port, path, hdr);
+}
+
+/* The stream's bytes, once tail arrived, are exactly want. */
+static void expect_stream(struct lg_sse_client *sse, const char *tail, const char *want)
+{
+    ck_assert_msg(lg_sse_wait_raw(sse, 0, tail, WAIT_MS), "no %s; got: %s", tail, sse->raw);
+    ck_assert_str_eq(sse->raw, want);
+}
+
+/* Resume over WebSocket on path (a since= in it): the subscribed answer, then exactly the
+ * notice `want` (the gap or reset message). */
+static void ws_resume(struct lg_ws_client *ws, uint16_t port, const char *path, const char *want)
+{
+    lg_ws_must_subscribe(ws, port, path, NULL, NULL, 0);
+    char *m = NULL;
+    ck_assert_msg(lg_ws_next(ws, &m, WAIT_MS) == 1, "%s: no message after subscribed", path);
+    ck_assert_msg(strcmp(m, want) == 0, "%s: message\n  %s\nwant\n  %s", path, m, want);
+    free(m);
+}
+
+/* GET path (a poll) on port: it must answer 200; the answer is left in r (free it). */
+static void poll_get(uint16_t port, const char *path, struct lg_http_response *r)
+{
+    ck_assert_msg(lg_http_request(port, "GET", path, NULL, NULL, 0, r, WAIT_MS) == 0,
+                  "%s: no answer", path);
+    ck_assert_msg(r->status == 200, "%s answered %d: %s", path, r->status, r->body);
+}
+
 /* ---- Gap ---------------------------------------------------------------------------------- */
 
 START_TEST(test_resume_gap_all_transports)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"history\":{\"max_events\":3}}", NULL), 0);
-    char id[256], ep[16], want[4096], path[512];
-    lg_publish_n_tagged(s.control_port, "g", 1, 10, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    lg_server_must_start(&s, "{\"history\":{\"max_events\":3}}");
+    char ep[16], want[4096], path[512], from[64];
+    lg_publish_n_tagged_epoch(s.control_port, "g", 1, 10, ep, sizeof ep);
+    snprintf(from, sizeof from, "g@%s:2", ep);
 
     /* SSE: exact bytes */
     struct lg_sse_client sse;
-    char hdr[256];
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: g@%s:2\r\n", ep);
-    ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=g", hdr), 0);
-    ck_assert_int_eq(sse.status, 200);
+    sse_resume(&sse, s.public_port, "/sse?topic=g", from);
     snprintf(want, sizeof want,
              RETRY "id: g@%1$s:2\n\nid: g@%1$s:7\nevent: gap\n"
                    "data: {\"topic\":\"g\",\"from\":3,\"to\":7,\"id\":\"g@%1$s:7\"}\n\n"
@@ -311,21 +342,16 @@ START_TEST(test_resume_gap_all_transports)
                    "id: g@%1$s:9\nevent: message\ndata: g-d9\n\n"
                    "id: g@%1$s:10\nevent: message\ndata: g-d10\n\n",
              ep);
-    ck_assert_msg(lg_sse_wait_raw(&sse, 0, "data: g-d10\n\n", WAIT_MS), "got: %s", sse.raw);
-    ck_assert_str_eq(sse.raw, want);
+    expect_stream(&sse, "data: g-d10\n\n", want);
     lg_sse_close(&sse);
 
     /* WebSocket: the gap message, then 8, 9, 10 */
     struct lg_ws_client ws;
-    snprintf(path, sizeof path, "/ws?topic=g&since=g@%s:2", ep);
-    ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = next_subscribed(&ws);
-    free(m);
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
+    snprintf(path, sizeof path, "/ws?topic=g&since=%s", from);
     snprintf(want, sizeof want,
              "{\"type\":\"gap\",\"v\":1,\"topic\":\"g\",\"from\":3,\"to\":7,\"id\":\"g@%s:7\"}", ep);
-    ck_assert_str_eq(m, want);
-    free(m);
+    ws_resume(&ws, s.public_port, path, want);
+    char *m = NULL;
     for (int q = 8; q <= 10; q++) {
         ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
         char frag[128];
@@ -336,10 +362,9 @@ START_TEST(test_resume_gap_all_transports)
     lg_ws_close(&ws);
 
     /* long-poll: the gap notice is the first item, the cursor the newest seq */
-    snprintf(path, sizeof path, "/poll?topic=g&since=g@%s:2&timeout=0", ep);
+    snprintf(path, sizeof path, "/poll?topic=g&since=%s&timeout=0", from);
     struct lg_http_response r;
-    ck_assert_int_eq(lg_http_request(s.public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS), 0);
-    ck_assert_int_eq(r.status, 200);
+    poll_get(s.public_port, path, &r);
     json_t *o = json_loadb(r.body, r.body_len, 0, NULL);
     json_t *evs = json_object_get(o, "events");
     ck_assert_msg(json_array_size(evs) == 4, "want gap + 3 events: %s", r.body);
@@ -357,8 +382,7 @@ START_TEST(test_resume_gap_all_transports)
 
     /* the gap's id resumes without a second gap */
     snprintf(path, sizeof path, "/poll?topic=g&since=g@%s:7&timeout=0", ep);
-    ck_assert_int_eq(lg_http_request(s.public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS), 0);
-    ck_assert_int_eq(r.status, 200);
+    poll_get(s.public_port, path, &r);
     ck_assert_ptr_null(strstr(r.body, "\"gap\""));
     o = json_loadb(r.body, r.body_len, 0, NULL);
     ck_assert_uint_eq(json_array_size(json_object_get(o, "events")), 3);
@@ -366,7 +390,7 @@ START_TEST(test_resume_gap_all_transports)
     lg_http_response_free(&r);
 
     ck_assert(lg_wait_stat(s.control_port, "gaps_sent", 3, WAIT_MS));
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
@@ -394,34 +418,25 @@ START_TEST(test_resume_reset_after_restart)
 
     /* SSE: reset (its id is where delivery continues), then live events only */
     struct lg_sse_client sse;
-    char hdr[300];
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", old);
-    ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=r", hdr), 0);
-    ck_assert_int_eq(sse.status, 200);
-    ck_assert(lg_sse_wait_raw(&sse, 0, RETRY, WAIT_MS));
+    sse_resume(&sse, s.public_port, "/sse?topic=r", old);
     lg_publish_n_tagged(s.control_port, "r", 2, 2, NULL, 0);
     snprintf(want, sizeof want,
              RETRY "id: r@%1$s:1\n\nid: r@%1$s:1\nevent: reset\n"
                    "data: {\"topic\":\"r\",\"epoch\":\"%1$s\",\"id\":\"r@%1$s:1\"}\n\n"
                    "id: r@%1$s:2\nevent: message\ndata: r-d2\n\n",
              ep);
-    ck_assert_msg(lg_sse_wait_raw(&sse, 0, "data: r-d2\n\n", WAIT_MS), "got: %s", sse.raw);
-    ck_assert_str_eq(sse.raw, want);
+    expect_stream(&sse, "data: r-d2\n\n", want);
     lg_sse_close(&sse);
 
     /* WebSocket */
     struct lg_ws_client ws;
     snprintf(path, sizeof path, "/ws?topic=r&since=%s", old);
-    ck_assert_int_eq(lg_ws_open(&ws, s.public_port, path, "livegate.v1"), 0);
-    char *m = next_subscribed(&ws);
-    free(m);
-    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want,
              "{\"type\":\"reset\",\"v\":1,\"topic\":\"r\",\"epoch\":\"%1$s\",\"id\":\"r@%1$s:2\"}",
              ep);
-    ck_assert_str_eq(m, want);
-    free(m);
+    ws_resume(&ws, s.public_port, path, want);
     lg_publish_n_tagged(s.control_port, "r", 3, 3, NULL, 0);
+    char *m = NULL;
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
     snprintf(want, sizeof want, "\"id\":\"r@%s:3\",\"seq\":3,", ep);
     ck_assert_msg(strstr(m, want) != NULL, "want seq 3 after the reset: %s", m);
@@ -431,18 +446,16 @@ START_TEST(test_resume_reset_after_restart)
     /* long-poll: [reset], cursor in the new epoch; the next poll continues from it */
     snprintf(path, sizeof path, "/poll?topic=r&since=%s&timeout=0", old);
     struct lg_http_response r;
-    ck_assert_int_eq(lg_http_request(s.public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS), 0);
+    poll_get(s.public_port, path, &r);
     snprintf(want, sizeof want,
              "{\"events\":[{\"type\":\"reset\",\"v\":1,\"topic\":\"r\",\"epoch\":\"%1$s\","
              "\"id\":\"r@%1$s:3\"}],\"cursor\":\"r@%1$s:3\"}",
              ep);
-    ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, want);
     lg_http_response_free(&r);
     lg_publish_n_tagged(s.control_port, "r", 4, 4, NULL, 0);
     snprintf(path, sizeof path, "/poll?topic=r&since=r@%s:3&timeout=5", ep);
-    ck_assert_int_eq(lg_http_request(s.public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS), 0);
-    ck_assert_int_eq(r.status, 200);
+    poll_get(s.public_port, path, &r);
     snprintf(want, sizeof want, "\"cursor\":\"r@%s:4\"}", ep);
     ck_assert_msg(strstr(r.body, want) && strstr(r.body, "\"data\":\"r-d4\"") &&
                       !strstr(r.body, "reset"),
@@ -481,20 +494,11 @@ START_TEST(test_resume_concurrent_publishers_order)
     ck_assert_int_eq(lg_server_start(&s, NULL, NULL), 0);
     static const char *const topics[] = {"t0", "t1", "t2", "t3"};
     struct lg_sse_client sse;
-    ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=t0&topic=t1&topic=t2&topic=t3",
-                                 NULL),
-                     0);
-    ck_assert(lg_sse_wait_raw(&sse, 0, RETRY, WAIT_MS));
+    lg_sse_must_open(&sse, s.public_port, "/sse?topic=t0&topic=t1&topic=t2&topic=t3", NULL);
     struct lg_ws_client ws;
-    ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws?topic=t0&topic=t1&topic=t2&topic=t3",
-                                "livegate.v1"),
-                     0);
-    char *m = next_subscribed(&ws);
-    json_t *sub = json_loads(m, 0, NULL);
     char poll_cursor[1024];
-    copy(poll_cursor, sizeof poll_cursor, json_string_value(json_object_get(sub, "cursor")));
-    json_decref(sub);
-    free(m);
+    lg_ws_must_subscribe(&ws, s.public_port, "/ws?topic=t0&topic=t1&topic=t2&topic=t3", NULL,
+                         poll_cursor, sizeof poll_cursor);
 
     struct publisher pubs[PUB_THREADS];
     pthread_t th[PUB_THREADS];

@@ -41,16 +41,6 @@ static void server_setup(void) { lg_server_must_start(&srv, NULL); }
 
 static void server_teardown(void) { lg_server_must_stop(&srv); }
 
-/* Open an SSE stream and wait until its retry: line arrived (the subscription then exists). */
-static void open_stream(struct lg_sse_client *c, uint16_t port, const char *path,
-                        const char *headers)
-{
-    ck_assert_int_eq(lg_sse_open(c, port, path, headers), 0);
-    ck_assert_msg(c->status == 200, "%s answered %d", path, c->status);
-    ck_assert_msg(lg_sse_wait_raw(c, 0, RETRY, WAIT_MS), "no retry line on %s; got: %s", path,
-                  c->raw ? c->raw : "");
-}
-
 /* Publish text and return its seq; id_out receives the id. */
 static unsigned long long pub(uint16_t cport, const char *topic, const char *data, char *id_out,
                               size_t cap)
@@ -152,7 +142,7 @@ static void expect_get_refused(uint16_t port, const char *path, const char *head
 START_TEST(test_sse_exact_head_and_frames)
 {
     struct lg_sse_client c;
-    open_stream(&c, srv.public_port, "/sse?topic=frames", NULL);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=frames", NULL);
     ck_assert_str_eq(c.headers, HEAD);
     ck_assert_int_eq(c.retry_ms, -1); /* not parsed yet: we only waited for raw bytes */
 
@@ -214,7 +204,7 @@ END_TEST
 START_TEST(test_sse_large_event)
 {
     struct lg_sse_client c;
-    open_stream(&c, srv.public_port, "/sse?topic=big", NULL);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=big", NULL);
 
     const size_t n = 60 * 1024;
     char *data = malloc(n + 1);
@@ -252,7 +242,7 @@ START_TEST(test_sse_multi_topic_ids)
     lg_epoch_of(id, ep, sizeof ep);
 
     struct lg_sse_client c;
-    open_stream(&c, srv.public_port, "/sse?topic=alpha&topic=beta", NULL);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=alpha&topic=beta", NULL);
     pub(srv.control_port, "alpha", "a1", NULL, 0);
     pub(srv.control_port, "beta", "b2", NULL, 0);
     pub(srv.control_port, "alpha", "a2", NULL, 0);
@@ -274,7 +264,7 @@ START_TEST(test_sse_multi_topic_ids)
     pub(srv.control_port, "alpha", "a4", NULL, 0);
     char hdr[256];
     snprintf(hdr, sizeof hdr, "Last-Event-ID: alpha@%1$s:2,beta@%1$s:2\r\n", ep);
-    open_stream(&c, srv.public_port, "/sse?topic=alpha&topic=beta", hdr);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=alpha&topic=beta", hdr);
     /* per-topic order is promised, the replay's cross-topic order is not: each id must be
      * the cursor after that event, and each topic's events must come in seq order */
     int a = 2, b = 2;
@@ -307,7 +297,7 @@ START_TEST(test_sse_heartbeat)
     ck_assert_int_eq(lg_server_start(&s, "{\"sse\":{\"heartbeat_ms\":1000}}", NULL), 0);
     struct lg_sse_client c;
     int64_t t0 = lg_now_ms();
-    open_stream(&c, s.public_port, "/sse?topic=quiet", NULL);
+    lg_sse_must_open(&c, s.public_port, "/sse?topic=quiet", NULL);
     ck_assert_msg(lg_sse_wait_raw(&c, 0, ": hb\n", 3000), "no heartbeat within 3 s: %s", c.raw);
     int64_t took = lg_now_ms() - t0;
     ck_assert_msg(took >= 900 && took <= 2500, "first heartbeat after %lld ms (want ~1000)",
@@ -361,7 +351,7 @@ static void expect_resume(const struct resume *q, const char *ep)
     if (q->header_seq)
         snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:%d\r\n", ep, q->header_seq);
     struct lg_sse_client c;
-    open_stream(&c, srv.public_port, path, q->header_seq ? hdr : NULL);
+    lg_sse_must_open(&c, srv.public_port, path, q->header_seq ? hdr : NULL);
     if (q->publish)
         pub(srv.control_port, "r", q->publish, NULL, 0);
     int n = snprintf(want, sizeof want, RETRY "id: r@%s:%d\n\n", ep, q->cursor);
@@ -395,7 +385,7 @@ START_TEST(test_sse_resume_last_event_id)
     char hdr[128];
     /* a cursor with seq 0 replays everything */
     snprintf(hdr, sizeof hdr, "Last-Event-ID: r@%s:0\r\n", ep);
-    open_stream(&c, srv.public_port, "/sse?topic=r", hdr);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=r", hdr);
     for (int i = 1; i <= 7; i++) {
         char wid[64], d[16];
         snprintf(wid, sizeof wid, "r@%s:%d", ep, i);
@@ -464,7 +454,7 @@ START_TEST(test_sse_bad_requests)
 
     /* the server still serves after all that */
     struct lg_sse_client c;
-    open_stream(&c, srv.public_port, "/sse?topic=ok", NULL);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=ok", NULL);
     pub(srv.control_port, "ok", "still", id, sizeof id);
     expect_event(&c, id, "message", "still");
     lg_sse_close(&c);
@@ -638,8 +628,8 @@ START_TEST(test_sse_dead_clients_cost_nothing)
 {
     struct lg_sse_client cs[DEAD_CLIENTS];
     for (int i = 0; i < DEAD_CLIENTS; i++)
-        open_stream(&cs[i], srv.public_port, i % 2 ? "/sse?topic=dead" : "/sse?topic=dead&topic=d2",
-                    NULL);
+        lg_sse_must_open(&cs[i], srv.public_port,
+                         i % 2 ? "/sse?topic=dead" : "/sse?topic=dead&topic=d2", NULL);
     ck_assert(lg_wait_stat(srv.control_port, "clients_sse", DEAD_CLIENTS, WAIT_MS));
     /* some events are queued or in flight when they go */
     ck_assert_int_eq(lg_publish(srv.control_port, "dead", "bye", NULL, 0), 201);
@@ -663,7 +653,7 @@ START_TEST(test_sse_dead_clients_cost_nothing)
 
     /* still serving */
     struct lg_sse_client c;
-    open_stream(&c, srv.public_port, "/sse?topic=dead", NULL);
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=dead", NULL);
     char id[256];
     ck_assert_int_eq(lg_publish(srv.control_port, "dead", "alive", id, sizeof id), 201);
     expect_event(&c, id, "message", "alive");

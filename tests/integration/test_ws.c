@@ -21,7 +21,6 @@
 
 #define WAIT_MS 5000
 
-/* Next message (must arrive), as a malloc'd string. */
 /* The server of the tests in the "ws" test case: the default config, started before each test
  * and stopped (it must exit 0) after it. */
 static struct lg_server srv;
@@ -30,6 +29,14 @@ static void server_setup(void) { lg_server_must_start(&srv, NULL); }
 
 static void server_teardown(void) { lg_server_must_stop(&srv); }
 
+/* The tests of "ws_own_config": start s with config and open c on /ws (livegate.v1). */
+static void start_own(struct lg_server *s, const char *config, struct lg_ws_client *c)
+{
+    lg_server_must_start(s, config);
+    lg_ws_must_open(c, s->public_port, "/ws", "livegate.v1");
+}
+
+/* Next message (must arrive), as a malloc'd string. */
 static char *next_msg(struct lg_ws_client *c)
 {
     char *m = NULL;
@@ -138,14 +145,12 @@ static void ping_pong(struct lg_ws_client *c)
 START_TEST(test_ws_subprotocol)
 {
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws", "livegate.v1"), 0);
-    ck_assert_int_eq(c.status, 101);
+    lg_ws_must_open(&c, srv.public_port, "/ws", "livegate.v1");
     ck_assert_str_eq(c.protocol, "livegate.v1");
     ping_pong(&c);
     lg_ws_close(&c);
 
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws", NULL), 0);
-    ck_assert_int_eq(c.status, 101);
+    lg_ws_must_open(&c, srv.public_port, "/ws", NULL);
     ck_assert_str_eq(c.protocol, "");
     ping_pong(&c);
     ck_assert(lg_wait_stat(srv.control_port, "clients_ws", 1, WAIT_MS));
@@ -165,12 +170,11 @@ START_TEST(test_ws_query_topics_and_event_json)
     ck_assert_int_eq(lg_publish(srv.control_port, "b", "before", NULL, 0), 201);
 
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=a&topic=b", "livegate.v1"), 0);
     snprintf(want, sizeof want,
              "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"a\",\"b\"],"
              "\"cursor\":\"a@%1$s:1,b@%1$s:2\"}",
              ep);
-    expect_json(&c, want);
+    lg_ws_must_subscribe(&c, srv.public_port, "/ws?topic=a&topic=b", want, NULL, 0);
 
     long long t0 = lg_wall_ms();
     ck_assert_int_eq(lg_publish(srv.control_port, "a", "hello", id, sizeof id), 201);
@@ -215,12 +219,10 @@ END_TEST
 
 START_TEST(test_ws_subscribe_since_replays)
 {
-    char id[256], ep[16], msg[512], want[512];
-    lg_publish_n(srv.control_port, "s", 1, 5, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
-
+    char ep[16], msg[512], want[512];
+    lg_publish_n_epoch(srv.control_port, "s", 1, 5, ep, sizeof ep);
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws", "livegate.v1"), 0);
+    lg_ws_must_open(&c, srv.public_port, "/ws", "livegate.v1");
     expect_silence(&c, 200); /* no topics: nothing said */
 
     /* malformed and foreign cursors: an error, the connection stays */
@@ -294,21 +296,19 @@ END_TEST
 
 START_TEST(test_ws_since_in_query)
 {
-    char id[256], ep[16], path[256], want[512];
-    lg_publish_n(srv.control_port, "q", 1, 4, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], path[256], want[512];
+    lg_publish_n_epoch(srv.control_port, "q", 1, 4, ep, sizeof ep);
     struct lg_ws_client c;
     snprintf(path, sizeof path, "/ws?topic=q&since=q@%s:1", ep);
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, path, "livegate.v1"), 0);
     snprintf(want, sizeof want,
              "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"q\"],\"cursor\":\"q@%s:1\"}", ep);
-    expect_json(&c, want);
+    lg_ws_must_subscribe(&c, srv.public_port, path, want, NULL, 0);
     for (unsigned long long q = 2; q <= 4; q++)
         expect_seq(&c, "q", ep, q);
     lg_ws_close(&c);
 
     /* a bad cursor in the query: an error message, not a silent subscription */
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=q&since=q@zz:1", NULL), 0);
+    lg_ws_must_open(&c, srv.public_port, "/ws?topic=q&since=q@zz:1", NULL);
     expect_error(&c, "invalid_cursor");
     ping_pong(&c);
     lg_ws_close(&c);
@@ -317,16 +317,15 @@ END_TEST
 
 START_TEST(test_ws_unsubscribe)
 {
-    char id[256], ep[16];
-    lg_publish_n(srv.control_port, "u1", 1, 1, id, sizeof id);
-    lg_epoch_of(id, ep, sizeof ep);
+    char ep[16], want[512];
+    lg_publish_n_epoch(srv.control_port, "u1", 1, 1, ep, sizeof ep);
     lg_publish_n(srv.control_port, "u2", 1, 1, NULL, 0);
-
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=u1&topic=u2", "livegate.v1"), 0);
-    char *m = next_msg(&c);
-    ck_assert_ptr_nonnull(strstr(m, "\"subscribed\""));
-    free(m);
+    snprintf(want, sizeof want,
+             "{\"type\":\"subscribed\",\"v\":1,\"topics\":[\"u1\",\"u2\"],"
+             "\"cursor\":\"u1@%1$s:1,u2@%1$s:1\"}",
+             ep);
+    lg_ws_must_subscribe(&c, srv.public_port, "/ws?topic=u1&topic=u2", want, NULL, 0);
     lg_publish_n(srv.control_port, "u2", 2, 2, NULL, 0);
     expect_seq(&c, "u2", ep, 2);
 
@@ -351,9 +350,8 @@ END_TEST
 START_TEST(test_ws_malformed_messages)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"websocket\":{\"max_bad_messages\":3}}", NULL), 0);
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    start_own(&s, "{\"websocket\":{\"max_bad_messages\":3}}", &c);
 
     send_text(&c, "{not json");
     expect_error(&c, "bad_message");
@@ -377,16 +375,15 @@ START_TEST(test_ws_malformed_messages)
     ck_assert_int_eq(c.close_code, 1008);
     lg_ws_close(&c);
     ck_assert(lg_wait_stat(s.control_port, "clients_ws", 0, WAIT_MS));
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_ws_message_too_big)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"websocket\":{\"max_message_bytes\":1024}}", NULL), 0);
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, s.public_port, "/ws", "livegate.v1"), 0);
+    start_own(&s, "{\"websocket\":{\"max_message_bytes\":1024}}", &c);
 
     /* exactly the limit is fine: a valid subscribe padded with blanks to 1024 bytes */
     char msg[2048];
@@ -407,17 +404,16 @@ START_TEST(test_ws_message_too_big)
     ck_assert_msg(rc == -1, "rc %d: %s", rc, m ? m : "");
     ck_assert_int_eq(c.close_code, 1009);
     lg_ws_close(&c);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 
 START_TEST(test_ws_shutdown_1001)
 {
     struct lg_ws_client c;
-    ck_assert_int_eq(lg_ws_open(&c, srv.public_port, "/ws?topic=z", "livegate.v1"), 0);
-    char *m = next_msg(&c);
-    free(m);
+    lg_ws_must_subscribe(&c, srv.public_port, "/ws?topic=z", NULL, NULL, 0);
     ck_assert_int_eq(kill(srv.pid, SIGTERM), 0);
+    char *m = NULL;
     int rc = lg_ws_next(&c, &m, WAIT_MS);
     ck_assert_msg(rc == -1, "rc %d: %s", rc, m ? m : "");
     ck_assert_int_eq(c.close_code, 1001);
@@ -429,14 +425,9 @@ END_TEST
 START_TEST(test_ws_keepalive)
 {
     struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s,
-                                     "{\"websocket\":{\"ping_interval_ms\":1000,"
-                                     "\"pong_timeout_ms\":1000}}",
-                                     NULL),
-                     0);
     struct lg_ws_client live, mute;
-    ck_assert_int_eq(lg_ws_open(&live, s.public_port, "/ws", "livegate.v1"), 0);
-    ck_assert_int_eq(lg_ws_open(&mute, s.public_port, "/ws", "livegate.v1"), 0);
+    start_own(&s, "{\"websocket\":{\"ping_interval_ms\":1000,\"pong_timeout_ms\":1000}}", &live);
+    lg_ws_must_open(&mute, s.public_port, "/ws", "livegate.v1");
     ck_assert(lg_wait_stat(s.control_port, "clients_ws", 2, WAIT_MS));
     /* live answers pings (lg_ws_next does) for 3.5 s; mute reads nothing */
     expect_silence(&live, 3500);
@@ -444,7 +435,7 @@ START_TEST(test_ws_keepalive)
     ping_pong(&live);
     lg_ws_close(&live);
     lg_ws_close(&mute);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    lg_server_must_stop(&s);
 }
 END_TEST
 

@@ -144,6 +144,12 @@ uint64_t lg_seq_of(const char *id);
 void lg_publish_n(uint16_t cport, const char *topic, int from, int to, char *last_id, size_t cap);
 void lg_publish_n_tagged(uint16_t cport, const char *topic, int from, int to, char *last_id,
                          size_t cap);
+/* The same, then the epoch of the last id (as lg_epoch_of) in epoch: "publish a run and read
+ * the epoch" (from <= to). */
+void lg_publish_n_epoch(uint16_t cport, const char *topic, int from, int to, char *epoch,
+                        size_t cap);
+void lg_publish_n_tagged_epoch(uint16_t cport, const char *topic, int from, int to, char *epoch,
+                               size_t cap);
 
 /* What lg_expect_error checks beyond the status, "error" == code and a non-empty "message"
  * in a body that parses as JSON (checks == 0: that alone). */
@@ -154,11 +160,28 @@ enum lg_error_check {
 };
 void lg_expect_error(const struct lg_http_response *r, int status, const char *code,
                      unsigned checks);
+/* The same with every failure message starting "what: " (the case or request that failed). */
+void lg_expect_error_named(const char *what, const struct lg_http_response *r, int status,
+                           const char *code, unsigned checks);
 
 /* Nothing arrives on the stream within ms, and it stays open. */
 void lg_sse_expect_quiet(struct lg_sse_client *c, int ms);
 /* No event arrives within ms (the stream may end). */
 void lg_sse_expect_no_event(struct lg_sse_client *c, int ms);
+
+/* Open an SSE stream (path, extra headers or NULL): it must answer 200 and send its retry:
+ * line within 5 s (the subscription then exists). Failures name path. */
+void lg_sse_must_open(struct lg_sse_client *c, uint16_t port, const char *path,
+                      const char *headers);
+/* A WebSocket handshake for path offering subprotocol (NULL: none) must answer 101. */
+void lg_ws_must_open(struct lg_ws_client *c, uint16_t port, const char *path,
+                     const char *subprotocol);
+/* lg_ws_must_open(.., "livegate.v1"), then the first message (within 5 s) must be the
+ * subscribed answer: JSON with "type":"subscribed" and "v":1, equal to the JSON want (any key
+ * order) when want is not NULL. Its "cursor" goes to cursor when that is not NULL. Failures
+ * name path and show the message. */
+void lg_ws_must_subscribe(struct lg_ws_client *c, uint16_t port, const char *path,
+                          const char *want, char *cursor, size_t cap);
 
 /* The whole file $LG_SOURCE_DIR/rel (at most 1 MiB - 1 bytes), malloc'd and NUL-terminated;
  * *len its size, path (path_cap bytes) its name. */
