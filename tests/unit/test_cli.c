@@ -186,12 +186,18 @@ START_TEST(test_build_flags_beat_file)
 }
 END_TEST
 
+/* cli builds a config: it must succeed. */
+static void build_ok(const struct lg_cli *cli, struct lg_config *cfg)
+{
+    char err[LG_CONFIG_ERR_MAX] = "";
+    ck_assert_msg(lg_cli_build_config(cli, cfg, err) == 0, "%s", err);
+}
+
 START_TEST(test_build_control_flag)
 {
     struct lg_cli cli = { .workers = -1, .control_addr = "[::1]:7000" };
     struct lg_config cfg;
-    char err[LG_CONFIG_ERR_MAX] = "";
-    ck_assert_msg(lg_cli_build_config(&cli, &cfg, err) == 0, "%s", err);
+    build_ok(&cli, &cfg);
     ck_assert_str_eq(cfg.control_addr.host, "::1");
     ck_assert_uint_eq(cfg.control_addr.port, 7000);
     lg_config_release(&cfg);
@@ -210,7 +216,7 @@ START_TEST(test_build_bad_workers_range)
     lg_config_release(&cfg); /* harmless after a failed build */
 
     cli.workers = 64;
-    ck_assert_msg(lg_cli_build_config(&cli, &cfg, err) == 0, "%s", err);
+    build_ok(&cli, &cfg);
     ck_assert_uint_eq(cfg.workers, 64);
     lg_config_release(&cfg);
 }

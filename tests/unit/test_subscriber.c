@@ -275,12 +275,20 @@ START_TEST(drop_oldest_overflow_owes_the_exact_gap)
 }
 END_TEST
 
-START_TEST(disconnect_policy_stops_queueing_and_names_the_reason)
+/* Start over with another hub config (slow policy, client queue and history bounds in events)
+ * and an SSE subscriber of topic listening from now on. */
+static void restart_live(struct lg_subscriber *s, enum lg_slow_policy policy,
+                         uint32_t queue_events, uint32_t history_events, const char *topic)
 {
     teardown();
-    setup_with(LG_SLOW_DISCONNECT, 4, 100);
+    setup_with(policy, queue_events, history_events);
+    sse_live(s, topic);
+}
+
+START_TEST(disconnect_policy_stops_queueing_and_names_the_reason)
+{
     struct lg_subscriber s;
-    sse_live(&s, "a");
+    restart_live(&s, LG_SLOW_DISCONNECT, 4, 100, "a");
     uint64_t before = LG_STAT_GET(clients_disconnected_slow);
     publish_n_and_deliver("a", 5);
     ck_assert(s.slow_disconnect);
@@ -295,10 +303,8 @@ END_TEST
 
 START_TEST(conflate_keeps_only_the_newest_per_key)
 {
-    teardown();
-    setup_with(LG_SLOW_CONFLATE, 100, 100);
     struct lg_subscriber s;
-    sse_live(&s, "prices");
+    restart_live(&s, LG_SLOW_CONFLATE, 100, 100, "prices");
     publish_keyed("prices", "eur1", "EUR");
     publish_keyed("prices", "usd1", "USD");
     publish_keyed("prices", "eur2", "EUR");
