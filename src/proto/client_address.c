@@ -59,6 +59,15 @@ static bool is_trusted(const struct lg_client_address *a, const struct lg_client
     return false;
 }
 
+bool lg_client_address_is_loopback(const struct lg_client_address *a)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const uint8_t v6_loopback[16] = {[15] = 1};
+    if (memcmp(a->bytes, mapped, sizeof mapped) == 0)
+        return a->bytes[12] == 127; /* 127.0.0.0/8 */
+    return memcmp(a->bytes, v6_loopback, sizeof v6_loopback) == 0;
+}
+
 typedef bool parse_entry_fn(const char *s, size_t len, struct lg_client_address *out);
 
 /* One element of a Forwarded header (RFC 7239 4): its for= node, quoted or not; an IPv6 node
@@ -128,7 +137,7 @@ bool lg_client_address_resolve(const struct lg_client_address *peer,
 {
     if (!is_trusted(peer, trusted, n)) {
         *client = *peer;
-        return true;
+        return !lg_client_address_is_loopback(peer); /* a local process: counted nowhere */
     }
     if (xff_len > 0)
         return resolve_list(peer, trusted, n, xff, xff_len, lg_client_address_parse, client);

@@ -32,13 +32,18 @@ void lg_client_address_format(const struct lg_client_address *a, char *out, size
 int lg_client_address_list_parse(const char *text, struct lg_client_address *out, size_t cap,
                                  size_t *bad_at);
 
+/* True for 127.0.0.0/8 (also IPv4-mapped) and ::1. */
+bool lg_client_address_is_loopback(const struct lg_client_address *a);
+
 /*
  * The client address of a request from peer: peer itself unless it is one of the n trusted
  * proxies; then the rightmost X-Forwarded-For entry (xff[0..xff_len)) that is not a trusted
  * proxy or, with no X-Forwarded-For, the rightmost for= of a Forwarded header (RFC 7239) that
  * is not; an unreadable entry ("unknown", an obfuscated node) counts against the peer.
- * Return value: true with *client set, or false when the request counts against no address
- * (a trusted proxy that names no client).
+ * Return value: true with *client set, or false when the request counts against no address:
+ * a trusted proxy that names no client, or a loopback peer that is not a trusted proxy (a
+ * local process - a load test, a health check - could exhaust the host anyway, and a bound
+ * per loopback address would only break it).
  */
 bool lg_client_address_resolve(const struct lg_client_address *peer,
                                const struct lg_client_address *trusted, size_t n,

@@ -563,12 +563,14 @@ static int sse_status(struct lg_server *s, struct lg_sse_client *c, const char *
 START_TEST(one_address_cannot_take_every_connection)
 {
     struct lg_server s;
-    lg_server_must_start(&s, "{\"trusted_proxies\":\"\","
+    /* Every test client is local: the client address comes from the trusted proxy's header. */
+    lg_server_must_start(&s, "{\"trusted_proxies\":\"127.0.0.1\","
                              "\"limits\":{\"max_connections_per_address\":3}}");
+    const char *client = "X-Forwarded-For: 203.0.113.7\r\n";
     struct lg_sse_client c[4];
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(sse_status(&s, &c[i], NULL), 200);
-    ck_assert_int_eq(sse_status(&s, &c[3], NULL), 429);
+        ck_assert_int_eq(sse_status(&s, &c[i], client), 200);
+    ck_assert_int_eq(sse_status(&s, &c[3], client), 429);
     char want[256];
     snprintf(want, sizeof want, PER_ADDRESS_429, 3);
     ck_assert(lg_sse_wait_eof(&c[3], WAIT_MS));
@@ -576,7 +578,7 @@ START_TEST(one_address_cannot_take_every_connection)
     ck_assert_ptr_nonnull(strstr(c[3].headers, "Retry-After: 1"));
     lg_sse_close(&c[3]);
     struct lg_ws_client ws;
-    ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws", "livegate.v1"), 0);
+    ck_assert_int_eq(lg_ws_open_with(&ws, s.public_port, "/ws", "livegate.v1", client), 0);
     char *m = NULL;
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), -1);
     ck_assert_int_eq(ws.close_code, 1008);
@@ -586,7 +588,9 @@ START_TEST(one_address_cannot_take_every_connection)
     ck_assert_int_eq(lg_stat(s.control_port, "connections_refused_address"), 2);
     lg_sse_close(&c[0]); /* its count comes back */
     ck_assert(lg_wait_stat(s.control_port, "clients_sse", 2, WAIT_MS));
-    ck_assert_int_eq(sse_status(&s, &c[0], NULL), 200);
+    ck_assert_int_eq(sse_status(&s, &c[0], client), 200);
+    ck_assert_int_eq(sse_status(&s, &c[3], client), 429); /* full again */
+    lg_sse_close(&c[3]);
     for (int i = 0; i < 3; i++)
         lg_sse_close(&c[i]);
     lg_server_must_stop(&s);

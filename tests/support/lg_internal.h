@@ -105,7 +105,7 @@ int lg_test__send_sse_request(int fd, uint16_t port, const char *path, const cha
 /* Send a WebSocket upgrade for path on fd, offering subprotocol (NULL = none); expect receives
  * the Sec-WebSocket-Accept the server must answer. Return value: 0 or -1 (fd left open). */
 int lg_test__send_ws_upgrade(int fd, uint16_t port, const char *path, const char *subprotocol,
-                             char expect[32]);
+                             const char *extra_headers, char expect[32]);
 /* Copy a head of head_len bytes into dst (cap bytes) without the final empty line, so the
  * last header keeps its CRLF; truncates and NUL-terminates. */
 void lg_test__copy_head(char *dst, size_t cap, const char *head, size_t head_len);

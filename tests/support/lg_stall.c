@@ -65,7 +65,7 @@ int lg_stall_ws_open(struct lg_stall_ws *w, uint16_t port, const char *path, int
     int fd = lg_stall_connect(port, rcvbuf);
     if (fd < 0)
         return -1;
-    if (lg_test__send_ws_upgrade(fd, port, path, "livegate.v1", w->expect) < 0) {
+    if (lg_test__send_ws_upgrade(fd, port, path, "livegate.v1", NULL, w->expect) < 0) {
         close(fd);
         return -1;
     }

@@ -118,6 +118,9 @@ struct lg_ws_client {
 
 /* Handshake for path (e.g. "/ws?topic=a"), offering subprotocol (NULL = none). Return 0 / -1. */
 int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const char *subprotocol);
+/* The same with extra request headers (raw "Name: value\r\n" lines, or NULL). */
+int lg_ws_open_with(struct lg_ws_client *c, uint16_t port, const char *path,
+                    const char *subprotocol, const char *extra_headers);
 int lg_ws_send_text(struct lg_ws_client *c, const char *text, size_t len);
 /* Next text message (malloc'd, NUL-terminated, in *msg). Return value: 1 message, 0 timeout,
  * -1 closed (close_code/close_reason filled when the server sent a close frame).

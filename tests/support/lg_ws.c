@@ -313,7 +313,7 @@ static int lg_test__ws_next(struct lg_ws_client *c, char **msg, int timeout_ms, 
 /* ---- Public API --------------------------------------------------------------------------- */
 
 int lg_test__send_ws_upgrade(int fd, uint16_t port, const char *path, const char *subprotocol,
-                             char expect[32])
+                             const char *extra_headers, char expect[32])
 {
     unsigned char raw_key[16];
     char key[32], proto_line[128] = "";
@@ -325,11 +325,17 @@ int lg_test__send_ws_upgrade(int fd, uint16_t port, const char *path, const char
     return lg_test__send_printf(fd,
                                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nUpgrade: websocket\r\n"
                                 "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                                "Sec-WebSocket-Version: 13\r\n%s\r\n",
-                                path, port, key, proto_line);
+                                "Sec-WebSocket-Version: 13\r\n%s%s\r\n",
+                                path, port, key, proto_line, extra_headers ? extra_headers : "");
 }
 
 int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const char *subprotocol)
+{
+    return lg_ws_open_with(c, port, path, subprotocol, NULL);
+}
+
+int lg_ws_open_with(struct lg_ws_client *c, uint16_t port, const char *path,
+                    const char *subprotocol, const char *extra_headers)
 {
     memset(c, 0, sizeof *c);
     c->fd = -1;
@@ -337,7 +343,7 @@ int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const ch
     int fd = lg_tcp_connect(port);
     if (fd < 0)
         return -1;
-    if (lg_test__send_ws_upgrade(fd, port, path, subprotocol, expect) < 0) {
+    if (lg_test__send_ws_upgrade(fd, port, path, subprotocol, extra_headers, expect) < 0) {
         close(fd);
         return -1;
     }

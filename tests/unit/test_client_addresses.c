@@ -105,6 +105,10 @@ START_TEST(forwarded_addresses_count_only_through_trusted_proxies)
     expect_resolved("127.0.0.1", "", NULL);          /* the proxy's own request */
     expect_resolved("127.0.0.1", "10.0.0.5", NULL);  /* only proxies named */
     expect_resolved("127.0.0.1", "1.1.1.1, nonsense", "127.0.0.1"); /* unreadable: the proxy */
+    expect_resolved("127.0.0.2", "203.0.113.1", NULL); /* local, not a proxy: counted nowhere */
+    expect_resolved("::1", "", NULL);
+    expect_resolved("::ffff:127.9.9.9", "", NULL);
+    expect_resolved("128.0.0.1", "", "128.0.0.1");
 }
 END_TEST
 
