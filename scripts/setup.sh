@@ -8,7 +8,7 @@ packages=(
   libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev
   check libsubunit-dev libssl-dev
   valgrind procps util-linux
-  clang
+  clang libclang-rt-14-dev
 )
 if [[ "${LG_SETUP_BENCH:-0}" == 1 ]]; then
   packages+=(nginx libnginx-mod-nchan)
