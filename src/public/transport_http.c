@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "http_routes.h"
 #include "log.h"
 #include "protocols.h"
@@ -44,6 +45,9 @@ static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_
     else if (lg_worker_is_draining(c->worker))
         lg_conn_http_error(c, 503, "unavailable", "the gateway is shutting down",
                            "Retry-After: 1\r\n");
+    else if (req->method == LG_HTTP_OPTIONS &&
+             (path_is(buf, req, "/sse") || path_is(buf, req, "/poll")))
+        lg_conn_preflight(c, buf, req);
     else if (path_is(buf, req, "/sse"))
         get ? lg_sse_serve(c, buf, req)
             : lg_conn_http_error(c, 405, "method_not_allowed", "use GET for /sse", "Allow: GET\r\n");

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "conn.h"
+#include "conn_auth.h"
 #include "event.h"
 #include "hub.h"
 #include "log.h"
@@ -115,6 +117,16 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
     struct lg_hub *hub = lg_worker_hub(c->worker);
+    for (size_t i = 0; i < p->topic_count; i++) {
+        if (lg_auth_may_subscribe(lg_worker_auth(c->worker), c->grant, p->topics[i]))
+            continue;
+        char text[256];
+        snprintf(text, sizeof text, "topic %s is outside %s", p->topics[i],
+                 c->grant ? "the token's subscribe claim"
+                          : "auth.anonymous_subscribe: send {\"op\":\"auth\",\"token\":...} first");
+        LG_STAT_ADD(auth_refused_topic, 1);
+        return reply_error(c, c->grant ? "forbidden" : "token_missing", text);
+    }
     size_t fresh = 0;
     bool had[LG_CURSOR_MAX_ENTRIES] = {false};
     for (size_t i = 0; i < p->topic_count; i++) {
@@ -217,6 +229,64 @@ static int op_unsubscribe(struct lg_conn *c, json_t *msg)
     return reply(c, obj);
 }
 
+/* After a refresh: drop the subscriptions the new token no longer covers. Return value: the
+ * array of their names (to tell the client), NULL when out of memory. */
+static json_t *drop_uncovered(struct lg_conn *c)
+{
+    struct lg_hub *hub = lg_worker_hub(c->worker);
+    const struct lg_auth *auth = lg_worker_auth(c->worker);
+    struct lg_topic *gone[LG_CURSOR_MAX_ENTRIES];
+    size_t n = 0;
+    for (struct lg_subscription *s = c->sub.subs; s && n < LG_CURSOR_MAX_ENTRIES;
+         s = s->next_of_owner)
+        if (!lg_auth_may_subscribe(auth, c->grant, s->topic->name))
+            gone[n++] = s->topic;
+    json_t *names = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(names, json_string(gone[i]->name));
+        lg_subscriber_remove(&c->sub, hub, gone[i]);
+    }
+    return names;
+}
+
+/* {"op":"auth"} or {"op":"refresh"}: the connection's token becomes this one (its claims for
+ * every later subscribe, its exp for the connection's end). A refused token changes nothing. */
+static int op_auth(struct lg_conn *c, json_t *msg)
+{
+    json_t *token = json_object_get(msg, "token");
+    if (!json_is_string(token))
+        return reply_error(c, "bad_message", "auth and refresh need \"token\": a string");
+    struct lg_grant *g;
+    enum lg_auth_result r = lg_auth_verify(lg_worker_auth(c->worker), json_string_value(token),
+                                           json_string_length(token), lg_unix_ms() / 1000, &g);
+    if (r != LG_AUTH_OK) {
+        lg_auth_count_refusal(r);
+        return reply_error(c, lg_auth_result_code(r), lg_auth_result_message(r));
+    }
+    lg_grant_free(c->grant);
+    c->grant = g;
+    LG_STAT_ADD(auth_refreshed, 1);
+    lg_conn_arm_expiry(c);
+    json_t *obj = message("authorized");
+    json_object_set_new(obj, "exp", json_integer(g->exp_s));
+    json_object_set_new(obj, "unsubscribed", drop_uncovered(c));
+    return reply(c, obj);
+}
+
+/* The token's exp passed (the connection's lws timer): close with 4003 unless a refresh
+ * moved it. Return value: -1 to close. */
+static int token_timer(struct lg_conn *c)
+{
+    if (!c->grant || c->closing)
+        return 0;
+    if (lg_conn_token_ms_left(c) > 0) {
+        lg_conn_arm_expiry(c); /* refreshed, or the timer ran early */
+        return 0;
+    }
+    LG_STAT_ADD(auth_streams_expired, 1);
+    return close_now(c, 4003, "token expired");
+}
+
 /* A malformed message: answer it; close with 1008 after too many in a row. */
 static int bad_message(struct lg_conn *c, const char *code, const char *text)
 {
@@ -257,12 +327,16 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
     } else if (strcmp(op, "unsubscribe") == 0) {
         rc = op_unsubscribe(c, msg);
         c->ws_bad_messages = 0;
+    } else if (strcmp(op, "auth") == 0 || strcmp(op, "refresh") == 0) {
+        rc = op_auth(c, msg);
+        c->ws_bad_messages = 0;
     } else if (strcmp(op, "ping") == 0) {
         rc = reply(c, message("pong"));
         c->ws_bad_messages = 0;
     } else {
         rc = bad_message(c, "unknown_op",
-                         "op must be \"subscribe\", \"unsubscribe\" or \"ping\"");
+                         "op must be \"subscribe\", \"unsubscribe\", \"auth\", \"refresh\" "
+                         "or \"ping\"");
     }
     json_decref(msg);
     return rc;
@@ -284,7 +358,21 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     }
     struct lg_client_address client;
     bool counted;
+    char *token = lg_worker_take_ws_token(w, lws_get_socket_fd(wsi));
     char *query = lg_worker_take_ws_upgrade(w, lws_get_socket_fd(wsi), &client, &counted);
+    enum lg_auth_result verdict = LG_AUTH_OK;
+    if (token && lg_auth_enabled(lg_worker_auth(w)))
+        verdict = lg_auth_verify(lg_worker_auth(w), token, strlen(token), lg_unix_ms() / 1000,
+                                 &c->grant);
+    if (token && !token[0])
+        verdict = LG_AUTH_MALFORMED; /* an Authorization header of another scheme */
+    free(token);
+    if (verdict != LG_AUTH_OK) {
+        free(query);
+        lg_auth_count_refusal(verdict);
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, lg_auth_result_code(verdict));
+    }
+    lg_conn_arm_expiry(c);
     if (!lg_conn_claim_client(c, counted ? &client : NULL)) {
         free(query);
         LG_STAT_ADD(connections_refused_address, 1);
@@ -402,6 +490,8 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return on_receive(c, in, len);
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return on_writable(c);
+    case LWS_CALLBACK_TIMER:
+        return token_timer(c);
     case LWS_CALLBACK_CLOSED:
         lg_conn_release(c);
         return 0;

@@ -10,9 +10,11 @@
 #include <ev.h>
 
 #include "acceptor.h"
+#include "auth.h"
 #include "client_address.h"
 #include "clock.h"
 #include "conn.h"
+#include "conn_auth.h"
 #include "dlist.h"
 #include "event.h"
 #include "hub.h"
@@ -90,6 +92,7 @@ char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_ad
         return NULL;
     struct ws_upgrade *u = &w->ws_upgrades[fd];
     char *q = u->query;
+    free(u->token);
     *client = u->client;
     *counted = u->counted;
     *u = (struct ws_upgrade){0};
@@ -97,6 +100,16 @@ char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_ad
 }
 
 struct lg_client_addresses *lg_worker_clients(struct lg_worker *w) { return w->shared.clients; }
+const struct lg_auth *lg_worker_auth(const struct lg_worker *w) { return w->shared.auth; }
+
+char *lg_worker_take_ws_token(struct lg_worker *w, int fd)
+{
+    if (fd < 0 || (size_t)fd >= w->ws_upgrades_cap)
+        return NULL;
+    char *token = w->ws_upgrades[fd].token;
+    w->ws_upgrades[fd].token = NULL;
+    return token;
+}
 
 /* ---- Handing classified sockets to lws -------------------------------------------------- */
 
@@ -109,7 +122,10 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
         return "too many open files";
     struct ws_upgrade *u = &w->ws_upgrades[fd];
     free(u->query);
+    free(u->token);
     *u = (struct ws_upgrade){.query = strndup(a->head + a->req->query.off, a->req->query.len),
+                             .token = lg_conn_request_token(a->head, a->req,
+                                                            lg_auth_cookie_name(w->shared.auth)),
                              .client = a->client, .counted = a->counted};
     char *copy = malloc(a->len);
     if (!copy || !u->query) {
@@ -457,7 +473,7 @@ void lg_worker_destroy(struct lg_worker *w)
         ev_loop_destroy(w->loop);
     }
     for (size_t i = 0; i < w->ws_upgrades_cap; i++)
-        free(w->ws_upgrades[i].query);
+        free(w->ws_upgrades[i].query), free(w->ws_upgrades[i].token);
     free(w->ws_upgrades);
     lg_inbox_release(&w->inbox);
     lg_buf_release(&w->scratch);

@@ -28,6 +28,7 @@
 /* What a WebSocket upgrade brings to its connection once lws has established it. */
 struct ws_upgrade {
     char *query;                        /* the raw query string; NULL = none in flight */
+    char *token;                        /* its token (conn_auth.h), NULL = none */
     struct lg_client_address client;
     bool counted;
 };

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct lg_auth;
 struct lg_buf;
 struct lg_client_address;
 struct lg_client_addresses;
@@ -46,6 +47,11 @@ void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
  * (*counted false: nobody). */
 char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_address *client,
                                 bool *counted);
+/* The token verifier, shared by every worker (immutable). */
+const struct lg_auth *lg_worker_auth(const struct lg_worker *w);
+/* The token a WebSocket upgrade on fd carried (malloc'd, the caller frees it; NULL if none).
+ * Take it before lg_worker_take_ws_upgrade(), which frees one nobody took. */
+char *lg_worker_take_ws_token(struct lg_worker *w, int fd);
 /* The connections held per client address, shared by every worker. */
 struct lg_client_addresses *lg_worker_clients(struct lg_worker *w);
 
