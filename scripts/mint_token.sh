@@ -4,7 +4,7 @@
 # -S: the subscribe claim, -P: the publish claim (comma-separated topic globs); -t: seconds
 # until exp (default 3600). Prints the token. For tests, demos and docs/security.md; a real
 # deployment mints tokens in its own backend, with its own JWT library.
-set -euo pipefail
+set -euo pipefail -f # -f: no pathname expansion of the globs
 secret="" key="" ttl=3600 sub="" pub=""
 while getopts "s:k:t:S:P:" o; do
   case $o in
