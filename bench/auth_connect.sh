@@ -11,6 +11,8 @@
 # verification. Variants alternate within a rep; the figure is the median connect_per_s over
 # the reps. Prints one JSON line per run, then:
 #   auth_connect sse N: connect_per_s none X, hs256 Y (ratio Y/X), rs256 Z (ratio Z/X)
+#   auth_connect sse N: server cpu us per connect none X, hs256 Y (ratio Y/X), rs256 Z (ratio Z/X)
+# A rate ratio >= 0.5 (a CPU ratio <= 2) means verifying costs no more than the connect itself.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
@@ -58,14 +60,26 @@ for ((rep = 1; rep <= reps; rep++)); do
 done
 
 median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
-rate() {
+# per variant, over its runs without failures: connect_per_s, and the server's CPU time per
+# connection (server_cpu_connect_pct x connect_s / connections), which other load on the
+# machine disturbs less than the rate
+figure() {
     grep "\"scenario\":\"connect_${transport}_${subs}_auth_$1\"" "$work/all.jsonl" |
         while read -r l; do
-            [ "$(lgb_field "$l" conns_failed)" = 0 ] && lgb_field "$l" connect_per_s
+            [ "$(lgb_field "$l" conns_failed)" = 0 ] || continue
+            if [ "$2" = rate ]; then
+                lgb_field "$l" connect_per_s
+            else
+                awk -v p="$(lgb_field "$l" server_cpu_connect_pct)" -v s="$(lgb_field "$l" connect_s)" \
+                    -v n="$(lgb_field "$l" conns_made)" 'BEGIN { printf "%.2f\n", p / 100 * s / n * 1e6 }'
+            fi
         done | median
 }
-none=$(rate none) hs=$(rate hs256) rs=$(rate rs256)
-awk -v t="$transport" -v n="$subs" -v a="$none" -v b="$hs" -v c="$rs" 'BEGIN {
-    if (a == "" || a == 0) { print "auth_connect: no run without auth succeeded"; exit 1 }
+awk -v t="$transport" -v n="$subs" \
+    -v a="$(figure none rate)" -v b="$(figure hs256 rate)" -v c="$(figure rs256 rate)" \
+    -v x="$(figure none cpu)" -v y="$(figure hs256 cpu)" -v z="$(figure rs256 cpu)" 'BEGIN {
+    if (a == "" || a == 0 || x == "" || x == 0) { print "auth_connect: no run without auth succeeded"; exit 1 }
     printf "auth_connect %s %d: connect_per_s none %.0f, hs256 %.0f (ratio %.3f), rs256 %.0f (ratio %.3f)\n",
-        t, n, a, b, b / a, c, c / a }'
+        t, n, a, b, b / a, c, c / a
+    printf "auth_connect %s %d: server cpu us per connect none %.1f, hs256 %.1f (ratio %.3f), rs256 %.1f (ratio %.3f)\n",
+        t, n, x, y, y / x, z, z / x }'

@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
 #include <openssl/pem.h>
 
 #include "config.h"
@@ -25,6 +25,12 @@ struct lg_auth {
     unsigned char *secret;         /* HS256 */
     size_t secret_len;
     EVP_PKEY *public_key;          /* RS256, parsed once */
+    /* Set up once: OpenSSL 3 fetches algorithms from its providers at every init, which
+     * costs more than the HMAC itself; each verification copies these instead. Only read
+     * after lg_auth_create(), so threads may copy them at once. */
+    EVP_MAC_CTX *hmac_template;    /* HS256: HMAC-SHA256 keyed with the secret */
+    EVP_MD_CTX *verify_template;   /* RS256: DigestVerify initialised with the key */
+    EVP_MD *sha256;
     int64_t leeway_s;
     char **anonymous;              /* auth.anonymous_subscribe, copied */
     size_t anonymous_count;
@@ -51,6 +57,32 @@ static EVP_PKEY *read_public_key(const char *path, char *err, size_t errlen)
         return NULL;
     }
     return key;
+}
+
+static int prepare_templates(struct lg_auth *a)
+{
+    a->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (!a->sha256)
+        return -1;
+    if (a->alg == LG_ALG_RS256) {
+        a->verify_template = EVP_MD_CTX_new();
+        return a->verify_template &&
+                       EVP_DigestVerifyInit(a->verify_template, NULL, a->sha256, NULL,
+                                            a->public_key) == 1
+                   ? 0
+                   : -1;
+    }
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    a->hmac_template = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    EVP_MAC_free(mac);
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
+        OSSL_PARAM_construct_end(),
+    };
+    return a->hmac_template &&
+                   EVP_MAC_init(a->hmac_template, a->secret, a->secret_len, params) == 1
+               ? 0
+               : -1;
 }
 
 struct lg_auth *lg_auth_create(const struct lg_config *cfg, char *err, size_t errlen)
@@ -88,6 +120,12 @@ struct lg_auth *lg_auth_create(const struct lg_config *cfg, char *err, size_t er
             return NULL;
         }
     }
+    if (a->alg != LG_ALG_NONE_CONFIGURED && prepare_templates(a) != 0) {
+        snprintf(err, errlen, "cannot set up the %s verifier in OpenSSL",
+                 a->alg == LG_ALG_HS256 ? "HS256" : "RS256");
+        lg_auth_destroy(a);
+        return NULL;
+    }
     return a;
 }
 
@@ -98,6 +136,9 @@ void lg_auth_destroy(struct lg_auth *a)
     if (a->secret)
         OPENSSL_cleanse(a->secret, a->secret_len);
     free(a->secret);
+    EVP_MAC_CTX_free(a->hmac_template);
+    EVP_MD_CTX_free(a->verify_template);
+    EVP_MD_free(a->sha256);
     EVP_PKEY_free(a->public_key);
     for (size_t i = 0; i < a->anonymous_count; i++)
         free(a->anonymous[i]);
@@ -181,16 +222,17 @@ static bool signature_ok(const struct lg_auth *a, const char *signed_part, size_
 {
     if (a->alg == LG_ALG_HS256) {
         unsigned char mac[EVP_MAX_MD_SIZE];
-        unsigned mac_len = 0;
-        if (!HMAC(EVP_sha256(), a->secret, (int)a->secret_len, (const unsigned char *)signed_part,
-                  signed_len, mac, &mac_len))
-            return false;
-        return sig_len == mac_len && CRYPTO_memcmp(mac, sig, mac_len) == 0;
+        size_t mac_len = 0;
+        EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(a->hmac_template);
+        bool ok = ctx && EVP_MAC_update(ctx, (const unsigned char *)signed_part, signed_len) == 1 &&
+                  EVP_MAC_final(ctx, mac, &mac_len, sizeof mac) == 1;
+        EVP_MAC_CTX_free(ctx);
+        return ok && sig_len == mac_len && CRYPTO_memcmp(mac, sig, mac_len) == 0;
     }
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    bool ok = ctx && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, a->public_key) == 1 &&
-              EVP_DigestVerify(ctx, sig, sig_len, (const unsigned char *)signed_part,
-                               signed_len) == 1;
+    bool ok = ctx && EVP_MD_CTX_copy_ex(ctx, a->verify_template) == 1 &&
+              EVP_DigestVerifyUpdate(ctx, signed_part, signed_len) == 1 &&
+              EVP_DigestVerifyFinal(ctx, sig, sig_len) == 1;
     EVP_MD_CTX_free(ctx);
     return ok;
 }

@@ -163,7 +163,9 @@ uint64_t lg_conn_token_ms_left(const struct lg_conn *c)
 
 void lg_conn_arm_expiry(struct lg_conn *c)
 {
-    uint64_t ms = lg_conn_token_ms_left(c);
-    if (ms != UINT64_MAX)
-        lws_set_timer_usecs(c->wsi, (lws_usec_t)(ms ? ms : 1) * LWS_US_PER_MS);
+    if (!c->grant)
+        return;
+    int64_t at_ms = c->grant->expires_at_s * 1000;
+    if (lg_worker_conn_expires(c->worker, c, at_ms) != 0) /* out of memory: the lws timer */
+        lws_set_timer_usecs(c->wsi, (lws_usec_t)(lg_conn_token_ms_left(c) + 1) * LWS_US_PER_MS);
 }

@@ -1,7 +1,7 @@
 /*
  * conn_auth.h - authorization of public-port connections: where a request's token comes
  * from, the Origin check and CORS headers of SSE and long-poll (with the OPTIONS preflight),
- * the 401/403 answers, and the timer that ends a connection when its token expires.
+ * the 401/403 answers, and watching a stream's token expiry (the worker's heap and tick).
  * Verification itself is auth.h's (the worker's verifier, shared and immutable).
  *
  * Owns:    nothing of its own; it sets a connection's `grant` and `cors` (conn.h), which
@@ -41,7 +41,8 @@ void lg_conn_preflight(struct lg_conn *c, const char *buf, const struct lg_http_
 /* Milliseconds until c's token expires (0 if it has; UINT64_MAX without a token). */
 uint64_t lg_conn_token_ms_left(const struct lg_conn *c);
 
-/* Start c's lws timer for its token's expiry (nothing without a token). */
+/* Watch c's token expiry (nothing without a token): the worker's tick calls
+ * c->transport->timer at expires_at (at most a second late). A stream (SSE, WS) only. */
 void lg_conn_arm_expiry(struct lg_conn *c);
 
 #endif

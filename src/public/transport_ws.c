@@ -273,18 +273,23 @@ static int op_auth(struct lg_conn *c, json_t *msg)
     return reply(c, obj);
 }
 
-/* The token's exp passed (the connection's lws timer): close with 4003 unless a refresh
- * moved it. Return value: -1 to close. */
-static int token_timer(struct lg_conn *c)
+/* The token's exp passed (the worker's tick, conn_auth.h): close with 4003 unless a refresh
+ * moved it. */
+static void ws_token_expired(struct lg_conn *c)
 {
     if (!c->grant || c->closing)
-        return 0;
+        return;
     if (lg_conn_token_ms_left(c) > 0) {
         lg_conn_arm_expiry(c); /* refreshed, or the timer ran early */
-        return 0;
+        return;
     }
     LG_STAT_ADD(auth_streams_expired, 1);
-    return close_now(c, 4003, "token expired");
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_INFO, "closing a WebSocket client with 4003: token expired");
+    c->closing = true;
+    c->ws_close_code = 4003;
+    c->ws_close_reason = "token expired";
+    lg_conn_want_write(c);
 }
 
 /* A malformed message: answer it; close with 1008 after too many in a row. */
@@ -454,7 +459,8 @@ static int ws_write_events(struct lg_conn *c)
 static int on_writable(struct lg_conn *c)
 {
     if (c->closing)
-        return close_with(c, c->ws_close_code, "server shutting down");
+        return close_with(c, c->ws_close_code,
+                          c->ws_close_reason ? c->ws_close_reason : "server shutting down");
     if (c->sub.slow_disconnect)
         return close_with(c, 4000, c->sub.disconnect_reason);
     int rc = write_batch(c);
@@ -490,8 +496,9 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return on_receive(c, in, len);
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return on_writable(c);
-    case LWS_CALLBACK_TIMER:
-        return token_timer(c);
+    case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback when the worker's heap is out of memory */
+        ws_token_expired(c);
+        return 0;
     case LWS_CALLBACK_CLOSED:
         lg_conn_release(c);
         return 0;
@@ -541,6 +548,7 @@ const struct lg_transport_ops lg_transport_ws = {
     .render_event = ws_render_event,
     .write_events = ws_write_events,
     .writable = on_writable,
+    .timer = ws_token_expired,
     .drain = ws_drain,
 };
 

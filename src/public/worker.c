@@ -65,7 +65,26 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
     lg_dlist_remove(&w->quiet, &c->quiet_link);
     lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
+    lg_min_heap_remove(&w->expiring, &c->expiry);
     lg_account_connection_closed();
+}
+
+int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms)
+{
+    return lg_min_heap_set(&w->expiring, &c->expiry, unix_ms);
+}
+
+/* Streams whose token expired: each transport ends them its way (SSE error event, WS 4003). */
+static void expire_tokens(struct lg_worker *w)
+{
+    int64_t now = lg_unix_ms();
+    struct lg_heap_node *n;
+    while ((n = lg_min_heap_top(&w->expiring)) && n->key <= now) {
+        struct lg_conn *c = lg_dlist_entry(n, struct lg_conn, expiry);
+        lg_min_heap_remove(&w->expiring, n);
+        if (c->transport && c->transport->timer)
+            c->transport->timer(c);
+    }
 }
 
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
@@ -231,6 +250,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     uint64_t now = lg_mono_ms();
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
+    expire_tokens(w);
     for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
         next = link->next; /* the check may close the connection */
         lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, backlog_link));
@@ -477,5 +497,6 @@ void lg_worker_destroy(struct lg_worker *w)
     free(w->ws_upgrades);
     lg_inbox_release(&w->inbox);
     lg_buf_release(&w->scratch);
+    lg_min_heap_release(&w->expiring);
     free(w);
 }

@@ -38,6 +38,9 @@ bool lg_worker_is_draining(const struct lg_worker *w);
 struct lg_buf *lg_worker_scratch(struct lg_worker *w);
 void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c);
 void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
+/* c's token expires at unix_ms: the tick calls c->transport->timer then (an SSE or
+ * WebSocket stream). Return value: 0, or -1 when out of memory (then not watched). */
+int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms);
 /* c wrote to its socket now: a heartbeat stream moves to the end of the heartbeat order. */
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
 /* After a write: whether c still holds queued events (its socket is full). */
