@@ -39,6 +39,8 @@ static bool path_is(const char *buf, const struct lg_http_request *req, const ch
 static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
     c->keep_alive = req->keep_alive;
+    free(c->cors); /* the previous request's (keep-alive); /sse and /poll set their own */
+    c->cors = NULL;
     bool get = req->method == LG_HTTP_GET;
     if (req->http_major != 1)
         lg_conn_http_error(c, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);

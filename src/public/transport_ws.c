@@ -369,7 +369,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     if (token && lg_auth_enabled(lg_worker_auth(w)))
         verdict = lg_auth_verify(lg_worker_auth(w), token, strlen(token), lg_unix_ms() / 1000,
                                  &c->grant);
-    if (token && !token[0])
+    if (token && !token[0] && lg_auth_enabled(lg_worker_auth(w)))
         verdict = LG_AUTH_MALFORMED; /* an Authorization header of another scheme */
     free(token);
     if (verdict != LG_AUTH_OK) {
