@@ -549,6 +549,27 @@ START_TEST(test_control_port)
                                      headers, NULL, 0, &r, WAIT_MS), 0);
     lg_expect_error(&r, 401, "token_wrong_algorithm", LG_ERROR_ONLY_KEYS);
     lg_http_response_free(&r);
+    ck_assert_int_eq(lg_http_request(b.public_port, "GET", "/sse?topic=news/a", headers, NULL, 0,
+                                     &r, WAIT_MS), 0);
+    lg_expect_error(&r, 401, "token_wrong_algorithm", LG_ERROR_ONLY_KEYS);
+    lg_http_response_free(&r);
+    struct lg_ws_client ws;
+    ck_assert_int_eq(lg_ws_open_with(&ws, b.public_port, "/ws?topic=news/a", "livegate.v1",
+                                     headers), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), -1);
+    ck_assert_msg(ws.close_code == 1008 && strcmp(ws.close_reason, "token_wrong_algorithm") == 0,
+                  "close %d %s", ws.close_code, ws.close_reason);
+    lg_ws_close(&ws);
+    /* and the RS256 token itself is good on every transport of this gateway */
+    snprintf(headers, sizeof headers, "Authorization: Bearer %s\r\n", rs);
+    struct lg_sse_client sse;
+    lg_sse_must_open(&sse, b.public_port, "/sse?topic=news/a", headers);
+    lg_sse_close(&sse);
+    ck_assert_int_eq(lg_ws_open_with(&ws, b.public_port, "/ws?topic=news/a", "livegate.v1",
+                                     headers), 0);
+    expect_message(&ws, "RS256 ws", "subscribed", NULL);
+    lg_ws_close(&ws);
     lg_server_must_stop(&b);
     free(claims), free(rs), free(pem), free(confused);
     EVP_PKEY_free(rsa);
