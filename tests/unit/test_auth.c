@@ -5,6 +5,7 @@
  * the control token, where a token is read from (Bearer, cookie), and the Origin verdicts.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,12 +322,57 @@ START_TEST(test_bad_key_file)
 }
 END_TEST
 
+/* One verifier, several threads at once (as the workers and the control port use it): every
+ * verification of a good token succeeds and of a forged one fails. The OpenSSL contexts set
+ * up once are only copied from. */
+struct verify_job {
+    struct lg_auth *auth;
+    const char *good, *bad;
+    int ok, refused;
+};
+
+static void *verify_many(void *arg)
+{
+    struct verify_job *j = arg;
+    for (int i = 0; i < 400; i++) {
+        struct lg_grant *g;
+        j->ok += lg_auth_verify(j->auth, j->good, strlen(j->good), time(NULL), &g) == LG_AUTH_OK;
+        lg_grant_free(g);
+        j->refused += lg_auth_verify(j->auth, j->bad, strlen(j->bad), time(NULL), &g) ==
+                      LG_AUTH_BAD_SIGNATURE;
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_verify)
+{
+    for (int v = 0; v < 2; v++) {
+        struct lg_auth *a = v ? rs_auth() : hs_auth();
+        char *good = mint(v ? K_HAND_RS : K_HAND_HS), *bad = mint(v ? K_RS_WRONG_KEY : K_FORGED);
+        pthread_t t[4];
+        struct verify_job jobs[4];
+        for (int i = 0; i < 4; i++) {
+            jobs[i] = (struct verify_job){.auth = a, .good = good, .bad = bad};
+            ck_assert_int_eq(pthread_create(&t[i], NULL, verify_many, &jobs[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(t[i], NULL);
+            ck_assert_int_eq(jobs[i].ok, 400);
+            ck_assert_int_eq(jobs[i].refused, 400);
+        }
+        free(good);
+        free(bad);
+        lg_auth_destroy(a);
+    }
+}
+END_TEST
+
 static Suite *lg_auth_suite(void)
 {
     Suite *s = suite_create("auth");
     TCase *tc = LG_TCASE(s, "verify", NULL, NULL, test_refusal_texts,
                          test_anonymous_and_off, test_control_token, test_sources, test_origins,
-                         test_bad_key_file);
+                         test_bad_key_file, test_concurrent_verify);
     tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown); /* one RSA key for all */
     tcase_add_loop_test(tc, test_verify_table, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_set_timeout(tc, 60);
