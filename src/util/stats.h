@@ -41,6 +41,7 @@ struct lg_stats {
     _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
     _Atomic uint64_t topic_creations_refused;/* limits.topic_creations_per_s reached */
     _Atomic uint64_t ws_closed_message_rate; /* websocket.max_messages_per_s reached: 1008 */
+    _Atomic uint64_t control_connections_timed_out; /* control request past its deadline */
     /* authorization (docs/security.md): refusals by reason, on every port and transport */
     _Atomic uint64_t auth_refused_missing;       /* 401 / 1008: no token where one is needed */
     _Atomic uint64_t auth_refused_malformed;     /* not a JWT of the documented shape */
