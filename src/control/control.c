@@ -158,8 +158,10 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
         return rt->handle(c, conn, url, NULL);
 
     int refused;
-    if (ambiguous_framing(conn, &refused))
+    if (ambiguous_framing(conn, &refused)) {
+        lg_grant_free(grant);
         return refused;
+    }
     uint32_t limit = rt->limit_of(c->cfg);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
