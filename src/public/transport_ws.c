@@ -125,7 +125,10 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
         snprintf(text, sizeof text, "topic %s is outside %s", p->topics[i],
                  c->grant ? "the token's subscribe claim"
                           : "auth.anonymous_subscribe: send {\"op\":\"auth\",\"token\":...} first");
-        LG_STAT_ADD(auth_refused_topic, 1);
+        if (c->grant)
+            LG_STAT_ADD(auth_refused_topic, 1);
+        else
+            lg_auth_count_refusal(LG_AUTH_MISSING);
         return reply_error(c, c->grant ? "forbidden" : "token_missing", text);
     }
     size_t fresh = 0;

@@ -475,6 +475,35 @@ START_TEST(test_expiry_mid_stream)
 }
 END_TEST
 
+/* A refresh whose token no longer covers a subscription drops it, and says so. */
+START_TEST(test_refresh_drops_uncovered)
+{
+    char *news = token(T_VALID), headers[2200], msg[2200];
+    char *other = lg_token_libjwt(SECRET, NULL, 3600, "{\"subscribe\":[\"other/*\"]}");
+    snprintf(headers, sizeof headers, "Authorization: Bearer %s\r\n", news);
+    struct lg_ws_client ws;
+    ck_assert_int_eq(lg_ws_open_with(&ws, srv.public_port, "/ws?topic=news/a&topic=demo/x",
+                                     "livegate.v1", headers), 0);
+    expect_message(&ws, "subscribe", "subscribed", NULL);
+    snprintf(msg, sizeof msg, "{\"op\":\"refresh\",\"token\":\"%s\"}", other);
+    ck_assert_int_eq(lg_ws_send_text(&ws, msg, strlen(msg)), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
+    ck_assert_msg(strstr(m, "\"type\":\"authorized\"") && strstr(m, "\"unsubscribed\":[\"news/a\"]"),
+                  "%s", m);
+    free(m);
+    /* news/a is gone, demo/x (anonymous) stays */
+    publish(srv.control_port, publisher, "news/a", "dropped");
+    publish(srv.control_port, publisher, "demo/x", "kept");
+    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
+    ck_assert_msg(strstr(m, "\"topic\":\"demo/x\"") && strstr(m, "kept"), "%s", m);
+    free(m);
+    lg_ws_close(&ws);
+    free(news);
+    free(other);
+}
+END_TEST
+
 /* ---- The control port --------------------------------------------------------------------- */
 
 START_TEST(test_control_port)
@@ -609,7 +638,7 @@ static Suite *auth_suite(void)
 {
     Suite *s = suite_create("auth");
     TCase *tc = LG_TCASE(s, "public", setup, teardown, test_http_table, test_preflight,
-                         test_expiry_mid_stream);
+                         test_expiry_mid_stream, test_refresh_drops_uncovered);
     tcase_add_loop_test(tc, test_ws_table, 0, (int)(sizeof ws_cases / sizeof ws_cases[0]));
     tcase_set_timeout(tc, 60);
     tc = LG_TCASE(s, "control", NULL, NULL, test_control_port,
