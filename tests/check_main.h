@@ -38,6 +38,17 @@ static inline TCase *lg_add_tcase(Suite *suite, const char *name, SFun setup, SF
 #define LG_TCASE(suite, name, setup, teardown, ...)                                                \
     lg_add_tcase((suite), (name), (setup), (teardown), (const TTest *const[]){__VA_ARGS__, NULL})
 
+/* LG_TCASE with a timeout of seconds (check's default is 4 s): LG_TCASE_TIMEOUT(suite, "name",
+ * 30, setup, teardown, t1, t2, ...) */
+static inline TCase *lg_tcase_timeout(TCase *tc, double seconds)
+{
+    tcase_set_timeout(tc, seconds);
+    return tc;
+}
+
+#define LG_TCASE_TIMEOUT(suite, name, seconds, setup, teardown, ...)                               \
+    lg_tcase_timeout(LG_TCASE((suite), (name), (setup), (teardown), __VA_ARGS__), (seconds))
+
 #define LG_CHECK_MAIN(suite_fn)                                                                    \
     int main(void) { return lg_check_run(suite_fn()); }
 

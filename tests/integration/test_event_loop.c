@@ -103,10 +103,8 @@ END_TEST
 static Suite *event_loop_suite(void)
 {
     Suite *s = suite_create("event_loop");
-    TCase *tc = tcase_create("cost");
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, test_publish_cost_does_not_grow_with_idle_connections);
-    suite_add_tcase(s, tc);
+    LG_TCASE_TIMEOUT(s, "cost", 180, NULL, NULL,
+                     test_publish_cost_does_not_grow_with_idle_connections);
     return s;
 }
 

@@ -304,14 +304,9 @@ END_TEST
 static Suite *lifecycle_suite(void)
 {
     Suite *s = suite_create("lifecycle");
-    TCase *tc = tcase_create("lifecycle");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_lifecycle_health_and_sigterm);
-    tcase_add_test(tc, test_lifecycle_sigint);
-    tcase_add_test(tc, test_lifecycle_readyz_draining);
-    tcase_add_test(tc, test_lifecycle_check_config);
-    tcase_add_test(tc, test_lifecycle_print_config);
-    suite_add_tcase(s, tc);
+    LG_TCASE_TIMEOUT(s, "lifecycle", 30, NULL, NULL, test_lifecycle_health_and_sigterm,
+                     test_lifecycle_sigint, test_lifecycle_readyz_draining,
+                     test_lifecycle_check_config, test_lifecycle_print_config);
     return s;
 }
 

@@ -414,14 +414,12 @@ END_TEST
 static Suite *poll_suite(void)
 {
     Suite *s = suite_create("poll");
-    TCase *tc = LG_TCASE(s, "poll", server_setup, server_teardown, test_poll_immediate_answer,
-                         test_poll_held_until_publish, test_poll_no_since_starts_now,
-                         test_poll_held_answered_at_shutdown, test_poll_keep_alive,
-                         test_poll_bad_requests);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "poll_own_config", NULL, NULL, test_poll_timeout_and_zero,
-                  test_poll_cursor_chain_and_max_batch);
-    tcase_set_timeout(tc, 30);
+    LG_TCASE_TIMEOUT(s, "poll", 30, server_setup, server_teardown, test_poll_immediate_answer,
+                     test_poll_held_until_publish, test_poll_no_since_starts_now,
+                     test_poll_held_answered_at_shutdown, test_poll_keep_alive,
+                     test_poll_bad_requests);
+    LG_TCASE_TIMEOUT(s, "poll_own_config", 30, NULL, NULL, test_poll_timeout_and_zero,
+                     test_poll_cursor_chain_and_max_batch);
     return s;
 }
 

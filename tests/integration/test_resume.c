@@ -570,14 +570,9 @@ END_TEST
 static Suite *resume_suite(void)
 {
     Suite *s = suite_create("resume");
-    TCase *tc = tcase_create("resume");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_resume_ws_poll_sse_one_topic);
-    tcase_add_test(tc, test_resume_ws_poll_sse_two_topics);
-    tcase_add_test(tc, test_resume_gap_all_transports);
-    tcase_add_test(tc, test_resume_reset_after_restart);
-    tcase_add_test(tc, test_resume_concurrent_publishers_order);
-    suite_add_tcase(s, tc);
+    LG_TCASE_TIMEOUT(s, "resume", 60, NULL, NULL, test_resume_ws_poll_sse_one_topic,
+                     test_resume_ws_poll_sse_two_topics, test_resume_gap_all_transports,
+                     test_resume_reset_after_restart, test_resume_concurrent_publishers_order);
     return s;
 }
 

@@ -63,10 +63,7 @@ END_TEST
 static Suite *smoke_suite(void)
 {
     Suite *s = suite_create("smoke");
-    TCase *tc = tcase_create("publish_reaches_sse");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_smoke_publish_reaches_sse);
-    suite_add_tcase(s, tc);
+    LG_TCASE_TIMEOUT(s, "publish_reaches_sse", 60, NULL, NULL, test_smoke_publish_reaches_sse);
     return s;
 }
 

@@ -442,13 +442,11 @@ END_TEST
 static Suite *ws_suite(void)
 {
     Suite *s = suite_create("ws");
-    TCase *tc = LG_TCASE(s, "ws", server_setup, server_teardown, test_ws_subprotocol,
-                         test_ws_query_topics_and_event_json, test_ws_subscribe_since_replays,
-                         test_ws_since_in_query, test_ws_unsubscribe, test_ws_shutdown_1001);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "ws_own_config", NULL, NULL, test_ws_malformed_messages,
-                  test_ws_message_too_big, test_ws_keepalive);
-    tcase_set_timeout(tc, 30);
+    LG_TCASE_TIMEOUT(s, "ws", 30, server_setup, server_teardown, test_ws_subprotocol,
+                     test_ws_query_topics_and_event_json, test_ws_subscribe_since_replays,
+                     test_ws_since_in_query, test_ws_unsubscribe, test_ws_shutdown_1001);
+    LG_TCASE_TIMEOUT(s, "ws_own_config", 30, NULL, NULL, test_ws_malformed_messages,
+                     test_ws_message_too_big, test_ws_keepalive);
     return s;
 }
 
