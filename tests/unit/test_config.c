@@ -82,6 +82,15 @@ static bool lg_test_repo_file(const char *rel, char *out, size_t cap)
     return false;
 }
 
+/* The text of repository file rel (malloc'd; its path in path): it must be found and read. */
+static char *lg_test_repo_text(const char *rel, char *path, size_t cap)
+{
+    ck_assert_msg(lg_test_repo_file(rel, path, cap), "%s not found (set LG_SOURCE_DIR)", rel);
+    char *text = lg_test_slurp(path);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
 /* Defaults, then json. Return value: what lg_config_load_string() returned. */
 static int lg_test_load(struct lg_config *cfg, const char *json, char *err)
 {
@@ -204,11 +213,8 @@ END_TEST
 START_TEST(test_defaults_match_repo_file)
 {
     char path[PATH_MAX];
-    ck_assert_msg(lg_test_repo_file("config/livegate.json", path, sizeof(path)),
-                  "config/livegate.json not found (set LG_SOURCE_DIR)");
-    char *file = lg_test_slurp(path);
+    char *file = lg_test_repo_text("config/livegate.json", path, sizeof(path));
     char *printed = lg_test_defaults_json();
-    ck_assert_ptr_nonnull(file);
     ck_assert_ptr_nonnull(printed);
     ck_assert_str_eq(printed, file);
 
@@ -250,11 +256,8 @@ static void lg_test_collect_keys(json_t *obj, const char *prefix, const char *do
 START_TEST(test_docs_list_every_setting)
 {
     char path[PATH_MAX];
-    ck_assert_msg(lg_test_repo_file("docs/configuration.md", path, sizeof(path)),
-                  "docs/configuration.md not found (set LG_SOURCE_DIR)");
-    char *doc = lg_test_slurp(path);
+    char *doc = lg_test_repo_text("docs/configuration.md", path, sizeof(path));
     char *printed = lg_test_defaults_json();
-    ck_assert_ptr_nonnull(doc);
     json_t *root = json_loads(printed, 0, NULL);
     ck_assert_ptr_nonnull(root);
     lg_test_collect_keys(root, "", doc);
