@@ -52,4 +52,14 @@ static inline TCase *lg_tcase_timeout(TCase *tc, double seconds)
 #define LG_CHECK_MAIN(suite_fn)                                                                    \
     int main(void) { return lg_check_run(suite_fn()); }
 
+/* The main() of a suite of one test case with no fixture: LG_CHECK_MAIN_TCASE("suite", "case",
+ * timeout_seconds, t1, t2, ...) */
+#define LG_CHECK_MAIN_TCASE(suite_name, case_name, seconds, ...)                                   \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        Suite *suite = suite_create(suite_name);                                                   \
+        LG_TCASE_TIMEOUT(suite, (case_name), (seconds), NULL, NULL, __VA_ARGS__);                  \
+        return lg_check_run(suite);                                                                \
+    }
+
 #endif

@@ -100,12 +100,5 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
 }
 END_TEST
 
-static Suite *event_loop_suite(void)
-{
-    Suite *s = suite_create("event_loop");
-    LG_TCASE_TIMEOUT(s, "cost", 180, NULL, NULL,
-                     test_publish_cost_does_not_grow_with_idle_connections);
-    return s;
-}
-
-LG_CHECK_MAIN(event_loop_suite)
+LG_CHECK_MAIN_TCASE("event_loop", "cost", 180,
+                    test_publish_cost_does_not_grow_with_idle_connections)

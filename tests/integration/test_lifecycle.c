@@ -301,13 +301,6 @@ START_TEST(test_lifecycle_print_config)
 }
 END_TEST
 
-static Suite *lifecycle_suite(void)
-{
-    Suite *s = suite_create("lifecycle");
-    LG_TCASE_TIMEOUT(s, "lifecycle", 30, NULL, NULL, test_lifecycle_health_and_sigterm,
-                     test_lifecycle_sigint, test_lifecycle_readyz_draining,
-                     test_lifecycle_check_config, test_lifecycle_print_config);
-    return s;
-}
-
-LG_CHECK_MAIN(lifecycle_suite)
+LG_CHECK_MAIN_TCASE("lifecycle", "lifecycle", 30, test_lifecycle_health_and_sigterm,
+                    test_lifecycle_sigint, test_lifecycle_readyz_draining,
+                    test_lifecycle_check_config, test_lifecycle_print_config)

@@ -567,13 +567,6 @@ START_TEST(test_resume_concurrent_publishers_order)
 }
 END_TEST
 
-static Suite *resume_suite(void)
-{
-    Suite *s = suite_create("resume");
-    LG_TCASE_TIMEOUT(s, "resume", 60, NULL, NULL, test_resume_ws_poll_sse_one_topic,
-                     test_resume_ws_poll_sse_two_topics, test_resume_gap_all_transports,
-                     test_resume_reset_after_restart, test_resume_concurrent_publishers_order);
-    return s;
-}
-
-LG_CHECK_MAIN(resume_suite)
+LG_CHECK_MAIN_TCASE("resume", "resume", 60, test_resume_ws_poll_sse_one_topic,
+                    test_resume_ws_poll_sse_two_topics, test_resume_gap_all_transports,
+                    test_resume_reset_after_restart, test_resume_concurrent_publishers_order)

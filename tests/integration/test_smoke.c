@@ -60,11 +60,4 @@ START_TEST(test_smoke_publish_reaches_sse)
 }
 END_TEST
 
-static Suite *smoke_suite(void)
-{
-    Suite *s = suite_create("smoke");
-    LG_TCASE_TIMEOUT(s, "publish_reaches_sse", 60, NULL, NULL, test_smoke_publish_reaches_sse);
-    return s;
-}
-
-LG_CHECK_MAIN(smoke_suite)
+LG_CHECK_MAIN_TCASE("smoke", "publish_reaches_sse", 60, test_smoke_publish_reaches_sse)
