@@ -411,16 +411,8 @@ START_TEST(test_poll_bad_requests)
 }
 END_TEST
 
-static Suite *poll_suite(void)
-{
-    Suite *s = suite_create("poll");
-    LG_TCASE_TIMEOUT(s, "poll", 30, server_setup, server_teardown, test_poll_immediate_answer,
-                     test_poll_held_until_publish, test_poll_no_since_starts_now,
-                     test_poll_held_answered_at_shutdown, test_poll_keep_alive,
-                     test_poll_bad_requests);
-    LG_TCASE_TIMEOUT(s, "poll_own_config", 30, NULL, NULL, test_poll_timeout_and_zero,
-                     test_poll_cursor_chain_and_max_batch);
-    return s;
-}
-
-LG_CHECK_MAIN(poll_suite)
+LG_CHECK_MAIN_SHARED("poll", 30, server_setup, server_teardown,
+                     LG_TESTS(test_poll_immediate_answer, test_poll_held_until_publish,
+                              test_poll_no_since_starts_now, test_poll_held_answered_at_shutdown,
+                              test_poll_keep_alive, test_poll_bad_requests),
+                     LG_TESTS(test_poll_timeout_and_zero, test_poll_cursor_chain_and_max_batch))

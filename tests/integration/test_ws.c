@@ -444,15 +444,9 @@ START_TEST(test_ws_keepalive)
 }
 END_TEST
 
-static Suite *ws_suite(void)
-{
-    Suite *s = suite_create("ws");
-    LG_TCASE_TIMEOUT(s, "ws", 30, server_setup, server_teardown, test_ws_subprotocol,
-                     test_ws_query_topics_and_event_json, test_ws_subscribe_since_replays,
-                     test_ws_since_in_query, test_ws_unsubscribe, test_ws_shutdown_1001);
-    LG_TCASE_TIMEOUT(s, "ws_own_config", 30, NULL, NULL, test_ws_malformed_messages,
-                     test_ws_message_too_big, test_ws_keepalive);
-    return s;
-}
-
-LG_CHECK_MAIN(ws_suite)
+LG_CHECK_MAIN_SHARED("ws", 30, server_setup, server_teardown,
+                     LG_TESTS(test_ws_subprotocol, test_ws_query_topics_and_event_json,
+                              test_ws_subscribe_since_replays, test_ws_since_in_query,
+                              test_ws_unsubscribe, test_ws_shutdown_1001),
+                     LG_TESTS(test_ws_malformed_messages, test_ws_message_too_big,
+                              test_ws_keepalive))
