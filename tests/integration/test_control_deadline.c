@@ -61,12 +61,28 @@ static int expect_closed_in_time(int fd, const char *text, int64_t min_ms, int64
     return published;
 }
 
+/* A gateway with short deadlines and one connection to its control port. */
+static int start_and_connect(struct lg_server *s)
+{
+    lg_server_must_start(s, CONFIG);
+    int fd = lg_tcp_connect(s->control_port);
+    ck_assert_int_ge(fd, 0);
+    return fd;
+}
+
+static void publish_on(int fd)
+{
+    ck_assert_int_eq(lg_send_all(fd, PUBLISH, strlen(PUBLISH)), 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, 3000), 0);
+    ck_assert_int_eq(r.status, 201);
+    lg_http_response_free(&r);
+}
+
 START_TEST(a_dripped_head_is_closed_after_the_request_timeout)
 {
     struct lg_server s;
-    lg_server_must_start(&s, CONFIG);
-    int fd = lg_tcp_connect(s.control_port);
-    ck_assert_int_ge(fd, 0);
+    int fd = start_and_connect(&s);
     /* deadline 800 ms after the connection opened, swept within a second after that */
     expect_closed_in_time(fd, "GET /healthz HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 700,
                           2400, &s);
@@ -79,9 +95,7 @@ END_TEST
 START_TEST(a_dripped_body_is_closed_after_the_request_timeout)
 {
     struct lg_server s;
-    lg_server_must_start(&s, CONFIG);
-    int fd = lg_tcp_connect(s.control_port);
-    ck_assert_int_ge(fd, 0);
+    int fd = start_and_connect(&s);
     const char *head = "POST /v1/topics/slow/events HTTP/1.1\r\nHost: x\r\n"
                        "Content-Length: 1000\r\n\r\n";
     ck_assert_int_eq(lg_send_all(fd, head, strlen(head)), 0);
@@ -95,14 +109,8 @@ END_TEST
 START_TEST(a_dripped_second_head_is_closed_after_idle_plus_request_timeout)
 {
     struct lg_server s;
-    lg_server_must_start(&s, CONFIG);
-    int fd = lg_tcp_connect(s.control_port);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(lg_send_all(fd, PUBLISH, strlen(PUBLISH)), 0);
-    struct lg_http_response r;
-    ck_assert_int_eq(lg_http_read_response(fd, &r, 3000), 0);
-    ck_assert_int_eq(r.status, 201);
-    lg_http_response_free(&r);
+    int fd = start_and_connect(&s);
+    publish_on(fd);
     /* idle 1000 ms + head 800 ms after the answer, swept within a second after that */
     expect_closed_in_time(fd, "GET /healthz HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
                           1700, 3400, &s);
@@ -113,16 +121,10 @@ END_TEST
 START_TEST(a_prompt_client_is_never_cut)
 {
     struct lg_server s;
-    lg_server_must_start(&s, CONFIG);
-    int fd = lg_tcp_connect(s.control_port);
-    ck_assert_int_ge(fd, 0);
+    int fd = start_and_connect(&s);
     /* keep-alive publishes every 300 ms for 3 s: each answered, the connection never closed */
     for (int i = 0; i < 10; i++) {
-        ck_assert_int_eq(lg_send_all(fd, PUBLISH, strlen(PUBLISH)), 0);
-        struct lg_http_response r;
-        ck_assert_int_eq(lg_http_read_response(fd, &r, 3000), 0);
-        ck_assert_int_eq(r.status, 201);
-        lg_http_response_free(&r);
+        publish_on(fd);
         usleep(300 * 1000);
     }
     close(fd);
@@ -131,17 +133,8 @@ START_TEST(a_prompt_client_is_never_cut)
 }
 END_TEST
 
-static Suite *control_deadline_suite(void)
-{
-    Suite *suite = suite_create("control_deadline");
-    TCase *tc = tcase_create("deadlines");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, a_dripped_head_is_closed_after_the_request_timeout);
-    tcase_add_test(tc, a_dripped_body_is_closed_after_the_request_timeout);
-    tcase_add_test(tc, a_dripped_second_head_is_closed_after_idle_plus_request_timeout);
-    tcase_add_test(tc, a_prompt_client_is_never_cut);
-    suite_add_tcase(suite, tc);
-    return suite;
-}
-
-LG_CHECK_MAIN(control_deadline_suite)
+LG_CHECK_MAIN_TCASE("control_deadline", "deadlines", 60,
+                    a_dripped_head_is_closed_after_the_request_timeout,
+                    a_dripped_body_is_closed_after_the_request_timeout,
+                    a_dripped_second_head_is_closed_after_idle_plus_request_timeout,
+                    a_prompt_client_is_never_cut)
