@@ -318,7 +318,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
 {
     if (lg_topic_name_problem(req->topic, req->topic_len))
         return LG_PUBLISH_BAD_TOPIC;
-    if (req->topic[0] == '$')
+    if (req->topic[0] == '$' && !req->gateway_own)
         return LG_PUBLISH_RESERVED_TOPIC;
     if (!req->data_is_json && !lg_utf8_valid(req->data, req->data_len))
         return LG_PUBLISH_BAD_DATA;
@@ -369,7 +369,8 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     lg_hub_topic_done(hub, t);
     if (call.status != LG_PUBLISH_OK)
         return refuse(call.status);
-    LG_STAT_ADD(events_published, 1);
+    if (!req->gateway_own)
+        LG_STAT_ADD(events_published, 1);
     return LG_PUBLISH_OK;
 }
 
@@ -402,6 +403,20 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
     }
     wake_workers(hub, wake_mask);
     return done;
+}
+
+uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w)
+{
+    const struct lg_inbox *in = hub->links[w].inbox;
+    return in ? atomic_load_explicit(&in->occupancy, memory_order_relaxed) : 0;
+}
+
+uint64_t lg_hub_backlog(const struct lg_hub *hub)
+{
+    uint64_t sum = 0;
+    for (uint32_t w = 0; w < hub->workers; w++)
+        sum += lg_hub_worker_backlog(hub, w);
+    return sum;
 }
 
 /* ---- Subscribe ------------------------------------------------------------------------ */
