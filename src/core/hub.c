@@ -269,6 +269,12 @@ static enum lg_publish_status refuse(enum lg_publish_status s)
 {
     static struct lg_ratelimit rl;
     LG_STAT_ADD(publishes_refused, 1);
+    if (s == LG_PUBLISH_TOO_MANY_TOPICS)
+        LG_STAT_ADD(publishes_refused_topics, 1);
+    else if (s == LG_PUBLISH_MEMORY_FULL)
+        LG_STAT_ADD(publishes_refused_memory, 1);
+    else
+        LG_STAT_ADD(publishes_refused_oom, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "publish refused: %s", lg_publish_status_message(s));
     return s;
 }
