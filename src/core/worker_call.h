@@ -13,7 +13,7 @@
  *          by worker w before it decrements `pending` (release), and read by the control thread
  *          only after it saw pending == 0 (acquire). Mailbox links are under the mailbox lock.
  * Bounds:  one call in flight per control connection (limits.control_max_connections); a
- *          LIST_CLIENTS result holds at most `limit` clients per worker.
+ *          LIST_CLIENTS result holds at most `limit` + 1 clients per worker.
  */
 #ifndef LG_WORKER_CALL_H
 #define LG_WORKER_CALL_H

@@ -31,7 +31,7 @@ static bool listens_to(const struct lg_conn *c, const char *topic)
 }
 
 /* Clients with id > after_id in id order (the connection list is in open order), at most
- * limit of them. */
+ * limit + 1 of them (one more than a page says whether another page follows). */
 static void list_clients(struct lg_worker *w, struct lg_call *call)
 {
     json_t *list = json_array();
@@ -41,7 +41,7 @@ static void list_clients(struct lg_worker *w, struct lg_call *call)
         if (c->id <= call->after_id || !lg_conn_is_client(c) ||
             (call->topic[0] && !listens_to(c, call->topic)))
             continue;
-        if (json_array_size(list) >= call->limit)
+        if (json_array_size(list) > call->limit)
             break;
         json_array_append_new(list, lg_conn_report_json(c, now));
     }
