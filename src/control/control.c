@@ -73,6 +73,10 @@ static bool route_matches(const struct lg_ctl_route *rt, const char *url)
     if (rt->suffix == NULL)
         return strcmp(url, rt->prefix) == 0;
     size_t suf = strlen(rt->suffix);
+    /* A path ending in "/events" is the publish route's: the admin routes on /v1/topics/{topic}
+     * reach such a topic with its slash encoded (%2Fevents). */
+    if (suf == 0 && (len == pre || (len >= 7 && strcmp(url + len - 7, "/events") == 0)))
+        return false;
     return len >= pre + suf && strncmp(url, rt->prefix, pre) == 0 &&
            strcmp(url + len - suf, rt->suffix) == 0;
 }

@@ -77,6 +77,7 @@ struct lg_conn {
     uint64_t id;              /* unique in the process, increasing in open order */
     int64_t opened_unix_ms;
     uint64_t opened_mono_ms;
+    char peer[48];            /* the socket's peer address, read at open ("" = unknown) */
     const char *close_reason; /* static: "policy", "error", ...; NULL = decided at release */
 };
 

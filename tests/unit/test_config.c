@@ -329,9 +329,9 @@ struct lg_error_case {
 };
 
 #define LG_TOP_KEYS                                                                                \
-    "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, client_queue, "             \
-    "topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, write_batch_bytes, "     \
-    "drain_timeout_ms"
+    "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, "               \
+    "client_queue, topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, "          \
+    "write_batch_bytes, drain_timeout_ms, metrics"
 #define LG_PATTERN_CHARS                                                                           \
     "(patterns use A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)"
 
