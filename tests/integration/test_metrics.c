@@ -170,6 +170,8 @@ START_TEST(test_metrics_exact_after_traffic)
     ck_assert_int_eq(lg_publish(s.control_port, "y", "1", NULL, 0), 503);
     ck_assert_int_eq(lg_publish(s.control_port, "z", "1", NULL, 0), 503);
 
+    /* The poll's connection is closed (and counted) once only the 4 streams are open. */
+    ck_assert(lg_wait_stat(s.control_port, "connections_open", 4, WAIT_MS));
     char *body = scrape(s.control_port);
     promtool_accepts(body);
     expect(body, "livegate_events_published_total", 5 + 1 + FLOOD_N + 1);
