@@ -173,11 +173,7 @@ void lg_conn_kick(struct lg_conn *c, const char *reason)
         c->close_reason = "admin";
         return;
     }
-    if (!c->transport->stream) {
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
-        return;
-    }
-    lg_subscriber_kick(&c->sub, reason);
+    lg_subscriber_kick(&c->sub, reason); /* a stream: SSE or WebSocket */
     lg_conn_want_write(c);
 }
 
