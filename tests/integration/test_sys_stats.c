@@ -47,6 +47,16 @@ static long long member(json_t *o, const char *path)
     return (long long)json_number_value(v);
 }
 
+/* The value of the sample `series` in a /metrics body. */
+static long long metric(const char *body, const char *series)
+{
+    char needle[160];
+    snprintf(needle, sizeof needle, "\n%s ", series);
+    const char *at = strstr(body, needle);
+    ck_assert_msg(at, "no sample %s in /metrics", series);
+    return strtoll(at + strlen(needle), NULL, 10);
+}
+
 START_TEST(test_sys_stats_every_second_on_every_transport)
 {
     struct lg_sse_client sse;
@@ -72,16 +82,16 @@ START_TEST(test_sys_stats_every_second_on_every_transport)
     json_decref(first);
     json_decref(second);
 
-    /* The same figures as GET /metrics shows (nothing changes between the tick and now). */
+    /* The same figures as GET /metrics shows (the clients do not change meanwhile; a tick's
+     * own event may be in flight, so the backlog is only bounded by it). */
     struct lg_http_response mr;
     ck_assert_int_eq(lg_http_request(srv.control_port, "GET", "/metrics", NULL, NULL, 0, &mr,
                                      WAIT_MS), 0);
-    ck_assert_msg(strstr(mr.body, "\nlivegate_clients{transport=\"sse\"} 1\n") &&
-                      strstr(mr.body, "\nlivegate_clients{transport=\"websocket\"} 1\n") &&
-                      strstr(mr.body, "\nlivegate_clients{transport=\"poll\"} 0\n") &&
-                      strstr(mr.body, "\nlivegate_backlog_events 0\n") &&
-                      strstr(mr.body, "\nlivegate_events_dropped_total{reason=\"overflow\"} 0\n"),
-                  "/metrics disagrees with $sys/stats:\n%s", mr.body);
+    ck_assert_int_eq(metric(mr.body, "livegate_clients{transport=\"sse\"}"), 1);
+    ck_assert_int_eq(metric(mr.body, "livegate_clients{transport=\"websocket\"}"), 1);
+    ck_assert_int_eq(metric(mr.body, "livegate_clients{transport=\"poll\"}"), 0);
+    ck_assert_int_le(metric(mr.body, "livegate_backlog_events"), 2);
+    ck_assert_int_eq(metric(mr.body, "livegate_events_dropped_total{reason=\"overflow\"}"), 0);
     lg_http_response_free(&mr);
     /* Two ticks were delivered: both were counted (the main thread counts a tick once its
      * publish returned, which may be after a subscriber already got it). */
