@@ -515,7 +515,7 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
         sn->sent_seq = ev->seq;
         if (events == 0)
             now_ns = lg_mono_ns();
-        lg_histogram_observe(&lg_worker_stats[s->worker].delivery_lag,
+        lg_histogram_observe_owned(&lg_worker_stats[s->worker].delivery_lag,
                              now_ns > ev->published_mono_ns ? now_ns - ev->published_mono_ns : 0);
         ops->render_event(out, s, ev, items++);
         lg_event_unref(&ev);

@@ -260,8 +260,9 @@ static void invoke_pending_timed(struct ev_loop *loop)
     struct lg_worker *w = ev_userdata(loop);
     uint64_t start = lg_mono_ns();
     ev_invoke_pending(loop);
-    atomic_fetch_add_explicit(&lg_worker_stats[w->index].busy_ns, lg_mono_ns() - start,
-                              memory_order_relaxed);
+    _Atomic uint64_t *busy = &lg_worker_stats[w->index].busy_ns; /* this thread's alone */
+    atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) +
+                                    (lg_mono_ns() - start), memory_order_relaxed);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */

@@ -10,13 +10,31 @@ const uint64_t lg_histogram_bounds_ns[LG_HISTOGRAM_BUCKETS] = {
     50 * MS,  100 * MS, 250 * MS, 500 * MS, 1 * S, 2500 * MS, 5 * S, 10 * S,
 };
 
-void lg_histogram_observe(struct lg_histogram *h, uint64_t ns)
+static unsigned bucket_of(uint64_t ns)
 {
     unsigned b = 0;
     while (b < LG_HISTOGRAM_BUCKETS && ns > lg_histogram_bounds_ns[b])
         b++;
-    atomic_fetch_add_explicit(&h->buckets[b], 1, memory_order_relaxed);
+    return b;
+}
+
+void lg_histogram_observe(struct lg_histogram *h, uint64_t ns)
+{
+    atomic_fetch_add_explicit(&h->buckets[bucket_of(ns)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
+}
+
+/* One writer: a load and a store cannot lose an update, and readers see each value whole. */
+static void add_owned(_Atomic uint64_t *v, uint64_t n)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+void lg_histogram_observe_owned(struct lg_histogram *h, uint64_t ns)
+{
+    add_owned(&h->buckets[bucket_of(ns)], 1);
+    add_owned(&h->sum_ns, ns);
 }
 
 void lg_histogram_read(const struct lg_histogram *h, struct lg_histogram_snapshot *into)

@@ -4,9 +4,10 @@
  *
  * Owns:    its counters (embedded: no allocation).
  * Frees:   nothing.
- * Threads: lg_histogram_observe() from any thread (relaxed atomic adds: a histogram owned by
- *          one thread, as a worker's, never contends; a shared one costs one atomic add per
- *          bucket hit). lg_histogram_read() from any thread: each counter is read once, so a
+ * Threads: lg_histogram_observe() from any thread (relaxed atomic adds, for a histogram
+ *          several threads write); lg_histogram_observe_owned() only from the one thread that
+ *          ever writes that histogram (a worker's own: relaxed loads and stores, no locked
+ *          instruction on the delivery path). lg_histogram_read() from any thread: each counter is read once, so a
  *          scrape racing an observation may see count and buckets one observation apart; the
  *          exposition derives count from the buckets so the two always agree.
  * Bounds:  LG_HISTOGRAM_BUCKETS buckets plus +Inf.
@@ -34,6 +35,7 @@ struct lg_histogram_snapshot {
 };
 
 void lg_histogram_observe(struct lg_histogram *h, uint64_t ns);
+void lg_histogram_observe_owned(struct lg_histogram *h, uint64_t ns);
 /* Add h's counts to *into. */
 void lg_histogram_read(const struct lg_histogram *h, struct lg_histogram_snapshot *into);
 uint64_t lg_histogram_snapshot_count(const struct lg_histogram_snapshot *s);
