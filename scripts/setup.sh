@@ -9,6 +9,9 @@ packages=(
   check libsubunit-dev libssl-dev
   valgrind procps util-linux
   clang libclang-rt-14-dev
+  # promtool, which tests/integration/test_metrics.c runs on GET /metrics: Debian ships it only
+  # in the (large) prometheus package
+  prometheus
 )
 if [[ "${LG_SETUP_BENCH:-0}" == 1 ]]; then
   packages+=(nginx libnginx-mod-nchan)

@@ -41,6 +41,10 @@ static const char *const lg_log_level_names[] = {
     [LG_LOG_DEBUG] = "debug", NULL,
 };
 
+static const char *const lg_log_format_names[] = {
+    [LG_LOG_TEXT] = "text", [LG_LOG_JSON] = "json", NULL,
+};
+
 #define LG_OFF(field) offsetof(struct lg_config, field)
 #define LG_KIB(n) ((uint64_t)(n) * 1024u)
 #define LG_MIB(n) ((uint64_t)(n) * 1024u * 1024u)
@@ -92,6 +96,9 @@ static const struct lg_setting lg_settings[] = {
     LG_U32("workers", workers, 0, LG_MAX_WORKERS, 0, "worker threads; 0 = one per online CPU"),
     { .key = "log_level", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_level),
       .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged" },
+    { .key = "log_format", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_format),
+      .def = LG_LOG_TEXT, .names = lg_log_format_names,
+      .doc = "log lines: text, or json (one object a line)" },
     { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,
       .max = 4095, .def_text = "", .doc = "static files directory; \"\" = <binary dir>/../static" },
     { .key = "trusted_proxies", .type = LG_SETTING_STRING, .offset = LG_OFF(trusted_proxies),
@@ -197,6 +204,9 @@ static const struct lg_setting lg_settings[] = {
     LG_U32("auth.leeway_s", auth.leeway_s, 0, 3600, 0, "clock skew allowed on exp and nbf"),
     LG_LIST("allowed_origins", allowed_origins, lg_config__origin_problem,
             "Origins that get CORS headers and may open WebSockets; [] = any, no CORS"),
+    { .key = "metrics.topics", .type = LG_SETTING_STRING, .offset = LG_OFF(metrics_topics),
+      .min = 0, .max = 4095, .def_text = "",
+      .doc = "topics with their own /metrics series (patterns with * and ?, comma-separated)" },
 };
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))
@@ -299,6 +309,13 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
                                      LG_TRUSTED_PROXIES_MAX, &bad) < 0) {
         lg_config__errf(err, "trusted_proxies: the entry at byte %zu is not a numeric IPv4 or "
                         "IPv6 address (at most %d, comma-separated)", bad, LG_TRUSTED_PROXIES_MAX);
+        return -1;
+    }
+    size_t at = 0;
+    if (!lg_topic_pattern_list_ok(cfg->metrics_topics ? cfg->metrics_topics : "", &at)) {
+        lg_config__errf(err, "metrics.topics: the entry at byte %zu is not a topic pattern "
+                        "(topic name bytes, * and ?; at most %d entries, comma-separated)", at,
+                        LG_METRICS_TOPIC_PATTERNS_MAX);
         return -1;
     }
     if (cfg->limits.max_event_bytes > cfg->limits.max_batch_bytes) {
@@ -595,5 +612,6 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->auth.cookie);
     lg_string_list_free(&cfg->auth.anonymous_subscribe);
     lg_string_list_free(&cfg->allowed_origins);
+    free(cfg->metrics_topics);
     memset(cfg, 0, sizeof(*cfg));
 }

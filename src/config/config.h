@@ -37,13 +37,18 @@ struct lg_listen_addr {
 /* Most worker threads: the hub tracks the workers of a publish in one 64-bit mask. */
 #define LG_MAX_WORKERS 64
 #define LG_TRUSTED_PROXIES_MAX 64 /* entries of "trusted_proxies" */
+#define LG_METRICS_TOPIC_PATTERNS_MAX 64 /* entries of "metrics.topics" */
+#define LG_METRICS_TOPIC_SERIES_MAX 100  /* topics given their own /metrics series, at most */
 
 struct lg_config {
     struct lg_listen_addr public_addr;  /* "listen.public"  default 0.0.0.0:8080 */
     struct lg_listen_addr control_addr; /* "listen.control" default 127.0.0.1:8081 */
     uint32_t workers;                   /* "workers": 0 = one per online CPU */
     enum lg_log_level log_level;        /* "log_level" */
+    enum lg_log_format log_format;      /* "log_format": text or json lines */
     char *static_dir;                   /* "static_dir": "" = <binary dir>/../static */
+    char *metrics_topics;               /* "metrics.topics": patterns of the topics with their
+                                           own /metrics series, comma-separated ("" = none) */
     char *trusted_proxies;              /* "trusted_proxies": addresses whose X-Forwarded-For
                                            names the client, comma-separated */
 

@@ -42,6 +42,7 @@ typedef const char *lg_list_item_check(const char *item, size_t len);
 /* Enums are written through an unsigned int; GCC and Clang give these enums that layout. */
 _Static_assert(sizeof(enum lg_slow_policy) == sizeof(unsigned), "enum lg_slow_policy size");
 _Static_assert(sizeof(enum lg_log_level) == sizeof(unsigned), "enum lg_log_level size");
+_Static_assert(sizeof(enum lg_log_format) == sizeof(unsigned), "enum lg_log_format size");
 
 struct lg_setting {
     const char *key;           /* dotted path in the JSON document */

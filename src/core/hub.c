@@ -15,6 +15,7 @@
  * idempotency are the store's.
  */
 #include "hub.h"
+#include "hub_internal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -31,29 +32,10 @@
 #include "store_memory.h"
 #include "topic.h"
 
-struct lg_worker_link {
-    struct lg_inbox *inbox;
-    lg_wake_proc *wake;
-    void *wake_arg;
-};
-
-struct lg_hub {
-    const struct lg_config *cfg;
-    uint32_t workers;
-    struct lg_worker_link *links;   /* [workers], set before publishing starts */
-    lg_room_proc *room;             /* set before publishing starts */
-    void *room_arg;
-    struct lg_store *store;         /* where every topic's stream is kept */
-    pthread_rwlock_t registry_lock;
-    struct lg_topic **buckets;      /* {registry_lock} chained hash table */
-    size_t bucket_mask;
-    size_t topic_count;             /* {registry_lock} */
-};
-
 static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
 static const char topic_oom_problem[] = "out of memory";
 
-static uint32_t hash_name(const char *s, size_t len)
+uint32_t lg_hub_hash_name(const char *s, size_t len)
 {
     uint32_t h = 2166136261u; /* FNV-1a: short keys, no adversarial concern behind the grammar */
     for (size_t i = 0; i < len; i++) {
@@ -80,6 +62,9 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
     if (!hub->store || !hub->buckets || !hub->links ||
         pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
+    for (uint32_t w = 0; w < workers; w++)
+        if (lg_mailbox_init(&hub->links[w].calls) != 0)
+            abort(); /* a mutex with default attributes does not fail to initialise */
     return hub;
 err:
     if (hub->store)
@@ -103,6 +88,12 @@ void lg_hub_destroy(struct lg_hub *hub)
             t = next;
         }
     }
+    for (struct lg_topic *t = hub->graveyard, *next; t; t = next) {
+        next = t->next_in_bucket;
+        lg_topic_destroy(t);
+    }
+    for (uint32_t w = 0; w < hub->workers; w++)
+        lg_mailbox_release(&hub->links[w].calls, w); /* calls a stopped worker never took */
     pthread_rwlock_destroy(&hub->registry_lock);
     hub->store->ops->destroy(hub->store); /* after every topic closed its stream */
     free(hub->buckets);
@@ -113,7 +104,9 @@ void lg_hub_destroy(struct lg_hub *hub)
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg)
 {
-    hub->links[w] = (struct lg_worker_link){.inbox = inbox, .wake = wake, .wake_arg = wake_arg};
+    hub->links[w].inbox = inbox;
+    hub->links[w].wake = wake;
+    hub->links[w].wake_arg = wake_arg;
 }
 
 void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg)
@@ -147,7 +140,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
         *problem = bad;
         return NULL;
     }
-    uint32_t h = hash_name(name, len);
+    uint32_t h = lg_hub_hash_name(name, len);
     pthread_rwlock_rdlock(&hub->registry_lock);
     struct lg_topic *t = find_locked(hub, name, len, h);
     if (t)
@@ -269,6 +262,12 @@ static enum lg_publish_status refuse(enum lg_publish_status s)
 {
     static struct lg_ratelimit rl;
     LG_STAT_ADD(publishes_refused, 1);
+    if (s == LG_PUBLISH_TOO_MANY_TOPICS)
+        LG_STAT_ADD(publishes_refused_topics, 1);
+    else if (s == LG_PUBLISH_MEMORY_FULL)
+        LG_STAT_ADD(publishes_refused_memory, 1);
+    else
+        LG_STAT_ADD(publishes_refused_oom, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "publish refused: %s", lg_publish_status_message(s));
     return s;
 }
@@ -318,17 +317,26 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
 {
     if (lg_topic_name_problem(req->topic, req->topic_len))
         return LG_PUBLISH_BAD_TOPIC;
-    if (req->topic[0] == '$')
+    if (req->topic[0] == '$' && !req->gateway_own)
         return LG_PUBLISH_RESERVED_TOPIC;
     if (!req->data_is_json && !lg_utf8_valid(req->data, req->data_len))
         return LG_PUBLISH_BAD_DATA;
 
     const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
-    if (!t)
-        return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM : LG_PUBLISH_TOO_MANY_TOPICS);
-
-    pthread_mutex_lock(&t->lock);
+    struct lg_topic *t;
+    for (;;) {
+        t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
+        if (!t)
+            return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
+                                                       : LG_PUBLISH_TOO_MANY_TOPICS);
+        pthread_mutex_lock(&t->lock);
+        if (!atomic_load_explicit(&t->deleted, memory_order_relaxed))
+            break;
+        /* Deleted since the lookup (DELETE /v1/topics/{topic}): the name's next life is the
+         * registry's now, and the publish belongs to it. */
+        pthread_mutex_unlock(&t->lock);
+        lg_hub_topic_done(hub, t);
+    }
     struct lg_event *original =
         req->idempotency_key
             ? lg_stream_find_key(t->stream, req->idempotency_key, req->idempotency_key_len)
@@ -369,7 +377,8 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     lg_hub_topic_done(hub, t);
     if (call.status != LG_PUBLISH_OK)
         return refuse(call.status);
-    LG_STAT_ADD(events_published, 1);
+    if (!req->gateway_own)
+        LG_STAT_ADD(events_published, 1);
     return LG_PUBLISH_OK;
 }
 
@@ -404,6 +413,22 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
     return done;
 }
 
+uint32_t lg_hub_workers(const struct lg_hub *hub) { return hub->workers; }
+
+uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w)
+{
+    const struct lg_inbox *in = hub->links[w].inbox;
+    return in ? atomic_load_explicit(&in->occupancy, memory_order_relaxed) : 0;
+}
+
+uint64_t lg_hub_backlog(const struct lg_hub *hub)
+{
+    uint64_t sum = 0;
+    for (uint32_t w = 0; w < hub->workers; w++)
+        sum += lg_hub_worker_backlog(hub, w);
+    return sum;
+}
+
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
 int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
@@ -413,6 +438,12 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     (void)hub;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&t->lock);
+    if (atomic_load_explicit(&t->deleted, memory_order_relaxed)) {
+        /* Deleted between the lookup and now: the workers were told already (hub_admin.h). */
+        pthread_mutex_unlock(&t->lock);
+        *problem = "the topic was deleted while subscribing; retry";
+        return -1;
+    }
     uint32_t epoch = lg_stream_epoch(t->stream);
     uint64_t newest = lg_stream_newest(t->stream);
     out->epoch = epoch;
@@ -496,6 +527,15 @@ static size_t collect_idle(struct lg_hub *hub)
             collected++;
         }
     }
+    for (struct lg_topic **pp = &hub->graveyard; *pp;) {
+        struct lg_topic *t = *pp;
+        if (atomic_load_explicit(&t->refs, memory_order_acquire) != 1) {
+            pp = &t->next_in_bucket;
+            continue;
+        }
+        *pp = t->next_in_bucket;
+        lg_topic_destroy(t); /* deleted and let go by every subscriber and inbox */
+    }
     pthread_rwlock_unlock(&hub->registry_lock);
     LG_STAT_SUB(topics, (int64_t)collected);
     LG_STAT_ADD(topics_collected, collected);
@@ -511,11 +551,15 @@ size_t lg_hub_expire(struct lg_hub *hub)
         for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket) {
             pthread_mutex_lock(&t->lock);
             lg_stream_expire(t->stream, now);
+            uint64_t newest = lg_stream_newest(t->stream);
+            t->publish_rate = newest - t->rate_mark; /* the tick is once a second */
+            t->rate_mark = newest;
             idle += atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 &&
                     lg_stream_newest(t->stream) == 0;
             pthread_mutex_unlock(&t->lock);
         }
     }
+    bool graves = hub->graveyard != NULL;
     pthread_rwlock_unlock(&hub->registry_lock);
-    return idle ? collect_idle(hub) : 0; /* the write lock only when there is work */
+    return idle || graves ? collect_idle(hub) : 0; /* the write lock only when there is work */
 }

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "auth.h"
 #include "client_addresses.h"
@@ -11,12 +12,26 @@
 #include "log.h"
 #include "stats.h"
 #include "subscribe_params.h"
+#include "conn_report.h"
 #include "worker_services.h"
 
 static void count_client(const struct lg_transport_ops *t, int delta)
 {
     if (t && t->clients)
         atomic_fetch_add_explicit(t->clients, delta, memory_order_relaxed);
+}
+
+/* The socket's peer address as text ("" when it cannot be read: a socketpair, or gone). */
+static void peer_of(struct lws *wsi, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    struct lg_client_address a;
+    out[0] = '\0';
+    int fd = wsi ? lws_get_socket_fd(wsi) : -1;
+    if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
+        lg_client_address_of((struct sockaddr *)&ss, &a))
+        lg_client_address_format(&a, out, cap);
 }
 
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
@@ -28,6 +43,11 @@ void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
     c->transport = transport;
     count_client(transport, 1);
     c->last_write_ms = lg_mono_ms();
+    static _Atomic uint64_t last_id;
+    c->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+    c->opened_unix_ms = lg_unix_ms();
+    c->opened_mono_ms = c->last_write_ms;
+    peer_of(wsi, c->peer, sizeof c->peer);
     const struct lg_config *cfg = lg_worker_config(w);
     lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
                  cfg->limits.max_topics_per_client, c->last_write_ms);
@@ -61,6 +81,7 @@ void lg_conn_release(struct lg_conn *c)
     if (c->released || !c->transport)
         return;
     c->released = true;
+    lg_conn_report_closed(c);
     if (c->client_counted)
         lg_client_addresses_release(lg_worker_clients(c->worker), &c->client);
     count_client(c->transport, -1);
@@ -95,6 +116,8 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
     snprintf(headers, sizeof headers, "%s%s", extra_headers ? extra_headers : "",
              c->cors ? c->cors : "");
     lg_http_error_response(&c->out, status, code, message, headers, false);
+    if (!c->close_reason)
+        c->close_reason = status == 429 || status == 401 || status == 403 ? "policy" : "error";
     c->closing = true;
     c->keep_alive = false;
     lg_conn_want_write(c);
@@ -119,6 +142,8 @@ void lg_conn_write_now(struct lg_conn *c)
     if (c->transport->write_events(c) != 0) {
         /* The socket failed outside any callback of this connection: lws closes it on its
          * next pass (its close path releases c). */
+        if (!c->close_reason)
+            c->close_reason = "error";
         lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
         return;
     }
@@ -141,6 +166,23 @@ void lg_conn_check_lag(struct lg_conn *c)
 void lg_conn_drain(struct lg_conn *c)
 {
     c->transport->drain(c);
+}
+
+void lg_conn_kick(struct lg_conn *c, const char *reason)
+{
+    if (c->released)
+        return;
+    c->close_reason = "admin";
+    if (c->transport == &lg_transport_poll) {
+        lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
+        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+        lg_conn_set_transport(c, &lg_transport_http);
+        lg_conn_http_error(c, 409, "kicked", reason, NULL);
+        c->close_reason = "admin";
+        return;
+    }
+    lg_subscriber_kick(&c->sub, reason); /* a stream: SSE or WebSocket */
+    lg_conn_want_write(c);
 }
 
 int lg_conn_flush_out(struct lg_conn *c)

@@ -27,6 +27,9 @@
 #include "transport.h"
 #include "worker_internal.h"
 #include "worker_services.h"
+#include "worker_stats.h"
+
+_Static_assert(LG_MAX_WORKERS <= LG_WORKER_STATS_MAX, "a worker_stats slot per worker");
 
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
@@ -251,6 +254,9 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
     expire_tokens(w);
+    struct lg_worker_stats *ws = &lg_worker_stats[w->index];
+    atomic_store_explicit(&ws->backlogged_conns, (int64_t)w->backlogged.count, memory_order_relaxed);
+    atomic_store_explicit(&ws->connections, (int64_t)w->conns.count, memory_order_relaxed);
     for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
         next = link->next; /* the check may close the connection */
         lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, backlog_link));
@@ -260,6 +266,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 
 static void on_cancel(struct lg_worker *w)
 {
+    lg_worker_answer_calls(w);
     lg_worker_sweep(w);
     if (atomic_load(&w->drain_requested) && !w->draining)
         begin_drain(w);
@@ -280,6 +287,18 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested))
         ev_break(loop, EVBREAK_ALL);
+}
+
+/* Every callback of the loop runs inside this: the time it takes is the worker's busy time
+ * (the rest is spent waiting in epoll), so a scrape can see how saturated each worker is. */
+static void invoke_pending_timed(struct ev_loop *loop)
+{
+    struct lg_worker *w = ev_userdata(loop);
+    uint64_t start = lg_mono_ns();
+    ev_invoke_pending(loop);
+    _Atomic uint64_t *busy = &lg_worker_stats[w->index].busy_ns; /* this thread's alone */
+    atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) +
+                                    (lg_mono_ns() - start), memory_order_relaxed);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */
@@ -362,6 +381,8 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "worker %u: cannot create its epoll loop", w->index);
         return -1;
     }
+    ev_set_userdata(w->loop, w);
+    ev_set_invoke_pending_cb(w->loop, invoke_pending_timed);
     ev_check_init(&w->after_events, after_events);
     w->after_events.data = w;
     ev_check_start(w->loop, &w->after_events);

@@ -1,0 +1,53 @@
+/* histogram.c - see histogram.h. */
+#include "histogram.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define S 1000000000ull
+
+const uint64_t lg_histogram_bounds_ns[LG_HISTOGRAM_BUCKETS] = {
+    100 * US, 250 * US, 500 * US, 1 * MS, 2500 * US, 5 * MS, 10 * MS, 25 * MS,
+    50 * MS,  100 * MS, 250 * MS, 500 * MS, 1 * S, 2500 * MS, 5 * S, 10 * S,
+};
+
+static unsigned bucket_of(uint64_t ns)
+{
+    unsigned b = 0;
+    while (b < LG_HISTOGRAM_BUCKETS && ns > lg_histogram_bounds_ns[b])
+        b++;
+    return b;
+}
+
+void lg_histogram_observe(struct lg_histogram *h, uint64_t ns)
+{
+    atomic_fetch_add_explicit(&h->buckets[bucket_of(ns)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
+}
+
+/* One writer: a load and a store cannot lose an update, and readers see each value whole. */
+static void add_owned(_Atomic uint64_t *v, uint64_t n)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+void lg_histogram_observe_owned(struct lg_histogram *h, uint64_t ns)
+{
+    add_owned(&h->buckets[bucket_of(ns)], 1);
+    add_owned(&h->sum_ns, ns);
+}
+
+void lg_histogram_read(const struct lg_histogram *h, struct lg_histogram_snapshot *into)
+{
+    for (unsigned b = 0; b <= LG_HISTOGRAM_BUCKETS; b++)
+        into->buckets[b] += atomic_load_explicit(&h->buckets[b], memory_order_relaxed);
+    into->sum_ns += atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
+}
+
+uint64_t lg_histogram_snapshot_count(const struct lg_histogram_snapshot *s)
+{
+    uint64_t n = 0;
+    for (unsigned b = 0; b <= LG_HISTOGRAM_BUCKETS; b++)
+        n += s->buckets[b];
+    return n;
+}
