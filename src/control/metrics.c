@@ -72,6 +72,8 @@ static const char closed_help[] =
 static const char refused_conn_help[] = "Connections refused at accept or upgrade, by limit.";
 static const char delivered_help[] = "Events written to clients, by transport.";
 static const char dropped_help[] = "Events dropped for slow clients, by reason.";
+static const char auth_refused_help[] =
+    "Requests, connections and subscriptions refused by authorization, by reason.";
 static const char refused_pub_help[] = "Publishes refused with 503, by reason.";
 static const char notices_help[] = "Notices written to clients, by kind.";
 
@@ -162,6 +164,27 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_control_connections_timed_out_total",
             "Control-port connections shut down past their request deadline.", NULL,
             control_connections_timed_out),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"missing\"",
+            auth_refused_missing),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"malformed\"",
+            auth_refused_malformed),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"expired\"",
+            auth_refused_expired),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"not_yet_valid\"",
+            auth_refused_not_yet_valid),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"bad_signature\"",
+            auth_refused_bad_signature),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"wrong_algorithm\"",
+            auth_refused_wrong_algorithm),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"topic\"",
+            auth_refused_topic),
+    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"origin\"",
+            auth_refused_origin),
+    COUNTER("livegate_auth_streams_expired_total",
+            "Connections ended when their token reached exp (SSE error event, WebSocket 4003, "
+            "poll answered).", NULL, auth_streams_expired),
+    COUNTER("livegate_auth_refreshed_total",
+            "WebSocket auth and refresh messages accepted.", NULL, auth_refreshed),
     COUNTER("livegate_sys_stats_published_total", "Events published to $sys/stats.", NULL,
             sys_stats_published),
     COUNTER("livegate_sys_stats_skipped_total",
