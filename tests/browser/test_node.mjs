@@ -1,0 +1,75 @@
+// test_node.mjs - static/livegate.js imported by Node against the real gateway: SSE and
+// long-poll through Node's fetch, and the cursor handed from one subscription to the next
+// (resume after close: only what was published since, once). WebSocket too when this Node
+// has a global WebSocket (Node 20 with --experimental-websocket, as ctest runs it there; Node
+// 18, Debian 12's own, has none, and the client leaves that transport out by itself).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import path from "node:path";
+import { startGateway, publish, waitFor, sleep, sourceDir } from "./lib.mjs";
+
+const { subscribe } = await import(path.join(sourceDir, "static/livegate.js"));
+let gw;
+before(async () => { gw = await startGateway(); });
+after(async () => { assert.equal(await gw.stop(), 0); });
+
+async function collect(topic, transports, since) {
+  const got = { events: [], states: [], resets: [] };
+  const sub = subscribe([topic], {
+    baseUrl: gw.publicUrl, transports, since, pollTimeoutS: 2,
+    onEvent: (e) => got.events.push(`${e.seq}=${e.data}@${e.transport}`),
+    onReset: (r) => got.resets.push(r.id),
+    onState: (s) => { got.states.push(`${s.state}:${s.transport}`); if (process.env.DBG) console.log(s); },
+  });
+  await waitFor(`${transports} to open`, () => sub.state === "open");
+  return { sub, got };
+}
+
+for (const transport of ["sse", "poll", "websocket"]) {
+  test(`${transport}: events once and in order, then a resume from the cursor`, async (t) => {
+    if (transport === "websocket" && !globalThis.WebSocket) {
+      assert.ok(Number(process.versions.node.split(".")[0]) < 20, "Node 20+ is run with --experimental-websocket");
+      t.diagnostic(`Node ${process.version} has no WebSocket: the client leaves it out`);
+      const { sub, got } = await collect(`node-${transport}`, ["websocket", "poll"]);
+      assert.deepEqual(got.states, ["connecting:poll", "open:poll"]);
+      sub.close();
+      return;
+    }
+    const topic = `node-${transport}`;
+    const { sub, got } = await collect(topic, [transport]);
+    for (let i = 1; i <= 4; i++) await publish(gw, topic, `d${i}`);
+    await waitFor("4 events", () => got.events.length === 4);
+    const cursor = sub.cursor();
+    sub.close();
+    assert.equal(sub.state, "closed");
+    assert.deepEqual(got.events, [1, 2, 3, 4].map((i) => `${i}=d${i}@${transport}`));
+    assert.match(cursor, new RegExp(`^${topic}@[0-9a-f]{8}:4$`));
+
+    for (let i = 5; i <= 6; i++) await publish(gw, topic, `d${i}`);
+    const again = await collect(topic, [transport], cursor);
+    await waitFor("the 2 missed events", () => again.got.events.length === 2);
+    await publish(gw, topic, "d7");
+    await waitFor("a live one", () => again.got.events.length === 3);
+    await sleep(200);
+    again.sub.close();
+    assert.deepEqual(again.got.events, [5, 6, 7].map((i) => `${i}=d${i}@${transport}`));
+  });
+}
+
+test("a cursor from another epoch: reset, then live events", async () => {
+  const { sub, got } = await collect("node-reset", ["poll"], "node-reset@00000000:3");
+  await waitFor("the reset", () => got.resets.length === 1);
+  assert.match(got.resets[0], /^node-reset@[0-9a-f]{8}:0$/);
+  await publish(gw, "node-reset", "x");
+  await waitFor("the event", () => got.events.length === 1);
+  sub.close();
+  assert.deepEqual(got.events, ["1=x@poll"]);
+});
+
+test("a refused subscription ends with onEnd and the gateway's error code", async () => {
+  const ended = await new Promise((resolve) => {
+    subscribe(["bad topic"], { baseUrl: gw.publicUrl, transports: ["sse"], onEnd: resolve });
+  });
+  assert.equal(ended.reason, "error");
+  assert.equal(ended.error.code, "invalid_topic");
+});
