@@ -20,6 +20,7 @@
 #include "hub.h"
 #include "log.h"
 #include "publish_pacer.h"
+#include "sys_stats.h"
 #include "worker.h"
 
 struct lg_app {
@@ -36,6 +37,7 @@ struct lg_app {
     struct lg_client_addresses *clients;     /* connections per client address; after workers */
     struct lg_client_address trusted[LG_TRUSTED_PROXIES_MAX]; /* trusted_proxies, parsed */
     size_t trusted_count;
+    struct lg_sys_stats sys_stats;           /* the $sys/stats tick's memory (main thread) */
 };
 
 static uint32_t worker_count(const struct lg_config *cfg)
@@ -184,17 +186,29 @@ static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
     snprintf(out, cap, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* Wait for SIGINT/SIGTERM, expiring history once a second meanwhile. */
+/* Wait for SIGINT/SIGTERM; once a second meanwhile (on a fixed cadence, whatever signals
+ * arrive), publish $sys/stats and expire history. */
 static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
 {
+    lg_sys_stats_init(&app->sys_stats);
+    uint64_t next_tick = lg_mono_ms() + 1000;
     for (;;) {
-        struct timespec one_second = {.tv_sec = 1};
-        int sig = sigtimedwait(signals, NULL, &one_second);
+        uint64_t now = lg_mono_ms();
+        uint64_t wait_ms = next_tick > now ? next_tick - now : 0;
+        struct timespec wait = {.tv_sec = (time_t)(wait_ms / 1000),
+                                .tv_nsec = (long)(wait_ms % 1000) * 1000000};
+        int sig = wait_ms ? sigtimedwait(signals, NULL, &wait) : -1;
         if (sig == SIGINT || sig == SIGTERM) {
             lg_log_lifecycle("received %s: draining (at most %u ms)",
                              sig == SIGINT ? "SIGINT" : "SIGTERM", app->cfg->drain_timeout_ms);
             return;
         }
+        if (lg_mono_ms() < next_tick)
+            continue; /* another signal */
+        next_tick += 1000;
+        if (next_tick <= lg_mono_ms())
+            next_tick = lg_mono_ms() + 1000; /* the tick fell behind (a stopped process) */
+        lg_sys_stats_tick(&app->sys_stats, app->hub);
         size_t collected = lg_hub_expire(app->hub);
         if (collected)
             lg_debug("collected %zu idle topics (never published to, nobody subscribed)", collected);

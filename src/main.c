@@ -41,6 +41,7 @@ int main(int argc, char **argv)
         free(json);
     } else {
         lg_log_set_level(cfg.log_level);
+        lg_log_set_format(cfg.log_format);
         rc = lg_app_run(&cfg);
     }
     lg_config_release(&cfg);

@@ -40,6 +40,10 @@ static const char *const lg_log_level_names[] = {
     [LG_LOG_DEBUG] = "debug", NULL,
 };
 
+static const char *const lg_log_format_names[] = {
+    [LG_LOG_TEXT] = "text", [LG_LOG_JSON] = "json", NULL,
+};
+
 #define LG_OFF(field) offsetof(struct lg_config, field)
 #define LG_KIB(n) ((uint64_t)(n) * 1024u)
 #define LG_MIB(n) ((uint64_t)(n) * 1024u * 1024u)
@@ -64,6 +68,9 @@ static const struct lg_setting lg_settings[] = {
     LG_U32("workers", workers, 0, LG_MAX_WORKERS, 0, "worker threads; 0 = one per online CPU"),
     { .key = "log_level", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_level),
       .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged" },
+    { .key = "log_format", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_format),
+      .def = LG_LOG_TEXT, .names = lg_log_format_names,
+      .doc = "log lines: text, or json (one object a line)" },
     { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,
       .max = 4095, .def_text = "", .doc = "static files directory; \"\" = <binary dir>/../static" },
     { .key = "trusted_proxies", .type = LG_SETTING_STRING, .offset = LG_OFF(trusted_proxies),

@@ -35,6 +35,7 @@ struct lg_config {
     struct lg_listen_addr control_addr; /* "listen.control" default 127.0.0.1:8081 */
     uint32_t workers;                   /* "workers": 0 = one per online CPU */
     enum lg_log_level log_level;        /* "log_level" */
+    enum lg_log_format log_format;      /* "log_format": text or json lines */
     char *static_dir;                   /* "static_dir": "" = <binary dir>/../static */
     char *trusted_proxies;              /* "trusted_proxies": addresses whose X-Forwarded-For
                                            names the client, comma-separated */

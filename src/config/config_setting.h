@@ -36,6 +36,7 @@ enum lg_setting_type {
 /* Enums are written through an unsigned int; GCC and Clang give these enums that layout. */
 _Static_assert(sizeof(enum lg_slow_policy) == sizeof(unsigned), "enum lg_slow_policy size");
 _Static_assert(sizeof(enum lg_log_level) == sizeof(unsigned), "enum lg_log_level size");
+_Static_assert(sizeof(enum lg_log_format) == sizeof(unsigned), "enum lg_log_format size");
 
 struct lg_setting {
     const char *key;           /* dotted path in the JSON document */

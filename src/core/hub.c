@@ -269,6 +269,12 @@ static enum lg_publish_status refuse(enum lg_publish_status s)
 {
     static struct lg_ratelimit rl;
     LG_STAT_ADD(publishes_refused, 1);
+    if (s == LG_PUBLISH_TOO_MANY_TOPICS)
+        LG_STAT_ADD(publishes_refused_topics, 1);
+    else if (s == LG_PUBLISH_MEMORY_FULL)
+        LG_STAT_ADD(publishes_refused_memory, 1);
+    else
+        LG_STAT_ADD(publishes_refused_oom, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "publish refused: %s", lg_publish_status_message(s));
     return s;
 }
@@ -318,7 +324,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
 {
     if (lg_topic_name_problem(req->topic, req->topic_len))
         return LG_PUBLISH_BAD_TOPIC;
-    if (req->topic[0] == '$')
+    if (req->topic[0] == '$' && !req->gateway_own)
         return LG_PUBLISH_RESERVED_TOPIC;
     if (!req->data_is_json && !lg_utf8_valid(req->data, req->data_len))
         return LG_PUBLISH_BAD_DATA;
@@ -369,7 +375,8 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     lg_hub_topic_done(hub, t);
     if (call.status != LG_PUBLISH_OK)
         return refuse(call.status);
-    LG_STAT_ADD(events_published, 1);
+    if (!req->gateway_own)
+        LG_STAT_ADD(events_published, 1);
     return LG_PUBLISH_OK;
 }
 
@@ -402,6 +409,20 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
     }
     wake_workers(hub, wake_mask);
     return done;
+}
+
+uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w)
+{
+    const struct lg_inbox *in = hub->links[w].inbox;
+    return in ? atomic_load_explicit(&in->occupancy, memory_order_relaxed) : 0;
+}
+
+uint64_t lg_hub_backlog(const struct lg_hub *hub)
+{
+    uint64_t sum = 0;
+    for (uint32_t w = 0; w < hub->workers; w++)
+        sum += lg_hub_worker_backlog(hub, w);
+    return sum;
 }
 
 /* ---- Subscribe ------------------------------------------------------------------------ */

@@ -65,6 +65,8 @@ struct lg_publish_req {
     bool data_is_json;
     const char *idempotency_key; /* NULL = none; see lg_hub_publish() */
     size_t idempotency_key_len;
+    bool gateway_own;  /* the gateway's own figures (sys_stats.h): a '$' topic is allowed and
+                          the event is not counted in events_published */
 };
 
 struct lg_publish_result {
@@ -137,6 +139,11 @@ void lg_replay_release(struct lg_replay *r);
 
 /* Undo one listening subscription of worker w on topic t. */
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);
+
+/* Events accepted for the workers and not yet taken by them (every inbox's occupancy). */
+uint64_t lg_hub_backlog(const struct lg_hub *hub);
+/* Occupancy of worker w's inbox. */
+uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w);
 
 /* Evict history past its age bound in every topic, and collect idle topics (see Frees above).
  * Called periodically by the main thread. Return value: how many topics were collected. */

@@ -9,6 +9,7 @@
 #include "event.h"
 #include "hub.h"
 #include "log.h"
+#include "worker_stats.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "topic.h"
@@ -103,6 +104,7 @@ static bool relieve(struct lg_subscriber *s, bool lagging)
         return true;
     }
     struct lg_event *ev = lg_client_ring_pop(&s->ring);
+    s->dropped++;
     if (sn)
         owe_gap(s, sn, ev->seq);
     if (lagging)
@@ -158,8 +160,10 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
     if (s->slow_disconnect)
         return;
     if (ev->topic->policy == LG_SLOW_CONFLATE && ev->key &&
-        lg_client_ring_remove_key(&s->ring, ev->topic, ev->key))
+        lg_client_ring_remove_key(&s->ring, ev->topic, ev->key)) {
         LG_STAT_ADD(events_conflated, 1);
+        s->dropped++;
+    }
     while (!s->slow_disconnect && over_bounds(s, ev->size) && relieve(s, false)) {
     }
     /* A client that keeps up holds only what arrived since its last write; looking at the age
@@ -339,6 +343,8 @@ static void free_subscription(struct lg_subscriber *s, struct lg_subscription *s
 {
     if (sn->gap_from || sn->reset_owed)
         s->notices_owed--;
+    if (sn->end_owed)
+        s->ends_owed--;
     lg_topic_unref(sn->topic);
     free(sn);
 }
@@ -380,7 +386,25 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
 
 bool lg_subscriber_has_output(const struct lg_subscriber *s)
 {
-    return s->ring.live > 0 || s->notices_owed > 0 || s->slow_disconnect;
+    return s->ring.live > 0 || s->notices_owed > 0 || s->ends_owed > 0 || s->slow_disconnect;
+}
+
+void lg_subscriber_end(struct lg_subscriber *s, struct lg_subscription *sn)
+{
+    if (sn->end_owed)
+        return;
+    sn->end_owed = true;
+    s->ends_owed++;
+}
+
+void lg_subscriber_kick(struct lg_subscriber *s, const char *reason)
+{
+    if (s->slow_disconnect)
+        return;
+    s->slow_disconnect = true;
+    s->kicked = true;
+    snprintf(s->disconnect_reason, sizeof s->disconnect_reason, "%s", reason);
+    lg_client_ring_release(&s->ring);
 }
 
 /* ---- Rendering -------------------------------------------------------------------------- */
@@ -406,6 +430,7 @@ static struct lg_notice settle_notice(struct lg_subscriber *s, struct lg_subscri
                           .to = sn->gap_to};
     if (reset) {
         sn->reset_owed = false;
+        LG_STAT_ADD(resets_sent, 1);
     } else {
         if (sn->gap_to > sn->sent_seq)
             sn->sent_seq = sn->gap_to;
@@ -417,6 +442,27 @@ static struct lg_notice settle_notice(struct lg_subscriber *s, struct lg_subscri
     n.epoch = sn->epoch;
     n.seq = sn->sent_seq;
     return n;
+}
+
+/* The end notices owed, each followed by the removal of its subscription (so queued events
+ * of the deleted topic are skipped and the cursor no longer names it). Return value: items. */
+static size_t render_ends(struct lg_subscriber *s, struct lg_buf *out)
+{
+    size_t items = 0;
+    struct lg_subscription *sn = s->subs;
+    while (sn && s->ends_owed) {
+        struct lg_subscription *next = sn->next_of_owner;
+        if (sn->end_owed) {
+            struct lg_notice n = {.end = true, .topic = sn->topic->name,
+                                  .topic_len = sn->topic->name_len, .epoch = sn->epoch,
+                                  .seq = sn->sent_seq};
+            s->ops->render_notice(out, s, &n, items++);
+            LG_STAT_ADD(ends_sent, 1);
+            lg_subscriber_remove(s, s->hub, sn->topic);
+        }
+        sn = next;
+    }
+    return items;
 }
 
 /* Pop the next event that is still owed to a subscription (unsubscribed ones are skipped). */
@@ -441,8 +487,12 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
 {
     const struct lg_transport_ops *ops = s->ops;
     size_t items = 0, events = 0;
+    uint64_t now_ns = 0;
+    size_t start = out->len;
     if (ops->render_begin)
         ops->render_begin(out);
+    if (s->ends_owed)
+        items = render_ends(s, out);
     for (struct lg_subscription *sn = s->subs; sn && s->notices_owed; sn = sn->next_of_owner) {
         for (int reset = 1; reset >= 0; reset--) {
             bool owed = reset ? sn->reset_owed : sn->gap_from != 0;
@@ -463,6 +513,10 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
         if (!ev)
             break;
         sn->sent_seq = ev->seq;
+        if (events == 0)
+            now_ns = lg_mono_ns();
+        lg_histogram_observe(&lg_worker_stats[s->worker].delivery_lag,
+                             now_ns > ev->published_mono_ns ? now_ns - ev->published_mono_ns : 0);
         ops->render_event(out, s, ev, items++);
         lg_event_unref(&ev);
         events++;
@@ -470,6 +524,10 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
     if (ops->render_end)
         ops->render_end(out, s);
     LG_STAT_ADD(events_delivered, events);
+    if (ops->delivered)
+        atomic_fetch_add_explicit(ops->delivered, events, memory_order_relaxed);
+    s->delivered += events;
+    s->bytes_out += out->len - start;
     return events;
 }
 
@@ -478,7 +536,8 @@ size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, 
 {
     if (s->slow_disconnect) {
         if (s->ops->render_slow)
-            s->ops->render_slow(out, s->disconnect_reason, sse_retry_ms);
+            s->ops->render_slow(out, s->kicked ? "kicked" : "slow_consumer",
+                                s->disconnect_reason, sse_retry_ms);
         return 0;
     }
     size_t events = render_batch(s, out, max_bytes, SIZE_MAX);

@@ -58,6 +58,7 @@ struct lg_subscription {
     bool reset_owed;          /* owed a reset notice */
     uint64_t replay_next;     /* next seq to page in from history, 0 = caught up (live) */
     bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
+    bool end_owed;            /* the topic was deleted: owed an end notice, then removed */
 };
 
 struct lg_subscriber {
@@ -72,6 +73,11 @@ struct lg_subscriber {
     bool slow_disconnect;           /* the disconnect policy fired: send the reason, close */
     bool dropping;                  /* inside a drop episode (log once per episode) */
     uint64_t lag_origin_ns;         /* last replay page queued: replayed events age from here */
+    uint32_t ends_owed;             /* subscriptions owed an end notice (topic deleted) */
+    bool kicked;                    /* slow_disconnect was an operator's kick (admin API) */
+    uint64_t delivered;             /* events rendered for the client (the access line) */
+    uint64_t dropped;               /* events dropped or conflated for it */
+    uint64_t bytes_out;             /* bytes of events and notices rendered for it */
     char disconnect_reason[128];
 };
 
@@ -124,6 +130,14 @@ void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
 
 /* Queueing ev now would make a bound fire (the caller may write the queue out first). */
 bool lg_subscriber_would_overflow(const struct lg_subscriber *s, const struct lg_event *ev);
+
+/* The topic of sn was deleted: owe the client an end notice for it; once written, the
+ * subscription is removed (queued events of that topic are not sent). */
+void lg_subscriber_end(struct lg_subscriber *s, struct lg_subscription *sn);
+
+/* An operator disconnects the client: like the slow-consumer disconnect, with this reason
+ * (SSE error event "kicked", WebSocket close 4001). */
+void lg_subscriber_kick(struct lg_subscriber *s, const char *reason);
 
 /* Apply max_lag_ms to what is queued (called from the worker's periodic tick). */
 void lg_subscriber_check_lag(struct lg_subscriber *s, uint64_t now_ns);

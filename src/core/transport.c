@@ -12,7 +12,7 @@ void lg_notice_json_fields(struct lg_buf *out, const struct lg_notice *n)
     lg_encode_json_string(out, n->topic, n->topic_len);
     if (n->reset)
         lg_buf_appendf(out, ",\"epoch\":\"%08x\"", n->epoch);
-    else
+    else if (!n->end)
         lg_buf_appendf(out, ",\"from\":%" PRIu64 ",\"to\":%" PRIu64, n->from, n->to);
     lg_buf_append_str(out, ",\"id\":\"");
     lg_buf_append(out, entry, lg_cursor_format_entry(entry, n->topic, n->epoch, n->seq));

@@ -40,6 +40,8 @@ struct lg_subscriber;
 /* A gap or reset notice owed to a client, as the subscriber settled it (transport-neutral). */
 struct lg_notice {
     bool reset;              /* reset: the topic's epoch changed; else gap: events were lost */
+    bool end;                /* end: the topic was deleted (admin API); the client is
+                                unsubscribed from it (reset is false) */
     const char *topic;       /* borrowed topic name */
     size_t topic_len;
     uint32_t epoch;
@@ -55,6 +57,7 @@ void lg_notice_json_fields(struct lg_buf *out, const struct lg_notice *n);
 struct lg_transport_ops {
     const char *name;              /* in log lines: "SSE", "WebSocket", "long-poll", "HTTP" */
     _Atomic int64_t *clients;      /* the lg_stats gauge counting these connections, or NULL */
+    _Atomic uint64_t *delivered;   /* the lg_stats counter of events written to them, or NULL */
     bool stream;                   /* events are written as they arrive (SSE, WebSocket): queues
                                       are written straight from the sweep and lag-checked */
     bool heartbeat;                /* quiet connections get a heartbeat (the worker's quiet list) */
@@ -70,7 +73,8 @@ struct lg_transport_ops {
                          const struct lg_event *ev, size_t item);
     void (*render_end)(struct lg_buf *out, const struct lg_subscriber *s);  /* NULL: none */
     /* The slow-consumer disconnect, written before the close; NULL: the close says it. */
-    void (*render_slow)(struct lg_buf *out, const char *reason, uint32_t retry_ms);
+    void (*render_slow)(struct lg_buf *out, const char *code, const char *reason,
+                        uint32_t retry_ms); /* code: "slow_consumer", or "kicked" (admin) */
 
     /* ---- Connection, called by conn.c, the worker and the lws role callbacks ---- */
     /* stream: write queued events now (outside any lws callback), as many write_batch_bytes

@@ -217,6 +217,7 @@ static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *pee
         return;
     }
     int64_t open_now = lg_account_connection_opened();
+    LG_STAT_ADD(connections_opened, 1);
     p->fd = fd;
     if (!lg_client_address_of(peer, &p->peer))
         memset(&p->peer, 0, sizeof p->peer); /* not IP (a test over a socketpair): one key */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "stats.h"
 #include "subscribe_params.h"
+#include "conn_report.h"
 #include "worker_services.h"
 
 static void count_client(const struct lg_transport_ops *t, int delta)
@@ -27,6 +28,10 @@ void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
     c->transport = transport;
     count_client(transport, 1);
     c->last_write_ms = lg_mono_ms();
+    static _Atomic uint64_t last_id;
+    c->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+    c->opened_unix_ms = lg_unix_ms();
+    c->opened_mono_ms = c->last_write_ms;
     const struct lg_config *cfg = lg_worker_config(w);
     lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
                  cfg->limits.max_topics_per_client, c->last_write_ms);
@@ -60,6 +65,7 @@ void lg_conn_release(struct lg_conn *c)
     if (c->released || !c->transport)
         return;
     c->released = true;
+    lg_conn_report_closed(c);
     if (c->client_counted)
         lg_client_addresses_release(lg_worker_clients(c->worker), &c->client);
     count_client(c->transport, -1);
@@ -87,6 +93,8 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
     lg_buf_reset(&c->out);
     c->out_sent = 0;
     lg_http_error_response(&c->out, status, code, message, extra_headers, false);
+    if (!c->close_reason)
+        c->close_reason = status == 429 ? "policy" : "error";
     c->closing = true;
     c->keep_alive = false;
     lg_conn_want_write(c);
@@ -111,6 +119,8 @@ void lg_conn_write_now(struct lg_conn *c)
     if (c->transport->write_events(c) != 0) {
         /* The socket failed outside any callback of this connection: lws closes it on its
          * next pass (its close path releases c). */
+        if (!c->close_reason)
+            c->close_reason = "error";
         lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
         return;
     }
@@ -133,6 +143,27 @@ void lg_conn_check_lag(struct lg_conn *c)
 void lg_conn_drain(struct lg_conn *c)
 {
     c->transport->drain(c);
+}
+
+void lg_conn_kick(struct lg_conn *c, const char *reason)
+{
+    if (c->released)
+        return;
+    c->close_reason = "admin";
+    if (c->transport == &lg_transport_poll) {
+        lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
+        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+        lg_conn_set_transport(c, &lg_transport_http);
+        lg_conn_http_error(c, 409, "kicked", reason, NULL);
+        c->close_reason = "admin";
+        return;
+    }
+    if (!c->transport->stream) {
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+        return;
+    }
+    lg_subscriber_kick(&c->sub, reason);
+    lg_conn_want_write(c);
 }
 
 int lg_conn_flush_out(struct lg_conn *c)

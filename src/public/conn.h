@@ -73,6 +73,11 @@ struct lg_conn {
     struct lg_dlink quiet_link;  /* heartbeat streams (SSE), in order of their last write */
     struct lg_dlink backlog_link;/* the worker's connections holding events their socket did
                                     not take yet (checked against max_lag_ms each tick) */
+    /* What the admin API and the access log line show (conn_report.c). */
+    uint64_t id;              /* unique in the process, increasing in open order */
+    int64_t opened_unix_ms;
+    uint64_t opened_mono_ms;
+    const char *close_reason; /* static: "policy", "error", ...; NULL = decided at release */
 };
 
 /* ---- shared connection helpers (conn.c) ----------------------------------------------- */
@@ -106,6 +111,9 @@ void lg_conn_write_now(struct lg_conn *c);
 void lg_conn_check_lag(struct lg_conn *c);
 /* Begin a clean end (c->transport->drain): SSE retry hint, WS 1001, held polls answered. */
 void lg_conn_drain(struct lg_conn *c);
+/* An operator disconnects c (DELETE /v1/clients/{id}): SSE gets an error event "kicked" with
+ * the reason, WebSocket a close 4001 with it, a held poll a 409 answer; then it is closed. */
+void lg_conn_kick(struct lg_conn *c, const char *reason);
 
 /* ---- raw HTTP requests that subscribe (SSE, long-poll) ------------------------------------ */
 /* Parse the query of req (cursor_param: "last_event_id", which the Last-Event-ID header also

@@ -94,8 +94,9 @@ static void poll_render_notice(struct lg_buf *out, const struct lg_subscriber *s
 {
     (void)s;
     lg_buf_append_str(out, item ? "," : "");
-    lg_buf_append_str(out, n->reset ? "{\"type\":\"reset\",\"v\":1,"
-                                    : "{\"type\":\"gap\",\"v\":1,");
+    lg_buf_append_str(out, n->end     ? "{\"type\":\"end\",\"v\":1,"
+                           : n->reset ? "{\"type\":\"reset\",\"v\":1,"
+                                      : "{\"type\":\"gap\",\"v\":1,");
     lg_notice_json_fields(out, n);
 }
 
@@ -117,6 +118,7 @@ static void poll_render_end(struct lg_buf *out, const struct lg_subscriber *s)
 const struct lg_transport_ops lg_transport_poll = {
     .name = "long-poll",
     .clients = &lg_stats.clients_poll,
+    .delivered = &lg_stats.events_delivered_poll,
     .event_bytes = poll_event_bytes,
     .render_begin = poll_render_begin,
     .render_notice = poll_render_notice,

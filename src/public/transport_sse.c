@@ -112,7 +112,9 @@ static void sse_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
     (void)item;
     lg_buf_append_str(out, "id: ");
     lg_subscriber_cursor(s, out);
-    lg_buf_append_str(out, n->reset ? "\nevent: reset\ndata: {" : "\nevent: gap\ndata: {");
+    lg_buf_append_str(out, n->end     ? "\nevent: end\ndata: {"
+                           : n->reset ? "\nevent: reset\ndata: {"
+                                      : "\nevent: gap\ndata: {");
     lg_notice_json_fields(out, n);
     lg_buf_append_str(out, "\n\n");
 }
@@ -131,9 +133,12 @@ static void sse_render_event(struct lg_buf *out, const struct lg_subscriber *s,
     }
 }
 
-static void sse_render_slow(struct lg_buf *out, const char *reason, uint32_t retry_ms)
+static void sse_render_slow(struct lg_buf *out, const char *code, const char *reason,
+                            uint32_t retry_ms)
 {
-    lg_buf_append_str(out, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":");
+    lg_buf_append_str(out, "event: error\ndata: {\"code\":");
+    lg_encode_json_string(out, code, strlen(code));
+    lg_buf_append_str(out, ",\"message\":");
     lg_encode_json_string(out, reason, strlen(reason));
     lg_buf_appendf(out, "}\nretry: %u\n\n", retry_ms);
 }
@@ -141,6 +146,7 @@ static void sse_render_slow(struct lg_buf *out, const char *reason, uint32_t ret
 const struct lg_transport_ops lg_transport_sse = {
     .name = "SSE",
     .clients = &lg_stats.clients_sse,
+    .delivered = &lg_stats.events_delivered_sse,
     .stream = true,
     .heartbeat = true,
     .event_bytes = sse_event_bytes,

@@ -221,8 +221,10 @@ static int op_unsubscribe(struct lg_conn *c, json_t *msg)
 static int bad_message(struct lg_conn *c, const char *code, const char *text)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
-    if (++c->ws_bad_messages >= cfg->websocket.max_bad_messages)
+    if (++c->ws_bad_messages >= cfg->websocket.max_bad_messages) {
+        c->close_reason = "policy";
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many malformed messages");
+    }
     return reply_error(c, code, text);
 }
 
@@ -230,6 +232,7 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
 {
     if (!lg_rate_take(&c->ws_messages, lg_mono_ms())) {
         LG_STAT_ADD(ws_closed_message_rate, 1);
+        c->close_reason = "policy";
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
                          "control messages faster than websocket.max_messages_per_s");
     }
@@ -288,6 +291,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     if (!lg_conn_claim_client(c, counted ? &client : NULL)) {
         free(query);
         LG_STAT_ADD(connections_refused_address, 1);
+        c->close_reason = "policy";
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
                          "too many connections from your address "
                          "(limits.max_connections_per_address)");
@@ -368,7 +372,7 @@ static int on_writable(struct lg_conn *c)
     if (c->closing)
         return close_with(c, c->ws_close_code, "server shutting down");
     if (c->sub.slow_disconnect)
-        return close_with(c, 4000, c->sub.disconnect_reason);
+        return close_with(c, c->sub.kicked ? 4001 : 4000, c->sub.disconnect_reason);
     int rc = write_batch(c);
     if (rc == -2)
         return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
@@ -426,8 +430,9 @@ static void ws_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
     (void)s, (void)item;
     struct lg_buf json;
     lg_buf_init(&json);
-    lg_buf_append_str(&json, n->reset ? "{\"type\":\"reset\",\"v\":1,"
-                                      : "{\"type\":\"gap\",\"v\":1,");
+    lg_buf_append_str(&json, n->end     ? "{\"type\":\"end\",\"v\":1,"
+                             : n->reset ? "{\"type\":\"reset\",\"v\":1,"
+                                        : "{\"type\":\"gap\",\"v\":1,");
     lg_notice_json_fields(&json, n);
     unsigned char header[10];
     lg_buf_append(out, header, lg_ws_write_header(header, json.len, 0x1));
@@ -445,6 +450,7 @@ static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
 const struct lg_transport_ops lg_transport_ws = {
     .name = "WebSocket",
     .clients = &lg_stats.clients_ws,
+    .delivered = &lg_stats.events_delivered_ws,
     .stream = true,
     .event_bytes = ws_event_bytes,
     .render_notice = ws_render_notice,

@@ -25,6 +25,9 @@
 #include "transport.h"
 #include "worker_internal.h"
 #include "worker_services.h"
+#include "worker_stats.h"
+
+_Static_assert(LG_MAX_WORKERS <= LG_WORKER_STATS_MAX, "a worker_stats slot per worker");
 
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
@@ -215,6 +218,9 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     uint64_t now = lg_mono_ms();
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
+    struct lg_worker_stats *ws = &lg_worker_stats[w->index];
+    atomic_store_explicit(&ws->backlogged_conns, (int64_t)w->backlogged.count, memory_order_relaxed);
+    atomic_store_explicit(&ws->connections, (int64_t)w->conns.count, memory_order_relaxed);
     for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
         next = link->next; /* the check may close the connection */
         lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, backlog_link));
@@ -244,6 +250,17 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested))
         ev_break(loop, EVBREAK_ALL);
+}
+
+/* Every callback of the loop runs inside this: the time it takes is the worker's busy time
+ * (the rest is spent waiting in epoll), so a scrape can see how saturated each worker is. */
+static void invoke_pending_timed(struct ev_loop *loop)
+{
+    struct lg_worker *w = ev_userdata(loop);
+    uint64_t start = lg_mono_ns();
+    ev_invoke_pending(loop);
+    atomic_fetch_add_explicit(&lg_worker_stats[w->index].busy_ns, lg_mono_ns() - start,
+                              memory_order_relaxed);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */
@@ -326,6 +343,8 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "worker %u: cannot create its epoll loop", w->index);
         return -1;
     }
+    ev_set_userdata(w->loop, w);
+    ev_set_invoke_pending_cb(w->loop, invoke_pending_timed);
     ev_check_init(&w->after_events, after_events);
     w->after_events.data = w;
     ev_check_start(w->loop, &w->after_events);

@@ -11,13 +11,19 @@
 #define LG_LOG_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 
 enum lg_log_level { LG_LOG_ERROR = 0, LG_LOG_WARN, LG_LOG_INFO, LG_LOG_DEBUG };
 
+/* text: "<time> <LEVEL> <msg>[ k=v ...]"; json: one object a line,
+ * {"time":"...","level":"info","msg":"...","fields":{...}} (the log_format setting). */
+enum lg_log_format { LG_LOG_TEXT = 0, LG_LOG_JSON };
+
 void lg_log_set_level(enum lg_log_level level);
 enum lg_log_level lg_log_get_level(void);
+void lg_log_set_format(enum lg_log_format format);
 
 void lg_log(enum lg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -36,6 +42,20 @@ struct lg_ratelimit {
 
 void lg_log_ratelimited(struct lg_ratelimit *rl, uint32_t interval_ms, enum lg_log_level level,
                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* One named value of a structured line: a string (str != NULL) or an unsigned number. */
+struct lg_log_field {
+    const char *key;
+    const char *str;
+    uint64_t num;
+};
+
+/* A line made of a fixed message and fields, rate-limited like lg_log_ratelimited(): text
+ * format appends " key=value" per field (strings escaped as in every line), json format puts
+ * them in "fields" (numbers as numbers). */
+void lg_log_fields_ratelimited(struct lg_ratelimit *rl, uint32_t interval_ms,
+                               enum lg_log_level level, const char *msg,
+                               const struct lg_log_field *fields, size_t n);
 
 #define lg_err(...) lg_log(LG_LOG_ERROR, __VA_ARGS__)
 #define lg_warn(...) lg_log(LG_LOG_WARN, __VA_ARGS__)

@@ -41,6 +41,25 @@ struct lg_stats {
     _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
     _Atomic uint64_t topic_creations_refused;/* limits.topic_creations_per_s reached */
     _Atomic uint64_t ws_closed_message_rate; /* websocket.max_messages_per_s reached: 1008 */
+    /* the gateway's own topics (sys_stats.h) */
+    _Atomic uint64_t sys_stats_published;    /* $sys/stats events published */
+    _Atomic uint64_t sys_stats_skipped;      /* ticks not published (workers behind, OOM) */
+    /* by transport and by reason (the Prometheus labels of the counters above; metrics.c) */
+    _Atomic uint64_t events_delivered_sse;   /* events_delivered, per transport */
+    _Atomic uint64_t events_delivered_ws;
+    _Atomic uint64_t events_delivered_poll;
+    _Atomic uint64_t resets_sent;            /* reset notices written to clients */
+    _Atomic uint64_t ends_sent;              /* end notices (topic deleted) written to clients */
+    _Atomic uint64_t publishes_refused_topics;  /* publishes_refused: limits.max_topics */
+    _Atomic uint64_t publishes_refused_memory;  /* publishes_refused: max_retained_bytes */
+    _Atomic uint64_t publishes_refused_oom;     /* publishes_refused: out of memory */
+    _Atomic uint64_t connections_opened;     /* public-port sockets accepted */
+    _Atomic uint64_t connections_closed_client;  /* peer closed, or its request was answered */
+    _Atomic uint64_t connections_closed_slow;    /* slow-consumer disconnect */
+    _Atomic uint64_t connections_closed_policy;  /* WebSocket 1008/1009, per-address limit */
+    _Atomic uint64_t connections_closed_drain;   /* ended by the shutdown drain */
+    _Atomic uint64_t connections_closed_error;   /* a socket error, or an error answer */
+    _Atomic uint64_t connections_closed_admin;   /* DELETE /v1/clients/{id} */
 };
 
 extern struct lg_stats lg_stats;

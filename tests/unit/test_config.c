@@ -329,7 +329,7 @@ struct lg_error_case {
 };
 
 #define LG_TOP_KEYS                                                                                \
-    "listen, workers, log_level, static_dir, trusted_proxies, history, client_queue, "             \
+    "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, client_queue, "             \
     "topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, write_batch_bytes, "     \
     "drain_timeout_ms"
 #define LG_PATTERN_CHARS                                                                           \
