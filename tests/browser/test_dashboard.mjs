@@ -45,9 +45,9 @@ test("the dashboard: events, gap and reset markers, state, and moving $sys/stats
       return { points: Number(c.dataset.points || 0), pixels: c.toDataURL() };
     }), canvases);
     const before = await snapshot();
-    for (let i = 1; i <= 30; i++) {
+    for (let i = 1; i <= 12; i++) {
       await publish(gw, "demo", `hello ${i}`);
-      await sleep(80);
+      await sleep(200);
     }
     await sleep(1200);
     const afterCharts = await snapshot();
@@ -64,7 +64,7 @@ test("the dashboard: events, gap and reset markers, state, and moving $sys/stats
     assert.equal(await page.textContent("#c-clients"), String(last.clients.sse + last.clients.websocket + last.clients.poll));
     const rows = await kinds();
     assert.deepEqual(rows.filter((k) => k.includes(" demo@")).map((k) => k.split(" ").slice(2).join(" ")),
-      Array.from({ length: 30 }, (_, i) => `hello ${i + 1}`));
+      Array.from({ length: 12 }, (_, i) => `hello ${i + 1}`));
     assert.deepEqual(errors, []);
 
     await varyingLoad(gw, Number(process.env.LG_DASHBOARD_LOAD_S || 0), extra);
@@ -102,17 +102,18 @@ test("the dashboard: events, gap and reset markers, state, and moving $sys/stats
   }
 });
 
-// Publishes at a rate that rises and falls and opens and closes SSE and long-poll clients, for
-// `seconds` (0: nothing), so a screenshot shows charts with a history.
+// Publishes to `load` (a topic the page does not list) at a rate that rises and falls, and
+// opens and closes SSE and long-poll clients of it, for `seconds` (0: nothing), so a
+// screenshot shows charts with a history and the page's list keeps its markers in view.
 async function varyingLoad(gw, seconds, extra) {
   const end = Date.now() + seconds * 1000;
   let n = 0;
   while (Date.now() < end) {
     const phase = (end - Date.now()) / 1000;
     const rate = 20 + 18 * Math.sin(phase / 6);
-    for (let i = 0; i < rate / 4; i++) await publish(gw, "demo", `load ${++n}`);
-    if (n % 7 === 0 && extra.length < 12) extra.push(await get(`${gw.publicUrl}sse?topic=demo`, { onData: () => {} }));
-    if (n % 5 === 0) get(`${gw.publicUrl}poll?topic=demo&timeout=3`).catch(() => {});
+    for (let i = 0; i < rate / 4; i++) await publish(gw, "load", `load ${++n}`);
+    if (n % 7 === 0 && extra.length < 12) extra.push(await get(`${gw.publicUrl}sse?topic=load`, { onData: () => {} }));
+    if (n % 5 === 0) get(`${gw.publicUrl}poll?topic=load&timeout=3`).catch(() => {});
     if (n % 11 === 0 && extra.length > 4) extra.shift().req.destroy();
     await sleep(250);
   }
