@@ -238,6 +238,7 @@ ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 
 maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --pub-conns 1 --events 1 --settle-ms 1000 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us publish_per_s
 isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 1000 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us
 isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us stalled_made
+fanout_sse_1k_max_scrape100ms|livegate|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 @SCRAPE=100@|deliveries_per_s publish_per_s lat_p99_us server_cpu_us_per_delivery scrapes
 EOF
 }
 
@@ -273,8 +274,12 @@ lgb_maxconn() {
 # lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR : starts a fresh server, runs the scenario,
 # stops the server; prints the JSON line (with "scenario" added), or a JSON error object.
 lgb_run_one() {
-    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-} scfg=""
+    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-} scfg="" scrape_ms=""
     args=${args//@MAXCONN@/$(lgb_maxconn)}
+    if [[ $args =~ @SCRAPE=([0-9]+)@ ]]; then # GET /metrics every N ms during the run
+        scrape_ms=${BASH_REMATCH[1]}
+        args=${args//"${BASH_REMATCH[0]}"/}
+    fi
     if [[ $args =~ @LGCFG=([^@ ]+)@ ]]; then
         scfg=$LGB_BENCH/livegate/${BASH_REMATCH[1]}
         args=${args//"${BASH_REMATCH[0]}"/}
@@ -291,12 +296,21 @@ lgb_run_one() {
         return 1
     fi
     sleep 0.1
-    local out rc
+    local out rc scraper=""
+    if [ -n "$scrape_ms" ]; then
+        lgb_scraper "$LGB_PUB_PORT" "$scrape_ms" "$dir/scrape.stop" "$dir/scrape.count" &
+        scraper=$!
+    fi
     # shellcheck disable=SC2086
     out=$(ulimit -n "$(ulimit -Hn)"; lgb_pin "$LGB_GEN_CPU" "$lg" --target "$target" --host "$LGB_HOST" \
         --sub-port "$LGB_SUB_PORT" --pub-port "$LGB_PUB_PORT" --server-pid "$LGB_MEASURE_PIDS" \
         --label "$name" --max-runtime "${LGB_MAX_RUNTIME:-90}" --quiet $args 2>"$dir/loadgen.err")
     rc=$?
+    if [ -n "$scraper" ]; then
+        : >"$dir/scrape.stop"
+        wait "$scraper" 2>/dev/null
+        [ -n "$out" ] && out="${out%\}},\"scrapes\":$(cat "$dir/scrape.count" 2>/dev/null || echo 0)}"
+    fi
     local stats=""
     if ! kill -0 "$LGB_SRV_PID" 2>/dev/null; then
         lgb_log "$target died during $name"
@@ -348,6 +362,61 @@ lgb_summary_line() {
         }
         print out
     }'
+}
+
+# lgb_scraper PORT MS STOPFILE COUNTFILE: GET /metrics every MS ms until STOPFILE exists (at
+# most LGB_MAX_RUNTIME s), counting the complete answers into COUNTFILE. Each scrape reads the
+# whole exposition (the cost being measured). Bash's own /dev/tcp and read -t, so a scrape
+# forks no process that would compete with the generator for its CPU.
+lgb_scraper() {
+    local port=$1 ms=$2 stop=$3 count=$4 n=0 end=$((SECONDS + ${LGB_MAX_RUNTIME:-90}))
+    local pause line
+    pause=$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')
+    exec 4<> <(:) # never written: read -t on it is a sleep without a fork
+    while [ ! -e "$stop" ] && [ $SECONDS -lt $end ]; do
+        if exec 3<>"/dev/tcp/$LGB_HOST/$port"; then
+            printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3
+            while IFS= read -r -t 2 -u 3 line; do
+                [[ $line == "livegate_publish_wait_seconds_count "* ]] && n=$((n + 1))
+            done
+            exec 3<&-
+        fi
+        echo "$n" >"$count"
+        read -r -t "$pause" -u 4 line
+    done
+    exec 4<&-
+}
+
+# lgb_scrape_line JSONL: the scrape-cost figure, deliveries_per_s of fanout_sse_1k_max_scrape100ms
+# over fanout_sse_1k_max (medians over reps), target >= 0.95 (a scrape every 100 ms costs
+# < 5 % of the fan-out rate). Prints nothing unless both ran.
+lgb_scrape_line() {
+    awk '
+    function getf(line, k,   i, s, n) {
+        i = index(line, "\"" k "\":"); if (!i) return ""
+        s = substr(line, i + length(k) + 3)
+        n = match(s, /[,}]/); return substr(s, 1, n - 1)
+    }
+    function median(sc,   n, i, j, t, a) {
+        n = cnt[sc]; if (!n) return ""
+        for (i = 1; i <= n; i++) a[i] = val[sc, i]
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    {
+        sc = getf($0, "scenario"); gsub(/"/, "", sc)
+        if (sc != "fanout_sse_1k_max" && sc != "fanout_sse_1k_max_scrape100ms") next
+        if (getf($0, "error") != "") next
+        v = getf($0, "deliveries_per_s"); if (v == "" || v == "null") next
+        val[sc, ++cnt[sc]] = v + 0
+        if (sc ~ /scrape/) scrapes += getf($0, "scrapes") + 0
+    }
+    END {
+        b = median("fanout_sse_1k_max"); s = median("fanout_sse_1k_max_scrape100ms")
+        if (b == "" || s == "" || b == 0) exit
+        printf "scrape cost: fan-out %d deliveries/s alone, %d with GET /metrics every 100 ms (%d scrapes), ratio %.3f (target >= 0.95; %d+%d reps)\n", \
+            b, s, scrapes, s / b, cnt["fanout_sse_1k_max"], cnt["fanout_sse_1k_max_scrape100ms"]
+    }' "$1"
 }
 
 # lgb_isolation_line JSONL TARGET: the isolation figure from each pair of scenarios

@@ -70,5 +70,7 @@ for ((rep = 1; rep <= reps; rep++)); do
 done
 iso=$(lgb_isolation_line "$work/all.jsonl" "$target")
 [ -n "$iso" ] && lgb_log "$iso"
+scrape=$(lgb_scrape_line "$work/all.jsonl")
+[ -n "$scrape" ] && lgb_log "$scrape"
 lgb_log "done in $((SECONDS - start)) s"
 exit $fail

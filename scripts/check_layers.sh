@@ -19,7 +19,8 @@ declare -A allowed=(
 # (config_setting) and the topic_rules section through one another, so the three are one
 # node of the map; so are the two files of a worker and the header they share.
 declare -A part_of=([config_setting]=config [topic_rules]=config
-                  [worker_internal]=worker [worker_sweep]=worker)
+                  [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
+                  [hub_internal]=hub [hub_admin]=hub [conn_report]=conn)
 module_name() { local m=${1%.*}; echo "${part_of[$m]:-$m}"; }
 declare -A layer_of
 for f in "$src"/*.h "$src"/*/*.h; do

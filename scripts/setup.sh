@@ -9,6 +9,9 @@ packages=(
   check libsubunit-dev libssl-dev
   valgrind procps util-linux
   clang libclang-rt-14-dev
+  # promtool, which tests/integration/test_metrics.c runs on GET /metrics: Debian ships it only
+  # in the (large) prometheus package
+  prometheus
 )
 # The client tests (tests/browser): headless Chromium, nginx in front of the gateway, Node.js
 # with npm for playwright-core and the linters. A Node that is already there (another build of

@@ -28,8 +28,11 @@
 #include <microhttpd.h>
 
 #include "control_internal.h"
+#include "clock.h"
 #include "control_reply.h"
+#include "hub.h"
 #include "log.h"
+#include "worker_call.h"
 
 #define LG_CTL_POOL_THREADS 2u    /* MHD_OPTION_THREAD_POOL_SIZE */
 #define LG_CTL_IDLE_TIMEOUT_S 30u /* MHD_OPTION_CONNECTION_TIMEOUT */
@@ -38,6 +41,8 @@
 
 static uint32_t limit_event(const struct lg_config *cfg) { return cfg->limits.max_event_bytes; }
 static uint32_t limit_batch(const struct lg_config *cfg) { return cfg->limits.max_batch_bytes; }
+/* Admin routes that wait for the workers keep per-request state, as body routes do: no body. */
+static uint32_t limit_none(const struct lg_config *cfg) { (void)cfg; return 0; }
 
 static const struct lg_ctl_route routes[] = {
     {.prefix = "/v1/topics/", .suffix = "/events", .method = "POST", .allow = "POST",
@@ -48,6 +53,18 @@ static const struct lg_ctl_route routes[] = {
     {.prefix = "/healthz", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_healthz},
     {.prefix = "/readyz", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_readyz},
     {.prefix = "/v1/stats", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_stats},
+    {.prefix = "/metrics", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_metrics},
+    {.prefix = "/v1/topics", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_topics},
+    {.prefix = "/v1/topics/", .suffix = "", .method = "GET", .allow = "GET, HEAD, DELETE",
+     .handle = lg_ctl_handle_topic_get},
+    {.prefix = "/v1/topics/", .suffix = "", .method = "DELETE", .allow = "GET, HEAD, DELETE",
+     .body_what = "request body", .limit_name = "no body", .limit_of = limit_none,
+     .handle = lg_ctl_handle_topic_delete},
+    {.prefix = "/v1/clients", .method = "GET", .allow = "GET, HEAD", .body_what = "request body",
+     .limit_name = "no body", .limit_of = limit_none, .handle = lg_ctl_handle_clients},
+    {.prefix = "/v1/clients/", .suffix = "", .method = "DELETE", .allow = "DELETE",
+     .body_what = "request body", .limit_name = "no body", .limit_of = limit_none,
+     .handle = lg_ctl_handle_client_delete},
 };
 
 static bool route_matches(const struct lg_ctl_route *rt, const char *url)
@@ -60,18 +77,26 @@ static bool route_matches(const struct lg_ctl_route *rt, const char *url)
            strcmp(url + len - suf, rt->suffix) == 0;
 }
 
-static const struct lg_ctl_route *route_find(const char *url)
-{
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (route_matches(&routes[i], url))
-            return &routes[i];
-    return NULL;
-}
-
 static bool method_allowed(const struct lg_ctl_route *rt, const char *method)
 {
     return strcmp(method, rt->method) == 0 ||
            (strcmp(rt->method, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+/* The route for url and method; when only the method differs, the first route of the path
+ * (so the caller answers 405 with its Allow). */
+static const struct lg_ctl_route *route_find(const char *url, const char *method)
+{
+    const struct lg_ctl_route *path_only = NULL;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (!route_matches(&routes[i], url))
+            continue;
+        if (method_allowed(&routes[i], method))
+            return &routes[i];
+        if (!path_only)
+            path_only = &routes[i];
+    }
+    return path_only;
 }
 
 static int too_large(struct MHD_Connection *conn, const struct lg_ctl_route *rt,
@@ -133,11 +158,13 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
                          const char *method, void **con_cls)
 {
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
-    const struct lg_ctl_route *rt = route_find(url);
+    const struct lg_ctl_route *rt = route_find(url, method);
     if (rt == NULL) {
         lg_ctl_fail(&e, 404, "not_found",
              "no such path \"%.100s\"; the control port serves POST /v1/topics/{topic}/events, "
-             "POST /v1/publish, GET /v1/stats, GET /healthz and GET /readyz", url);
+             "POST /v1/publish, GET /v1/stats, GET /metrics, GET /v1/topics[/{topic}], "
+             "DELETE /v1/topics/{topic}, GET /v1/clients, DELETE /v1/clients/{id}, "
+             "GET /healthz and GET /readyz", url);
         return lg_ctl_reply_error(conn, &e, NULL);
     }
     if (!method_allowed(rt, method)) {
@@ -238,6 +265,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r != NULL) {
         free(r->body);
         free(r->batch_results);
+        lg_call_unref(r->call);
         free(r);
         *con_cls = NULL;
     }
@@ -310,6 +338,8 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     c->hub = hub;
     c->pacer = pacer;
     c->lifecycle = lifecycle;
+    c->worker_count = lg_hub_workers(hub);
+    c->started_unix_ms = lg_unix_ms();
     pthread_mutex_init(&c->err_lock, NULL);
     c->capturing = true;
 

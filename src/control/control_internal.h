@@ -5,6 +5,8 @@
  *   control.c          the MHD daemon, the route table, body buffering, start and stop
  *   control_publish.c  POST /v1/topics/{topic}/events and POST /v1/publish (+ overload holds)
  *   control_status.c   GET /healthz, /readyz, /v1/stats
+ *   metrics.c          GET /metrics (Prometheus exposition)
+ *   control_admin.c    the admin API: /v1/topics, /v1/clients (worker calls, worker_call.h)
  *   control_reply.c    queueing JSON answers; control_error.c the refusal type;
  *   publish_parse.c    the publish bodies, as pure functions
  *
@@ -22,11 +24,13 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "histogram.h"
 #include "publish_pacer.h"
 
 struct MHD_Connection;
 struct MHD_Daemon;
 struct lg_hub;
+struct lg_call;
 struct lg_publish_result;
 
 struct lg_control {
@@ -38,7 +42,14 @@ struct lg_control {
     pthread_mutex_t err_lock;
     bool capturing;               /* {err_lock} lg_control_start() is running */
     char start_err[512];          /* {err_lock} the last MHD message while capturing */
+    uint32_t worker_count;        /* immutable: the hub's workers */
+    int64_t started_unix_ms;      /* immutable: when the control port started */
 };
+
+/* The publish routes' histograms (control_publish.c writes them from every MHD thread with
+ * relaxed atomic adds; metrics.c reads them). */
+extern struct lg_histogram lg_ctl_publish_handling; /* handler time of an answered publish */
+extern struct lg_histogram lg_ctl_publish_wait;     /* time a held publish waited for room */
 
 struct lg_ctl_route;
 
@@ -56,6 +67,9 @@ struct lg_ctl_request {
     uint64_t held_since_ms;   /* monotonic; 0 = never held */
     size_t batch_done;        /* batch items accepted before the request was held */
     struct lg_publish_result *batch_results; /* [batch size], kept across holds */
+    /* Admin calls to the workers (control_admin.c), held the same way until answered. */
+    struct lg_call *call;     /* one reference, dropped by MHD_OPTION_NOTIFY_COMPLETED */
+    uint64_t call_deadline_ms;/* monotonic; 0 = not posted yet */
 };
 
 /* A route's handler: queue exactly one response (or hold the request, see
@@ -80,5 +94,11 @@ lg_ctl_handler lg_ctl_handle_batch;
 lg_ctl_handler lg_ctl_handle_healthz;     /* control_status.c */
 lg_ctl_handler lg_ctl_handle_readyz;
 lg_ctl_handler lg_ctl_handle_stats;
+lg_ctl_handler lg_ctl_handle_metrics;       /* metrics.c */
+lg_ctl_handler lg_ctl_handle_topics;        /* control_admin.c */
+lg_ctl_handler lg_ctl_handle_topic_get;
+lg_ctl_handler lg_ctl_handle_topic_delete;
+lg_ctl_handler lg_ctl_handle_clients;
+lg_ctl_handler lg_ctl_handle_client_delete;
 
 #endif

@@ -23,6 +23,9 @@
 #include "publish_parse.h"
 #include "stats.h"
 
+struct lg_histogram lg_ctl_publish_handling;
+struct lg_histogram lg_ctl_publish_wait;
+
 /* ---- Answers ----------------------------------------------------------------------------- */
 
 /* Turn a hub refusal into e (the topic is only quoted in messages). Returns -1. */
@@ -137,7 +140,9 @@ static void end_hold(struct lg_ctl_request *r, bool refused)
 {
     if (r->held_since_ms == 0)
         return;
-    LG_STAT_ADD(publish_wait_ms_total, lg_mono_ms() - r->held_since_ms);
+    uint64_t waited_ms = lg_mono_ms() - r->held_since_ms;
+    LG_STAT_ADD(publish_wait_ms_total, waited_ms);
+    lg_histogram_observe(&lg_ctl_publish_wait, waited_ms * 1000000u);
     r->held_since_ms = 0;
     if (refused) {
         LG_STAT_ADD(publishes_refused, 1);
@@ -182,6 +187,7 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
                               struct lg_ctl_request *r)
 {
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    uint64_t started = lg_mono_ns();
     struct lg_event_input in = event_input(conn, url, r);
     struct lg_parsed_event ev;
     struct lg_publish_result res;
@@ -203,6 +209,8 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
         }
     }
     lg_parsed_event_release(&ev);
+    if (r->held_since_ms == 0) /* answered, not held */
+        lg_histogram_observe(&lg_ctl_publish_handling, lg_mono_ns() - started);
     return rc;
 }
 
@@ -289,11 +297,14 @@ int lg_ctl_handle_batch(struct lg_control *c, struct MHD_Connection *conn, const
     (void)url;
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     struct lg_parsed_batch b;
+    uint64_t started = lg_mono_ns();
     int rc;
     if (lg_parse_batch(r->body, r->len, c->cfg->limits.max_event_bytes, &b, &e) != 0)
         rc = lg_ctl_reply_error(conn, &e, NULL);
     else
         rc = batch_publish(c, conn, r, &b);
     lg_parsed_batch_release(&b);
+    if (r->held_since_ms == 0) /* answered, not held */
+        lg_histogram_observe(&lg_ctl_publish_handling, lg_mono_ns() - started);
     return rc;
 }

@@ -15,6 +15,7 @@
  * idempotency are the store's.
  */
 #include "hub.h"
+#include "hub_internal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -31,29 +32,10 @@
 #include "store_memory.h"
 #include "topic.h"
 
-struct lg_worker_link {
-    struct lg_inbox *inbox;
-    lg_wake_proc *wake;
-    void *wake_arg;
-};
-
-struct lg_hub {
-    const struct lg_config *cfg;
-    uint32_t workers;
-    struct lg_worker_link *links;   /* [workers], set before publishing starts */
-    lg_room_proc *room;             /* set before publishing starts */
-    void *room_arg;
-    struct lg_store *store;         /* where every topic's stream is kept */
-    pthread_rwlock_t registry_lock;
-    struct lg_topic **buckets;      /* {registry_lock} chained hash table */
-    size_t bucket_mask;
-    size_t topic_count;             /* {registry_lock} */
-};
-
 static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
 static const char topic_oom_problem[] = "out of memory";
 
-static uint32_t hash_name(const char *s, size_t len)
+uint32_t lg_hub_hash_name(const char *s, size_t len)
 {
     uint32_t h = 2166136261u; /* FNV-1a: short keys, no adversarial concern behind the grammar */
     for (size_t i = 0; i < len; i++) {
@@ -80,6 +62,9 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
     if (!hub->store || !hub->buckets || !hub->links ||
         pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
+    for (uint32_t w = 0; w < workers; w++)
+        if (lg_mailbox_init(&hub->links[w].calls) != 0)
+            abort(); /* a mutex with default attributes does not fail to initialise */
     return hub;
 err:
     if (hub->store)
@@ -103,6 +88,12 @@ void lg_hub_destroy(struct lg_hub *hub)
             t = next;
         }
     }
+    for (struct lg_topic *t = hub->graveyard, *next; t; t = next) {
+        next = t->next_in_bucket;
+        lg_topic_destroy(t);
+    }
+    for (uint32_t w = 0; w < hub->workers; w++)
+        lg_mailbox_release(&hub->links[w].calls, w); /* calls a stopped worker never took */
     pthread_rwlock_destroy(&hub->registry_lock);
     hub->store->ops->destroy(hub->store); /* after every topic closed its stream */
     free(hub->buckets);
@@ -113,7 +104,9 @@ void lg_hub_destroy(struct lg_hub *hub)
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg)
 {
-    hub->links[w] = (struct lg_worker_link){.inbox = inbox, .wake = wake, .wake_arg = wake_arg};
+    hub->links[w].inbox = inbox;
+    hub->links[w].wake = wake;
+    hub->links[w].wake_arg = wake_arg;
 }
 
 void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg)
@@ -147,7 +140,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
         *problem = bad;
         return NULL;
     }
-    uint32_t h = hash_name(name, len);
+    uint32_t h = lg_hub_hash_name(name, len);
     pthread_rwlock_rdlock(&hub->registry_lock);
     struct lg_topic *t = find_locked(hub, name, len, h);
     if (t)
@@ -411,6 +404,8 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
     return done;
 }
 
+uint32_t lg_hub_workers(const struct lg_hub *hub) { return hub->workers; }
+
 uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w)
 {
     const struct lg_inbox *in = hub->links[w].inbox;
@@ -434,6 +429,12 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     (void)hub;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&t->lock);
+    if (atomic_load_explicit(&t->deleted, memory_order_relaxed)) {
+        /* Deleted between the lookup and now: the workers were told already (hub_admin.h). */
+        pthread_mutex_unlock(&t->lock);
+        *problem = "the topic was deleted while subscribing; retry";
+        return -1;
+    }
     uint32_t epoch = lg_stream_epoch(t->stream);
     uint64_t newest = lg_stream_newest(t->stream);
     out->epoch = epoch;
@@ -517,6 +518,15 @@ static size_t collect_idle(struct lg_hub *hub)
             collected++;
         }
     }
+    for (struct lg_topic **pp = &hub->graveyard; *pp;) {
+        struct lg_topic *t = *pp;
+        if (atomic_load_explicit(&t->refs, memory_order_acquire) != 1) {
+            pp = &t->next_in_bucket;
+            continue;
+        }
+        *pp = t->next_in_bucket;
+        lg_topic_destroy(t); /* deleted and let go by every subscriber and inbox */
+    }
     pthread_rwlock_unlock(&hub->registry_lock);
     LG_STAT_SUB(topics, (int64_t)collected);
     LG_STAT_ADD(topics_collected, collected);
@@ -532,11 +542,15 @@ size_t lg_hub_expire(struct lg_hub *hub)
         for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket) {
             pthread_mutex_lock(&t->lock);
             lg_stream_expire(t->stream, now);
+            uint64_t newest = lg_stream_newest(t->stream);
+            t->publish_rate = newest - t->rate_mark; /* the tick is once a second */
+            t->rate_mark = newest;
             idle += atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 &&
                     lg_stream_newest(t->stream) == 0;
             pthread_mutex_unlock(&t->lock);
         }
     }
+    bool graves = hub->graveyard != NULL;
     pthread_rwlock_unlock(&hub->registry_lock);
-    return idle ? collect_idle(hub) : 0; /* the write lock only when there is work */
+    return idle || graves ? collect_idle(hub) : 0; /* the write lock only when there is work */
 }

@@ -140,6 +140,8 @@ void lg_replay_release(struct lg_replay *r);
 /* Undo one listening subscription of worker w on topic t. */
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);
 
+uint32_t lg_hub_workers(const struct lg_hub *hub);
+
 /* Events accepted for the workers and not yet taken by them (every inbox's occupancy). */
 uint64_t lg_hub_backlog(const struct lg_hub *hub);
 /* Occupancy of worker w's inbox. */

@@ -230,6 +230,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 
 static void on_cancel(struct lg_worker *w)
 {
+    lg_worker_answer_calls(w);
     lg_worker_sweep(w);
     if (atomic_load(&w->drain_requested) && !w->draining)
         begin_drain(w);

@@ -1,7 +1,8 @@
 /*
  * worker_internal.h - the worker's state, shared by the two files that implement a worker:
- * worker.c (the loop, the lws context, accepting, drain, tick, life cycle) and worker_sweep.c
- * (taking events from the inbox, offering them to subscribers, writing connections out). No
+ * worker.c (the loop, the lws context, accepting, drain, tick, life cycle), worker_sweep.c
+ * (taking events from the inbox, offering them to subscribers, writing connections out) and
+ * worker_admin.c (answering the admin API's calls, worker_call.h). No
  * other file includes it: everything else sees a worker through worker.h and
  * worker_services.h.
  *
@@ -70,5 +71,7 @@ void lg_worker_wake(void *arg);
 /* Take events from the inbox and write the connections given output: one round of writes,
  * then it wakes itself if there is more (worker_sweep.c). */
 void lg_worker_sweep(struct lg_worker *w);
+/* Answer every call waiting in this worker's mailbox (worker_admin.c). */
+void lg_worker_answer_calls(struct lg_worker *w);
 
 #endif

@@ -91,6 +91,14 @@ struct lg_store_ops {
     /* Drop events older than the stream's max_age_ms. Return value: how many. */
     uint32_t (*expire)(struct lg_stream *s, uint64_t now_mono_ns);
 
+    /* The admin API's (both may be NULL: a store that cannot say or do it). */
+    /* What the stream retains now: events and bytes (event->size summed). */
+    void (*retained)(const struct lg_stream *s, uint64_t *events, uint64_t *bytes);
+    /* The topic is deleted (DELETE /v1/topics/{topic}): drop every retained event, and make
+     * the next stream_open() of the name start a new epoch (cursors into this life resolve to
+     * reset). The caller holds the hub's registry lock for writing. */
+    void (*drop)(struct lg_stream *s);
+
     void (*destroy)(struct lg_store *store);
 };
 

@@ -28,7 +28,8 @@ struct key_index {
 
 struct memory_store {
     struct lg_store base;
-    uint32_t epoch; /* immutable: the epoch of every stream's first life */
+    uint32_t epoch; /* the epoch of the streams opened now: drawn at creation, drawn again
+                       after a drop() (both under the hub's registry write lock, as opens) */
 };
 
 struct memory_stream {
@@ -269,6 +270,27 @@ static uint32_t expire(struct lg_stream *s, uint64_t now_mono_ns)
     return lg_history_expire(&mem(s)->history, now_mono_ns);
 }
 
+static void retained(const struct lg_stream *base, uint64_t *events, uint64_t *bytes)
+{
+    const struct memory_stream *s = mem(base);
+    *events = s->history.count;
+    *bytes = s->history.bytes;
+}
+
+/* A deleted name's next life needs an epoch of its own: the store draws a new one for every
+ * stream opened from now on (a topic that was never published and is reopened may also see
+ * it change, which tells its subscribers nothing new: there was nothing to resume). */
+static void drop(struct lg_stream *base)
+{
+    struct memory_stream *s = mem(base);
+    while (evict_oldest(base))
+        ;
+    struct memory_store *m = (struct memory_store *)s->base.store;
+    uint32_t old = m->epoch;
+    while (m->epoch == old)
+        m->epoch = random_epoch();
+}
+
 static void destroy(struct lg_store *store)
 {
     free(store);
@@ -286,6 +308,8 @@ static const struct lg_store_ops memory_ops = {
     .read_after = read_after,
     .evict_oldest = evict_oldest,
     .expire = expire,
+    .retained = retained,
+    .drop = drop,
     .destroy = destroy,
 };
 

@@ -72,6 +72,22 @@ START_TEST(test_sys_stats_every_second_on_every_transport)
     json_decref(first);
     json_decref(second);
 
+    /* The same figures as GET /metrics shows (nothing changes between the tick and now). */
+    struct lg_http_response mr;
+    ck_assert_int_eq(lg_http_request(srv.control_port, "GET", "/metrics", NULL, NULL, 0, &mr,
+                                     WAIT_MS), 0);
+    ck_assert_msg(strstr(mr.body, "\nlivegate_clients{transport=\"sse\"} 1\n") &&
+                      strstr(mr.body, "\nlivegate_clients{transport=\"websocket\"} 1\n") &&
+                      strstr(mr.body, "\nlivegate_clients{transport=\"poll\"} 0\n") &&
+                      strstr(mr.body, "\nlivegate_backlog_events 0\n") &&
+                      strstr(mr.body, "\nlivegate_events_dropped_total{reason=\"overflow\"} 0\n"),
+                  "/metrics disagrees with $sys/stats:\n%s", mr.body);
+    static const char series[] = "\nlivegate_sys_stats_published_total ";
+    const char *published = strstr(mr.body, series);
+    ck_assert_ptr_nonnull(published);
+    ck_assert_int_ge(strtoll(published + strlen(series), NULL, 10), 2);
+    lg_http_response_free(&mr);
+
     /* The WebSocket subscriber gets the same events. */
     char *m = NULL;
     ck_assert_int_eq(lg_ws_next(&ws, &m, 3000), 1);

@@ -1,0 +1,321 @@
+/*
+ * control_admin.c - the admin API of the control port (docs/protocol.md, "Admin API"):
+ *   GET    /v1/topics?prefix=&limit=&after=   topics in name order, paged by name
+ *   GET    /v1/topics/{topic}                 one topic
+ *   DELETE /v1/topics/{topic}                 subscribers get `end`, history dropped
+ *   GET    /v1/clients?topic=&limit=&after=   clients in id order, paged by id
+ *   DELETE /v1/clients/{id}?reason=           disconnect one client with a reason it sees
+ * Topics come from the hub's registry (hub_admin.h, short locks). Clients live on the worker
+ * threads, so their handlers post a call to every worker (worker_call.h) and hold the
+ * connection (suspended, through the publish pacer: each answering worker signals room, which
+ * resumes held connections) until every worker answered, or LG_ADMIN_CALL_TIMEOUT_MS passed
+ * (then 503; the call outlives the request by its reference count).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "clock.h"
+#include "control_internal.h"
+#include "control_reply.h"
+#include "http_request.h"
+#include "hub.h"
+#include "hub_admin.h"
+#include "publish_pacer.h"
+#include "topic_name.h"
+#include "worker_call.h"
+
+#define LG_ADMIN_CALL_TIMEOUT_MS 2000u
+#define LG_ADMIN_PAGE_DEFAULT 100u
+
+/* ---- Request parts ------------------------------------------------------------------------- */
+
+/* Query parameter name, percent-decoded into out (cap bytes); absent = "". */
+static int query_text(struct MHD_Connection *conn, const char *name, char *out, size_t cap,
+                      struct lg_ctl_error *e)
+{
+    const char *raw = NULL;
+    size_t len = 0;
+    out[0] = '\0';
+    if (MHD_lookup_connection_value_n(conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &raw,
+                                      &len) != MHD_YES || raw == NULL)
+        return 0;
+    int n = lg_percent_decode(raw, len, out, cap, true, NULL);
+    if (n < 0 || memchr(out, '\0', (size_t)n))
+        return lg_ctl_fail(e, 400, "bad_request", "query parameter %s: %s", name,
+                           n == -2 ? "too long" : "malformed percent-escape or NUL byte");
+    return 0;
+}
+
+static int query_limit(struct MHD_Connection *conn, uint32_t *limit, struct lg_ctl_error *e)
+{
+    char text[16];
+    if (query_text(conn, "limit", text, sizeof text, e) != 0)
+        return -1;
+    *limit = LG_ADMIN_PAGE_DEFAULT;
+    if (!text[0])
+        return 0;
+    char *end;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*end || end == text || v < 1 || v > LG_ADMIN_PAGE_MAX)
+        return lg_ctl_fail(e, 400, "bad_request", "limit must be an integer from 1 to %u",
+                           LG_ADMIN_PAGE_MAX);
+    *limit = (uint32_t)v;
+    return 0;
+}
+
+/* The {name} after prefix in url, percent-decoded. */
+static int path_name(const char *url, const char *prefix, char *out, size_t cap,
+                     struct lg_ctl_error *e)
+{
+    const char *seg = url + strlen(prefix);
+    int n = lg_percent_decode(seg, strlen(seg), out, cap, false, NULL);
+    if (n <= 0 || memchr(out, '\0', (size_t)n))
+        return lg_ctl_fail(e, 400, "bad_request", "the path segment after %s is %s", prefix,
+                           n == 0 ? "empty" : "malformed");
+    return 0;
+}
+
+/* ---- Topics ---------------------------------------------------------------------------------- */
+
+static json_t *topic_json(const struct lg_topic_info *t)
+{
+    char epoch[9];
+    snprintf(epoch, sizeof epoch, "%08x", t->epoch);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", t->name, "epoch", epoch, "last_seq",
+                          (json_int_t)t->last_seq, "subscribers", (json_int_t)t->subscribers,
+                          "publish_rate", (json_int_t)t->publish_rate);
+    if (o && t->retained_known) {
+        json_object_set_new(o, "retained_events", json_integer((json_int_t)t->retained_events));
+        json_object_set_new(o, "retained_bytes", json_integer((json_int_t)t->retained_bytes));
+    }
+    return o;
+}
+
+int lg_ctl_handle_topics(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                         struct lg_ctl_request *r)
+{
+    (void)url, (void)r;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    char prefix[LG_TOPIC_NAME_MAX + 1], after[LG_TOPIC_NAME_MAX + 1];
+    uint32_t limit;
+    if (query_text(conn, "prefix", prefix, sizeof prefix, &e) != 0 ||
+        query_text(conn, "after", after, sizeof after, &e) != 0 ||
+        query_limit(conn, &limit, &e) != 0)
+        return lg_ctl_reply_error(conn, &e, NULL);
+    struct lg_topic_info *infos = malloc(limit * sizeof *infos);
+    bool more = false;
+    int n = infos ? lg_hub_list_topics(c->hub, prefix, after, limit, infos, &more) : -1;
+    if (n < 0) {
+        free(infos);
+        lg_ctl_fail(&e, 503, "unavailable", "out of memory listing topics; retry");
+        return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(list, topic_json(&infos[i]));
+    json_t *next = more && n > 0 ? json_string(infos[n - 1].name) : json_null();
+    free(infos);
+    return lg_ctl_reply_json(conn, 200, json_pack("{s:o,s:o}", "topics", list, "next", next));
+}
+
+static int no_topic(struct MHD_Connection *conn, const char *name)
+{
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    lg_ctl_fail(&e, 404, "not_found", "no topic \"%.128s\"", name);
+    return lg_ctl_reply_error(conn, &e, NULL);
+}
+
+int lg_ctl_handle_topic_get(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                            struct lg_ctl_request *r)
+{
+    (void)r;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    char name[LG_TOPIC_NAME_MAX * 3 + 1];
+    struct lg_topic_info info;
+    if (path_name(url, "/v1/topics/", name, sizeof name, &e) != 0)
+        return lg_ctl_reply_error(conn, &e, NULL);
+    if (lg_hub_topic_info(c->hub, name, strlen(name), &info) != 0)
+        return no_topic(conn, name);
+    return lg_ctl_reply_json(conn, 200, topic_json(&info));
+}
+
+/* ---- Waiting for the workers ------------------------------------------------------------------ */
+
+/*
+ * Post r->call (first time), then hold the connection until every worker answered.
+ * Return value: 1 when the call is complete (answer it now), 0 when the connection is held
+ * (the handler runs again on resume), -1 after queueing the 503 of a timeout.
+ */
+static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
+                         struct lg_ctl_request *r)
+{
+    if (r->call_deadline_ms == 0) {
+        r->call_deadline_ms = lg_mono_ms() + LG_ADMIN_CALL_TIMEOUT_MS;
+        lg_hub_post_call(c->hub, r->call);
+    }
+    /* The generation first: an answer after this read bumps it, so the hold resumes at once. */
+    uint64_t generation = lg_pacer_generation(c->pacer);
+    if (lg_call_complete(r->call))
+        return 1;
+    if (r->hold.expired || lg_mono_ms() >= r->call_deadline_ms) {
+        struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+        lg_ctl_fail(&e, 503, "unavailable",
+                    "the workers did not answer within %u ms (or the gateway is stopping); retry",
+                    LG_ADMIN_CALL_TIMEOUT_MS);
+        return lg_ctl_reply_error(conn, &e, NULL) == 0 ? -1 : -2;
+    }
+    MHD_suspend_connection(conn);
+    lg_pacer_hold(c->pacer, &r->hold, conn, generation, r->call_deadline_ms);
+    return 0;
+}
+
+/* The handler's return value for what await_workers() said when it did not say "complete". */
+static int held_or_answered(int awaited) { return awaited == -2 ? -1 : 0; }
+
+static int call_oom(struct MHD_Connection *conn)
+{
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    lg_ctl_fail(&e, 503, "unavailable", "out of memory; retry");
+    return lg_ctl_reply_error(conn, &e, NULL);
+}
+
+int lg_ctl_handle_topic_delete(struct lg_control *c, struct MHD_Connection *conn,
+                               const char *url, struct lg_ctl_request *r)
+{
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    char name[LG_TOPIC_NAME_MAX * 3 + 1];
+    if (r->call == NULL) {
+        if (path_name(url, "/v1/topics/", name, sizeof name, &e) != 0)
+            return lg_ctl_reply_error(conn, &e, NULL);
+        r->call = lg_call_new(LG_CALL_END_TOPIC);
+        if (!r->call)
+            return call_oom(conn);
+        snprintf(r->call->topic, sizeof r->call->topic, "%.128s", name);
+        r->call->ended = lg_hub_delete_topic(c->hub, name, strlen(name));
+        if (!r->call->ended)
+            return no_topic(conn, name);
+    }
+    int awaited = await_workers(c, conn, r);
+    if (awaited != 1)
+        return held_or_answered(awaited);
+    json_int_t told = 0;
+    for (uint32_t w = 0; w < LG_MAX_WORKERS; w++)
+        told += r->call->found[w];
+    return lg_ctl_reply_json(conn, 200, json_pack("{s:s,s:b,s:I}", "topic", r->call->topic,
+                                                  "deleted", 1, "subscribers_ended", told));
+}
+
+/* ---- Clients ----------------------------------------------------------------------------------- */
+
+static int by_id(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "id"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "id"));
+    return x < y ? -1 : x > y;
+}
+
+/* Every worker's page merged in id order, cut at the limit. */
+static json_t *merged_clients(const struct lg_call *call, json_t **next)
+{
+    size_t total = 0;
+    for (uint32_t w = 0; w < LG_MAX_WORKERS; w++)
+        total += call->results[w] ? json_array_size(call->results[w]) : 0;
+    json_t **all = malloc((total + 1) * sizeof *all);
+    json_t *list = json_array();
+    if (!all || !list) {
+        free(all);
+        json_decref(list);
+        return NULL;
+    }
+    size_t n = 0;
+    for (uint32_t w = 0; w < LG_MAX_WORKERS; w++)
+        for (size_t i = 0; call->results[w] && i < json_array_size(call->results[w]); i++)
+            all[n++] = json_array_get(call->results[w], i);
+    qsort(all, n, sizeof *all, by_id);
+    size_t shown = n < call->limit ? n : call->limit;
+    for (size_t i = 0; i < shown; i++)
+        json_array_append(list, all[i]);
+    *next = n > shown ? json_integer(json_integer_value(json_object_get(all[shown - 1], "id")))
+                      : json_null();
+    free(all);
+    return list;
+}
+
+int lg_ctl_handle_clients(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                          struct lg_ctl_request *r)
+{
+    (void)url;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    if (r->call == NULL) {
+        char topic[LG_TOPIC_NAME_MAX + 1], after[24];
+        uint32_t limit;
+        if (query_text(conn, "topic", topic, sizeof topic, &e) != 0 ||
+            query_text(conn, "after", after, sizeof after, &e) != 0 ||
+            query_limit(conn, &limit, &e) != 0)
+            return lg_ctl_reply_error(conn, &e, NULL);
+        char *end;
+        unsigned long long after_id = strtoull(after, &end, 10);
+        if (*end) {
+            lg_ctl_fail(&e, 400, "bad_request", "after must be a client id (an integer)");
+            return lg_ctl_reply_error(conn, &e, NULL);
+        }
+        r->call = lg_call_new(LG_CALL_LIST_CLIENTS);
+        if (!r->call)
+            return call_oom(conn);
+        snprintf(r->call->topic, sizeof r->call->topic, "%.128s", topic);
+        r->call->after_id = after_id;
+        r->call->limit = limit;
+    }
+    int awaited = await_workers(c, conn, r);
+    if (awaited != 1)
+        return held_or_answered(awaited);
+    json_t *next = NULL;
+    json_t *list = merged_clients(r->call, &next);
+    if (!list)
+        return call_oom(conn);
+    return lg_ctl_reply_json(conn, 200, json_pack("{s:o,s:o}", "clients", list, "next", next));
+}
+
+int lg_ctl_handle_client_delete(struct lg_control *c, struct MHD_Connection *conn,
+                                const char *url, struct lg_ctl_request *r)
+{
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    if (r->call == NULL) {
+        char id_text[32], *end;
+        if (path_name(url, "/v1/clients/", id_text, sizeof id_text, &e) != 0)
+            return lg_ctl_reply_error(conn, &e, NULL);
+        unsigned long long id = strtoull(id_text, &end, 10);
+        if (*end || id == 0) {
+            lg_ctl_fail(&e, 404, "not_found", "no client \"%.32s\" (ids are positive integers)",
+                        id_text);
+            return lg_ctl_reply_error(conn, &e, NULL);
+        }
+        r->call = lg_call_new(LG_CALL_KICK);
+        if (!r->call)
+            return call_oom(conn);
+        r->call->client_id = id;
+        if (query_text(conn, "reason", r->call->reason, sizeof r->call->reason, &e) != 0)
+            return lg_ctl_reply_error(conn, &e, NULL);
+        if (!r->call->reason[0])
+            snprintf(r->call->reason, sizeof r->call->reason, "disconnected by the operator");
+    }
+    int awaited = await_workers(c, conn, r);
+    if (awaited != 1)
+        return held_or_answered(awaited);
+    uint32_t found = 0;
+    for (uint32_t w = 0; w < LG_MAX_WORKERS; w++)
+        found += r->call->found[w];
+    if (!found) {
+        lg_ctl_fail(&e, 404, "not_found", "no client %" PRIu64 " is connected",
+                    r->call->client_id);
+        return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    return lg_ctl_reply_json(conn, 200, json_pack("{s:I,s:b,s:s}", "id",
+                                                  (json_int_t)r->call->client_id, "kicked", 1,
+                                                  "reason", r->call->reason));
+}

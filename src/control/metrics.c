@@ -1,0 +1,317 @@
+/*
+ * metrics.c - GET /metrics: the Prometheus text exposition (format 0.0.4) of the gateway's
+ * counters, gauges and histograms (docs/operations.md lists every metric).
+ *
+ * The exposition is a table of rows: a metric's name, type, help, labels and where its value
+ * comes from (an lg_stats counter or gauge, or a function). Rows of one metric are adjacent
+ * (one HELP/TYPE, one series per row), so a new counter is one row. Per-worker series and the
+ * histograms are rendered after the table from the worker slots (worker_stats.h, merged here)
+ * and the control port's own histograms. Reading never takes a lock a publish or a worker
+ * holds for long: counters are relaxed atomics; the retained-history sum takes the registry
+ * read lock and each topic's lock alone, briefly.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "accounting.h"
+#include "control.h"
+#include "control_internal.h"
+#include "control_reply.h"
+#include "encode.h"
+#include "histogram.h"
+#include "hub.h"
+#include "hub_admin.h"
+#include "stats.h"
+#include "worker_stats.h"
+
+struct metric_row {
+    const char *name;
+    const char *type;             /* "counter" or "gauge" */
+    const char *help;
+    const char *labels;           /* label pairs without braces, or NULL */
+    _Atomic uint64_t *counter;    /* one of these three is the source */
+    _Atomic int64_t *gauge;
+    double (*value)(const struct lg_control *c);
+};
+
+#define COUNTER(n, h, l, field) {.name = n, .type = "counter", .help = h, .labels = l, \
+                                 .counter = &lg_stats.field}
+#define GAUGE(n, h, l, field) {.name = n, .type = "gauge", .help = h, .labels = l, \
+                               .gauge = &lg_stats.field}
+#define FN(n, t, h, l, fn) {.name = n, .type = t, .help = h, .labels = l, .value = fn}
+
+static double one(const struct lg_control *c) { (void)c; return 1; }
+static double connections(const struct lg_control *c)
+{
+    (void)c;
+    return (double)lg_account_connections();
+}
+static double live_events(const struct lg_control *c)
+{
+    (void)c;
+    return (double)lg_account_events();
+}
+static double live_bytes(const struct lg_control *c)
+{
+    (void)c;
+    return (double)lg_account_event_bytes();
+}
+static double start_time(const struct lg_control *c) { return (double)c->started_unix_ms / 1000.0; }
+static double backlog(const struct lg_control *c) { return (double)lg_hub_backlog(c->hub); }
+
+static const char clients_help[] = "Clients connected now, by transport (poll: held long-polls).";
+static const char opened_help[] = "Public-port connections accepted.";
+static const char closed_help[] =
+    "Public-port connections closed after they reached a transport, by reason.";
+static const char refused_conn_help[] = "Connections refused at accept or upgrade, by limit.";
+static const char delivered_help[] = "Events written to clients, by transport.";
+static const char dropped_help[] = "Events dropped for slow clients, by reason.";
+static const char refused_pub_help[] = "Publishes refused with 503, by reason.";
+static const char notices_help[] = "Notices written to clients, by kind.";
+
+static const struct metric_row rows[] = {
+    FN("livegate_build_info", "gauge", "The running build (always 1).",
+       "version=\"" LG_VERSION "\"", one),
+    FN("livegate_start_time_seconds", "gauge", "When the process started, Unix seconds.", NULL,
+       start_time),
+    FN("livegate_store_info", "gauge", "The store keeping the topics' streams (always 1).",
+       "store=\"memory\",state=\"up\"", one),
+    GAUGE("livegate_clients", clients_help, "transport=\"sse\"", clients_sse),
+    GAUGE("livegate_clients", clients_help, "transport=\"websocket\"", clients_ws),
+    GAUGE("livegate_clients", clients_help, "transport=\"poll\"", clients_poll),
+    FN("livegate_connections", "gauge", "Public-port connections open now (any state).", NULL,
+       connections),
+    COUNTER("livegate_connections_opened_total", opened_help, NULL, connections_opened),
+    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"client\"",
+            connections_closed_client),
+    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"slow_consumer\"",
+            connections_closed_slow),
+    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"policy\"",
+            connections_closed_policy),
+    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"drain\"",
+            connections_closed_drain),
+    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"error\"",
+            connections_closed_error),
+    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"admin\"",
+            connections_closed_admin),
+    COUNTER("livegate_connections_refused_total", refused_conn_help,
+            "reason=\"max_connections\"", connections_refused),
+    COUNTER("livegate_connections_refused_total", refused_conn_help,
+            "reason=\"max_connections_per_address\"", connections_refused_address),
+    COUNTER("livegate_requests_rejected_total",
+            "Public-port requests answered with an error status (4xx/5xx).", NULL,
+            requests_rejected),
+    COUNTER("livegate_ws_closed_message_rate_total",
+            "WebSocket clients closed 1008 for sending faster than websocket.max_messages_per_s.",
+            NULL, ws_closed_message_rate),
+    COUNTER("livegate_events_published_total", "Events accepted by the publish API.", NULL,
+            events_published),
+    COUNTER("livegate_publishes_deduplicated_total",
+            "Publishes answered with an earlier event (idempotency key in history).", NULL,
+            publishes_deduplicated),
+    COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"overload\"",
+            publishes_refused_overload),
+    COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"max_topics\"",
+            publishes_refused_topics),
+    COUNTER("livegate_publishes_refused_total", refused_pub_help,
+            "reason=\"max_retained_bytes\"", publishes_refused_memory),
+    COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"out_of_memory\"",
+            publishes_refused_oom),
+    COUNTER("livegate_publishes_held_total",
+            "Publishes held for a worker's room (overload pacing), by reason.",
+            "reason=\"workers_behind\"", publishes_held),
+    COUNTER("livegate_events_delivered_total", delivered_help, "transport=\"sse\"",
+            events_delivered_sse),
+    COUNTER("livegate_events_delivered_total", delivered_help, "transport=\"websocket\"",
+            events_delivered_ws),
+    COUNTER("livegate_events_delivered_total", delivered_help, "transport=\"poll\"",
+            events_delivered_poll),
+    COUNTER("livegate_events_dropped_total", dropped_help, "reason=\"overflow\"",
+            events_dropped_overflow),
+    COUNTER("livegate_events_dropped_total", dropped_help, "reason=\"lag\"", events_dropped_lag),
+    COUNTER("livegate_events_dropped_total", dropped_help, "reason=\"conflated\"",
+            events_conflated),
+    COUNTER("livegate_notices_sent_total", notices_help, "kind=\"gap\"", gaps_sent),
+    COUNTER("livegate_notices_sent_total", notices_help, "kind=\"reset\"", resets_sent),
+    COUNTER("livegate_notices_sent_total", notices_help, "kind=\"end\"", ends_sent),
+    GAUGE("livegate_client_queue_depth_max",
+          "Deepest client queue seen since start, in events.", NULL, max_queue_depth),
+    FN("livegate_backlog_events", "gauge",
+       "Events accepted for the workers and not yet taken by them (every inbox).", NULL,
+       backlog),
+    GAUGE("livegate_topics", "Topics in the registry.", NULL, topics),
+    COUNTER("livegate_topics_collected_total",
+            "Idle topics (never published to, nobody subscribed) dropped from the registry.",
+            NULL, topics_collected),
+    COUNTER("livegate_topic_creations_refused_total",
+            "Subscriptions refused for creating topics faster than limits.topic_creations_per_s.",
+            NULL, topic_creations_refused),
+    COUNTER("livegate_history_evicted_total", "Events evicted from topic history.", NULL,
+            history_evicted),
+    FN("livegate_live_events", "gauge",
+       "Events still referenced (history, inboxes, client queues).", NULL, live_events),
+    FN("livegate_live_event_bytes", "gauge",
+       "Bytes of the events still referenced (compared with limits.max_retained_bytes).", NULL,
+       live_bytes),
+    COUNTER("livegate_sys_stats_published_total", "Events published to $sys/stats.", NULL,
+            sys_stats_published),
+    COUNTER("livegate_sys_stats_skipped_total",
+            "$sys/stats ticks not published (workers behind, out of memory).", NULL,
+            sys_stats_skipped),
+};
+
+static void header(struct lg_buf *b, const char *name, const char *type, const char *help)
+{
+    lg_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample(struct lg_buf *b, const char *name, const char *labels, double v)
+{
+    if (labels)
+        lg_buf_appendf(b, "%s{%s} %.17g\n", name, labels, v);
+    else
+        lg_buf_appendf(b, "%s %.17g\n", name, v);
+}
+
+static void sample_u64(struct lg_buf *b, const char *name, const char *labels, uint64_t v)
+{
+    if (labels)
+        lg_buf_appendf(b, "%s{%s} %" PRIu64 "\n", name, labels, v);
+    else
+        lg_buf_appendf(b, "%s %" PRIu64 "\n", name, v);
+}
+
+static void render_rows(const struct lg_control *c, struct lg_buf *b)
+{
+    const char *last = "";
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const struct metric_row *r = &rows[i];
+        if (strcmp(r->name, last) != 0)
+            header(b, r->name, r->type, r->help);
+        last = r->name;
+        if (r->counter)
+            sample_u64(b, r->name, r->labels,
+                       atomic_load_explicit(r->counter, memory_order_relaxed));
+        else if (r->gauge)
+            sample(b, r->name, r->labels,
+                   (double)atomic_load_explicit(r->gauge, memory_order_relaxed));
+        else
+            sample(b, r->name, r->labels, r->value(c));
+    }
+}
+
+static void render_history(struct lg_control *c, struct lg_buf *b)
+{
+    uint64_t topics, events, bytes;
+    lg_hub_history_totals(c->hub, &topics, &events, &bytes);
+    header(b, "livegate_history_events", "gauge", "Events retained in topic history for resume.");
+    sample_u64(b, "livegate_history_events", NULL, events);
+    header(b, "livegate_history_bytes", "gauge", "Bytes of the events retained in topic history.");
+    sample_u64(b, "livegate_history_bytes", NULL, bytes);
+}
+
+static void render_workers(const struct lg_control *c, struct lg_buf *b)
+{
+    uint32_t n = c->worker_count;
+    char label[32];
+    header(b, "livegate_worker_busy_seconds_total", "counter",
+           "Time each worker's loop spent running callbacks (the rest it waited for events).");
+    for (uint32_t w = 0; w < n; w++) {
+        snprintf(label, sizeof label, "worker=\"%u\"", w);
+        sample(b, "livegate_worker_busy_seconds_total", label,
+               (double)atomic_load_explicit(&lg_worker_stats[w].busy_ns, memory_order_relaxed) /
+                   1e9);
+    }
+    header(b, "livegate_worker_inbox_events", "gauge",
+           "Events accepted for the worker and not yet taken (its backlog).");
+    for (uint32_t w = 0; w < n; w++) {
+        snprintf(label, sizeof label, "worker=\"%u\"", w);
+        sample_u64(b, "livegate_worker_inbox_events", label, lg_hub_worker_backlog(c->hub, w));
+    }
+    header(b, "livegate_worker_backlogged_connections", "gauge",
+           "Connections of the worker whose socket has not taken their queue (each tick).");
+    for (uint32_t w = 0; w < n; w++) {
+        snprintf(label, sizeof label, "worker=\"%u\"", w);
+        sample(b, "livegate_worker_backlogged_connections", label,
+               (double)atomic_load_explicit(&lg_worker_stats[w].backlogged_conns,
+                                            memory_order_relaxed));
+    }
+    header(b, "livegate_worker_connections", "gauge",
+           "Connections the worker serves (each tick).");
+    for (uint32_t w = 0; w < n; w++) {
+        snprintf(label, sizeof label, "worker=\"%u\"", w);
+        sample(b, "livegate_worker_connections", label,
+               (double)atomic_load_explicit(&lg_worker_stats[w].connections,
+                                            memory_order_relaxed));
+    }
+}
+
+/* One histogram from a merged snapshot: cumulative buckets, +Inf, sum (seconds), count (the
+ * +Inf bucket, so the two always agree even while observations race the scrape). */
+static void render_histogram(struct lg_buf *b, const char *name, const char *help,
+                             const struct lg_histogram_snapshot *s)
+{
+    header(b, name, "histogram", help);
+    uint64_t cumulative = 0;
+    for (unsigned i = 0; i < LG_HISTOGRAM_BUCKETS; i++) {
+        cumulative += s->buckets[i];
+        lg_buf_appendf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name,
+                       (double)lg_histogram_bounds_ns[i] / 1e9, cumulative);
+    }
+    cumulative += s->buckets[LG_HISTOGRAM_BUCKETS];
+    lg_buf_appendf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, cumulative);
+    lg_buf_appendf(b, "%s_sum %.9f\n", name, (double)s->sum_ns / 1e9);
+    lg_buf_appendf(b, "%s_count %" PRIu64 "\n", name, cumulative);
+}
+
+static void render_histograms(const struct lg_control *c, struct lg_buf *b)
+{
+    struct lg_histogram_snapshot s = {0};
+    for (uint32_t w = 0; w < c->worker_count; w++)
+        lg_histogram_read(&lg_worker_stats[w].delivery_lag, &s);
+    render_histogram(b, "livegate_delivery_lag_seconds",
+                     "From publish accepted to written to the client, per event delivered.", &s);
+    memset(&s, 0, sizeof s);
+    lg_histogram_read(&lg_ctl_publish_handling, &s);
+    render_histogram(b, "livegate_publish_handling_seconds",
+                     "Time a publish request's handler took to answer (waits excluded).", &s);
+    memset(&s, 0, sizeof s);
+    lg_histogram_read(&lg_ctl_publish_wait, &s);
+    render_histogram(b, "livegate_publish_wait_seconds",
+                     "Time a held publish waited for a worker's room (overload pacing).", &s);
+}
+
+int lg_ctl_handle_metrics(struct lg_control *c, struct MHD_Connection *conn, const char *url,
+                          struct lg_ctl_request *r)
+{
+    (void)url, (void)r;
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_buf_reserve(&b, 16384);
+    render_rows(c, &b);
+    render_history(c, &b);
+    render_workers(c, &b);
+    render_histograms(c, &b);
+    if (b.oom) {
+        lg_buf_release(&b);
+        struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+        lg_ctl_fail(&e, 503, "unavailable", "out of memory rendering the metrics; retry");
+        return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(b.len, b.data, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        lg_buf_release(&b);
+        return -1;
+    }
+    bool ok = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                      "text/plain; version=0.0.4; charset=utf-8") == MHD_YES &&
+              MHD_queue_response(conn, 200, resp) == MHD_YES;
+    MHD_destroy_response(resp);
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,93 @@
+/*
+ * worker_admin.c - a worker answers the admin API's calls (worker_call.h) on its own thread:
+ * it lists its clients, disconnects one, or tells the subscribers of a deleted topic that it
+ * ended. Called on every wake-up, before the sweep (worker.c).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "conn_report.h"
+#include "hub.h"
+#include "hub_admin.h"
+#include "topic.h"
+#include "worker_call.h"
+#include "worker_internal.h"
+
+static struct lg_conn *conn_of(struct lg_subscriber *s)
+{
+    return (struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub));
+}
+
+static bool listens_to(const struct lg_conn *c, const char *topic)
+{
+    for (const struct lg_subscription *sn = c->sub.subs; sn; sn = sn->next_of_owner)
+        if (strcmp(sn->topic->name, topic) == 0)
+            return true;
+    return false;
+}
+
+/* Clients with id > after_id in id order (the connection list is in open order), at most
+ * limit + 1 of them (one more than a page says whether another page follows). */
+static void list_clients(struct lg_worker *w, struct lg_call *call)
+{
+    json_t *list = json_array();
+    uint64_t now = lg_mono_ns();
+    for (struct lg_dlink *l = w->conns.first; l && list; l = l->next) {
+        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, conn_link);
+        if (c->id <= call->after_id || !lg_conn_is_client(c) ||
+            (call->topic[0] && !listens_to(c, call->topic)))
+            continue;
+        if (json_array_size(list) > call->limit)
+            break;
+        json_array_append_new(list, lg_conn_report_json(c, now));
+    }
+    call->results[w->index] = list;
+}
+
+static void kick_client(struct lg_worker *w, struct lg_call *call)
+{
+    for (struct lg_dlink *l = w->conns.first; l; l = l->next) {
+        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, conn_link);
+        if (c->id == call->client_id && lg_conn_is_client(c)) {
+            lg_conn_kick(c, call->reason);
+            call->found[w->index] = 1;
+            return;
+        }
+    }
+}
+
+/* Every subscription of this worker to the deleted topic owes its end notice; the write
+ * that sends it removes the subscription. */
+static void end_topic(struct lg_worker *w, struct lg_call *call)
+{
+    struct lg_topic *t = call->ended;
+    for (struct lg_subscription *sn = t->slots[w->index].head; sn; sn = sn->next) {
+        lg_subscriber_end(sn->owner, sn);
+        lg_conn_want_write(conn_of(sn->owner));
+        call->found[w->index]++;
+    }
+}
+
+void lg_worker_answer_calls(struct lg_worker *w)
+{
+    struct lg_hub *hub = w->shared.hub;
+    struct lg_call *call;
+    while ((call = lg_hub_take_call(hub, w->index))) {
+        switch (call->kind) {
+        case LG_CALL_LIST_CLIENTS:
+            list_clients(w, call);
+            break;
+        case LG_CALL_KICK:
+            kick_client(w, call);
+            break;
+        case LG_CALL_END_TOPIC:
+            end_topic(w, call);
+            break;
+        }
+        lg_hub_call_done(hub, call, w->index);
+    }
+}
