@@ -7,7 +7,9 @@
 // resumed from the cursor past it). Failure: a transport that cannot open is left for the next
 // one in `transports`; a connection that drops is reopened on the same transport after a backoff
 // (exponential, full jitter); a refusal that a retry cannot cure (400, 401, 403, a WebSocket
-// `error` or close 1008) ends the subscription with onEnd({reason:"error"}).
+// `error` or close 1008) ends the subscription with onEnd({reason:"error"}). A topic the
+// gateway ends (an `end` notice: the topic was deleted) leaves the subscription with
+// onEnd({reason:"topic_end", topic}); when none is left, onEnd({reason:"ended"}) follows.
 // SSE is read with fetch(), not EventSource: it works in Node, sends no header that would need
 // a CORS preflight, sees the heartbeat comments (needed to tell a quiet stream from a buffering
 // proxy) and leaves reconnecting to this file instead of the browser.
@@ -71,7 +73,7 @@ export function subscribe(topics, opts = {}) {
   // Learns the position of topics the cursor does not name yet (a subscribed answer, the first
   // id of a stream); a topic it names moves only through its events and notices.
   function learn(text) {
-    for (const e of parseCursor(text)) if (!cursor.has(e.topic)) cursor.set(e.topic, e);
+    for (const e of parseCursor(text)) if (!cursor.has(e.topic) && topics.includes(e.topic)) cursor.set(e.topic, e);
   }
 
   // One delivered item in the envelope of docs/protocol.md; false when it was a duplicate.
@@ -84,6 +86,12 @@ export function subscribe(topics, opts = {}) {
       cursor.set(pos.topic, pos);
       call("onEvent", { topic: pos.topic, id: item.id, seq: pos.seq, event: item.event || "message",
                         data: item.data, time: item.time, key: item.key, transport });
+    } else if (item.type === "end") {
+      // The topic was deleted: it leaves the subscription (and the cursor) for good.
+      topics = topics.filter((t) => t !== pos.topic);
+      cursor.delete(pos.topic);
+      call("onEnd", { reason: "topic_end", topic: pos.topic, id: item.id, transport });
+      if (!topics.length) finish({ reason: "ended" });
     } else if (item.type === "gap" || item.type === "reset") {
       if (had && had.epoch === pos.epoch && pos.seq <= had.seq && item.type === "gap") return false;
       cursor.set(pos.topic, pos);
@@ -204,7 +212,7 @@ export function subscribe(topics, opts = {}) {
   // An SSE event's id is the whole stream's cursor: the entry that moved names its topic.
   function sseBlock(b) {
     const data = b.data.join("\n");
-    if (b.event === "gap" || b.event === "reset") {
+    if (b.event === "gap" || b.event === "reset" || b.event === "end") {
       deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
     } else if (b.event === "error") {
       const e = JSON.parse(data);
@@ -212,7 +220,7 @@ export function subscribe(topics, opts = {}) {
     } else if (b.id !== undefined && b.data.length) {
       for (const e of parseCursor(b.id)) {
         const had = cursor.get(e.topic);
-        if (!had || had.epoch !== e.epoch || e.seq > had.seq)
+        if (topics.includes(e.topic) && (!had || had.epoch !== e.epoch || e.seq > had.seq))
           deliver({ type: "event", id: `${e.topic}@${e.epoch}:${e.seq}`, event: b.event, data }, "sse");
       }
     } else if (b.id !== undefined) {

@@ -1,5 +1,5 @@
 // test_dashboard.mjs - static/index.html in headless Chromium against the real gateway: it
-// subscribes, lists events with gap and reset markers, shows the connection state, and its
+// subscribes, lists events with gap, reset and end markers, shows the connection state, and its
 // $sys/stats charts move; the screenshot it takes is checked not to be blank.
 // The screenshot goes to $LG_SCREENSHOT_DIR (default: a temp dir); the README's was taken with
 //   LG_SCREENSHOT_DIR=docs/images LG_DASHBOARD_LOAD_S=75 ctest -R browser/test_dashboard
@@ -39,6 +39,12 @@ test("the dashboard: events, gap and reset markers, state, and moving $sys/stats
       `gap audit@${epoch}:7 gap: events 2..7 of audit will not arrive`,
       `event audit@${epoch}:8 {"step":8}`, `event audit@${epoch}:9 {"step":9}`, `event audit@${epoch}:10 {"step":10}`,
     ]);
+
+    // The admin API deletes a topic: the page marks its end.
+    const del = await fetch(`${gw.controlUrl}v1/topics/prices`, { method: "DELETE" });
+    assert.equal(del.status, 200);
+    await page.waitForSelector("#events li.end", { timeout: 5000 });
+    assert.ok((await kinds()).includes(`end prices@${epoch}:0 end: prices was deleted; it leaves the subscription`), (await kinds()).join("\n"));
 
     const snapshot = () => page.evaluate((ids) => ids.map((id) => {
       const c = document.getElementById(id);

@@ -2,16 +2,22 @@
 // long-poll through Node's fetch, and the cursor handed from one subscription to the next
 // (resume after close: only what was published since, once). WebSocket too when this Node
 // has a global WebSocket (Node 20 with --experimental-websocket, as ctest runs it there; Node
-// 18, Debian 12's own, has none, and the client leaves that transport out by itself).
+// 18, Debian 12's own, has none, and the client leaves that transport out by itself); a topic
+// deleted by the admin API ends with onEnd.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
 import { startGateway, publish, waitFor, sleep, sourceDir } from "./lib.mjs";
 
-const { subscribe } = await import(path.join(sourceDir, "static/livegate.js"));
+const lib = await import(path.join(sourceDir, "static/livegate.js"));
+const open = []; // every subscription, closed at the end even when its test failed
+const subscribe = (topics, opts) => { const s = lib.subscribe(topics, opts); open.push(s); return s; };
 let gw;
 before(async () => { gw = await startGateway(); });
-after(async () => { assert.equal(await gw.stop(), 0); });
+after(async () => {
+  for (const s of open) s.close();
+  assert.equal(await gw.stop(), 0);
+});
 
 async function collect(topic, transports, since) {
   const got = { events: [], states: [], resets: [] };
@@ -73,3 +79,35 @@ test("a refused subscription ends with onEnd and the gateway's error code", asyn
   assert.equal(ended.reason, "error");
   assert.equal(ended.error.code, "invalid_topic");
 });
+
+for (const transport of ["sse", "poll", "websocket"]) {
+  test(`${transport}: a deleted topic ends with onEnd and leaves the others flowing`, async (t) => {
+    if (transport === "websocket" && !globalThis.WebSocket) return t.skip(`Node ${process.version} has no WebSocket`);
+    const [a, b] = [`end-a-${transport}`, `end-b-${transport}`];
+    const ends = [], events = [];
+    const sub = subscribe([a, b], {
+      baseUrl: gw.publicUrl, transports: [transport], pollTimeoutS: 2,
+      onEvent: (e) => events.push(`${e.topic}/${e.seq}`),
+      onEnd: (e) => ends.push(e.topic ? `${e.reason} ${e.topic}` : e.reason),
+    });
+    await waitFor("open", () => sub.state === "open");
+    await publish(gw, a, "1");
+    await waitFor("a's event", () => events.length === 1);
+    const del = async (topic) => {
+      const res = await fetch(`${gw.controlUrl}v1/topics/${topic}`, { method: "DELETE" });
+      assert.equal(res.status, 200, await res.text());
+    };
+    await del(a);
+    await waitFor("a's end", () => ends.length === 1);
+    assert.deepEqual(ends, [`topic_end ${a}`]);
+    await waitFor("open again", () => sub.state === "open");
+    await publish(gw, b, "2");
+    await waitFor("b's event", () => events.length === 2);
+    assert.doesNotMatch(sub.cursor(), new RegExp(a));
+    await del(b);
+    await waitFor("the end of the subscription", () => ends.length === 3);
+    assert.deepEqual(ends, [`topic_end ${a}`, `topic_end ${b}`, "ended"]);
+    assert.deepEqual(events, [`${a}/1`, `${b}/1`]);
+    assert.equal(sub.state, "closed");
+  });
+}
