@@ -1,7 +1,8 @@
 // test_curl.mjs - runs every `console` block of docs/curl.md, in order, with bash and curl
 // against one fresh build/livegate, and checks that each block prints exactly the output the
 // page shows. In the page, `<epoch>` is the gateway's epoch (one value throughout; learned
-// from the first output that shows it, then put into the commands too), `<ms>` any number;
+// from the first output that shows it, then put into the commands too), `<ms>` and `<n>` any
+// number, `<new epoch>` an epoch;
 // the addresses 127.0.0.1:8080 and :8081 become the test gateway's ports.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -54,6 +55,8 @@ test("every command of docs/curl.md prints what the page shows", async () => {
       const pattern = escape(b.expected)
         .replaceAll("<epoch>", epoch ? epoch : "([0-9a-f]{8})")
         .replaceAll("<ms>", "[0-9]+")
+        .replaceAll("<n>", "[0-9.]+")
+        .replaceAll("<new epoch>", "[0-9a-f]{8}")
         .replaceAll("\\(\\[0-9a-f\\]\\{8\\}\\)", "([0-9a-f]{8})");
       const m = new RegExp(`^${pattern}$`).exec(output);
       assert.ok(m, `block ${i + 1}: ${b.commands[0]}\n--- the page shows:\n${b.expected}\n--- it printed:\n${output}`);
