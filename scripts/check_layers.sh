@@ -17,7 +17,9 @@ declare -A allowed=(
 )
 # Modules in more than one file pair: the config loader reads the settings table
 # (config_setting) and the topic_rules section through one another, so the three are one
-# node of the map; so are the two files of a worker and the header they share.
+# node of the map; so are the files of a worker (worker, worker_sweep, worker_admin) and the
+# header they share, the hub's (hub, hub_admin, hub_internal) and a connection's (conn,
+# conn_report).
 declare -A part_of=([config_setting]=config [topic_rules]=config
                   [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
                   [hub_internal]=hub [hub_admin]=hub [conn_report]=conn)

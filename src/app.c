@@ -209,6 +209,7 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
         if (next_tick <= lg_mono_ms())
             next_tick = lg_mono_ms() + 1000; /* the tick fell behind (a stopped process) */
         lg_sys_stats_tick(&app->sys_stats, app->hub);
+        lg_control_sweep(app->control);
         size_t collected = lg_hub_expire(app->hub);
         if (collected)
             lg_debug("collected %zu idle topics (never published to, nobody subscribed)", collected);

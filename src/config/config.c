@@ -150,6 +150,8 @@ static const struct lg_setting lg_settings[] = {
            "longest a publish waits for a worker's room before 503"),
     LG_U32("limits.control_max_connections", limits.control_max_connections, 1, 65536, 512,
            "concurrent control-port connections"),
+    LG_U32("limits.control_idle_timeout_ms", limits.control_idle_timeout_ms, 1000, LG_HOUR_MS,
+           30000, "an idle control-port connection is closed after this"),
 
     LG_U32("socket_send_buffer_bytes", socket_send_buffer_bytes, 0, LG_MIB(16), LG_KIB(128),
            "SO_SNDBUF on accepted sockets; 0 = kernel default"),
@@ -157,6 +159,9 @@ static const struct lg_setting lg_settings[] = {
            "bytes coalesced into one write to a client"),
     LG_U32("drain_timeout_ms", drain_timeout_ms, 0, 600000, 5000,
            "longest graceful shutdown before connections are cut"),
+    { .key = "metrics.topics", .type = LG_SETTING_STRING, .offset = LG_OFF(metrics_topics),
+      .min = 0, .max = 4095, .def_text = "",
+      .doc = "topics with their own /metrics series (patterns with * and ?, comma-separated)" },
 };
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))
@@ -259,6 +264,13 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
                                      LG_TRUSTED_PROXIES_MAX, &bad) < 0) {
         lg_config__errf(err, "trusted_proxies: the entry at byte %zu is not a numeric IPv4 or "
                         "IPv6 address (at most %d, comma-separated)", bad, LG_TRUSTED_PROXIES_MAX);
+        return -1;
+    }
+    size_t at = 0;
+    if (!lg_topic_pattern_list_ok(cfg->metrics_topics ? cfg->metrics_topics : "", &at)) {
+        lg_config__errf(err, "metrics.topics: the entry at byte %zu is not a topic pattern "
+                        "(topic name bytes, * and ?; at most %d entries, comma-separated)", at,
+                        LG_METRICS_TOPIC_PATTERNS_MAX);
         return -1;
     }
     if (cfg->limits.max_event_bytes > cfg->limits.max_batch_bytes) {
@@ -519,5 +531,6 @@ void lg_config_release(struct lg_config *cfg)
     lg_topic_rules_free(cfg->topic_rules, cfg->topic_rule_count);
     free(cfg->static_dir);
     free(cfg->trusted_proxies);
+    free(cfg->metrics_topics);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -29,6 +29,8 @@ struct lg_listen_addr {
 /* Most worker threads: the hub tracks the workers of a publish in one 64-bit mask. */
 #define LG_MAX_WORKERS 64
 #define LG_TRUSTED_PROXIES_MAX 64 /* entries of "trusted_proxies" */
+#define LG_METRICS_TOPIC_PATTERNS_MAX 64 /* entries of "metrics.topics" */
+#define LG_METRICS_TOPIC_SERIES_MAX 100  /* topics given their own /metrics series, at most */
 
 struct lg_config {
     struct lg_listen_addr public_addr;  /* "listen.public"  default 0.0.0.0:8080 */
@@ -37,6 +39,8 @@ struct lg_config {
     enum lg_log_level log_level;        /* "log_level" */
     enum lg_log_format log_format;      /* "log_format": text or json lines */
     char *static_dir;                   /* "static_dir": "" = <binary dir>/../static */
+    char *metrics_topics;               /* "metrics.topics": patterns of the topics with their
+                                           own /metrics series, comma-separated ("" = none) */
     char *trusted_proxies;              /* "trusted_proxies": addresses whose X-Forwarded-For
                                            names the client, comma-separated */
 
@@ -76,6 +80,7 @@ struct lg_config {
         uint32_t worker_inbox_events;   /* events accepted for one worker, not yet taken */
         uint32_t publish_wait_ms;       /* longest a publish is held for room before 503 */
         uint32_t control_max_connections; /* concurrent control-port connections */
+        uint32_t control_idle_timeout_ms; /* idle control connection closed after this */
     } limits;
     uint32_t socket_send_buffer_bytes;  /* SO_SNDBUF on accepted sockets (0 = kernel) */
     uint32_t write_batch_bytes;         /* bytes coalesced into one write to a client */

@@ -46,6 +46,12 @@ struct lg_topic_rule {
  * pattern or text matches nothing. */
 bool lg_glob_match(const char *pattern, const char *text);
 
+/* "p1, p2, ...": at most LG_METRICS_TOPIC_PATTERNS_MAX topic patterns (blanks around commas
+ * ignored). Return value: true, or false with the offset of the bad entry in *bad. */
+bool lg_topic_pattern_list_ok(const char *list, size_t *bad);
+/* Whether topic matches a pattern of such a list. */
+bool lg_topic_pattern_list_match(const char *list, const char *topic);
+
 /* The first of the count rules whose pattern matches topic, or NULL. */
 const struct lg_topic_rule *lg_topic_rules_first_match(const struct lg_topic_rule *rules,
                                                        size_t count, const char *topic);

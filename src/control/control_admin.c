@@ -109,7 +109,7 @@ int lg_ctl_handle_topics(struct lg_control *c, struct MHD_Connection *conn, cons
         return lg_ctl_reply_error(conn, &e, NULL);
     struct lg_topic_info *infos = malloc(limit * sizeof *infos);
     bool more = false;
-    int n = infos ? lg_hub_list_topics(c->hub, prefix, after, limit, infos, &more) : -1;
+    int n = infos ? lg_hub_list_topics(c->hub, prefix, after, limit, NULL, NULL, infos, &more) : -1;
     if (n < 0) {
         free(infos);
         lg_ctl_fail(&e, 503, "unavailable", "out of memory listing topics; retry");

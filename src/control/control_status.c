@@ -35,7 +35,7 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
         STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
         STAT(publishes_held), STAT(publish_wait_ms_total), STAT(publishes_refused_overload),
         STAT(events_delivered),
@@ -48,7 +48,8 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         "event_bytes_live", (json_int_t)lg_account_event_bytes(),
         "events_live", (json_int_t)lg_account_events(), STAT(topics), STAT(topics_collected),
         STAT(topic_creations_refused), STAT(ws_closed_message_rate),
-        STAT(sys_stats_published), STAT(sys_stats_skipped));
+        STAT(control_connections_timed_out), STAT(sys_stats_published),
+        STAT(sys_stats_skipped));
 #undef STAT
     return lg_ctl_reply_json(conn, 200, body);
 }

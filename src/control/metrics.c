@@ -27,6 +27,7 @@
 #include "hub.h"
 #include "hub_admin.h"
 #include "stats.h"
+#include "topic_rules.h"
 #include "worker_stats.h"
 
 struct metric_row {
@@ -158,6 +159,9 @@ static const struct metric_row rows[] = {
     FN("livegate_live_event_bytes", "gauge",
        "Bytes of the events still referenced (compared with limits.max_retained_bytes).", NULL,
        live_bytes),
+    COUNTER("livegate_control_connections_timed_out_total",
+            "Control-port connections shut down past their request deadline.", NULL,
+            control_connections_timed_out),
     COUNTER("livegate_sys_stats_published_total", "Events published to $sys/stats.", NULL,
             sys_stats_published),
     COUNTER("livegate_sys_stats_skipped_total",
@@ -213,6 +217,44 @@ static void render_history(struct lg_control *c, struct lg_buf *b)
     sample_u64(b, "livegate_history_events", NULL, events);
     header(b, "livegate_history_bytes", "gauge", "Bytes of the events retained in topic history.");
     sample_u64(b, "livegate_history_bytes", NULL, bytes);
+}
+
+static bool allowed_topic(const char *name, void *list)
+{
+    return lg_topic_pattern_list_match(list, name);
+}
+
+/* Per-topic series for the topics metrics.topics allows (at most LG_METRICS_TOPIC_SERIES_MAX,
+ * in name order), so the series' number stays bounded whatever the topics are. Topic names
+ * hold no byte that needs escaping in a label value (topic_name.h). */
+static void render_topics(struct lg_control *c, struct lg_buf *b)
+{
+    const char *list = c->cfg->metrics_topics;
+    if (!list || !list[0])
+        return;
+    static const struct {
+        const char *name, *help;
+    } series[] = {
+        {"livegate_topic_last_seq", "Newest position assigned in the topic (metrics.topics)."},
+        {"livegate_topic_subscribers", "Listening subscriptions of the topic (metrics.topics)."},
+        {"livegate_topic_retained_events", "Events the topic's history retains (metrics.topics)."},
+        {"livegate_topic_retained_bytes", "Bytes the topic's history retains (metrics.topics)."},
+    };
+    struct lg_topic_info *infos = malloc(LG_METRICS_TOPIC_SERIES_MAX * sizeof *infos);
+    bool more;
+    int n = infos ? lg_hub_list_topics(c->hub, "", "", LG_METRICS_TOPIC_SERIES_MAX, allowed_topic,
+                                       (void *)list, infos, &more)
+                  : -1;
+    for (size_t s = 0; s < sizeof series / sizeof series[0] && n >= 0; s++) {
+        header(b, series[s].name, "gauge", series[s].help);
+        for (int i = 0; i < n; i++) {
+            const struct lg_topic_info *t = &infos[i];
+            uint64_t v = s == 0 ? t->last_seq : s == 1 ? t->subscribers
+                                            : s == 2 ? t->retained_events : t->retained_bytes;
+            lg_buf_appendf(b, "%s{topic=\"%s\"} %" PRIu64 "\n", series[s].name, t->name, v);
+        }
+    }
+    free(infos);
 }
 
 static void render_workers(const struct lg_control *c, struct lg_buf *b)
@@ -295,6 +337,7 @@ int lg_ctl_handle_metrics(struct lg_control *c, struct MHD_Connection *conn, con
     lg_buf_reserve(&b, 16384);
     render_rows(c, &b);
     render_history(c, &b);
+    render_topics(c, &b);
     render_workers(c, &b);
     render_histograms(c, &b);
     if (b.oom) {

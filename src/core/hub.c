@@ -323,11 +323,20 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         return LG_PUBLISH_BAD_DATA;
 
     const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
-    if (!t)
-        return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM : LG_PUBLISH_TOO_MANY_TOPICS);
-
-    pthread_mutex_lock(&t->lock);
+    struct lg_topic *t;
+    for (;;) {
+        t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
+        if (!t)
+            return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
+                                                       : LG_PUBLISH_TOO_MANY_TOPICS);
+        pthread_mutex_lock(&t->lock);
+        if (!atomic_load_explicit(&t->deleted, memory_order_relaxed))
+            break;
+        /* Deleted since the lookup (DELETE /v1/topics/{topic}): the name's next life is the
+         * registry's now, and the publish belongs to it. */
+        pthread_mutex_unlock(&t->lock);
+        lg_hub_topic_done(hub, t);
+    }
     struct lg_event *original =
         req->idempotency_key
             ? lg_stream_find_key(t->stream, req->idempotency_key, req->idempotency_key_len)

@@ -33,7 +33,7 @@ static int by_name(const void *a, const void *b)
 }
 
 int lg_hub_list_topics(struct lg_hub *hub, const char *prefix, const char *after, size_t limit,
-                       struct lg_topic_info *out, bool *more)
+                       lg_topic_filter *keep, void *arg, struct lg_topic_info *out, bool *more)
 {
     size_t plen = strlen(prefix), n = 0;
     *more = false;
@@ -45,7 +45,8 @@ int lg_hub_list_topics(struct lg_hub *hub, const char *prefix, const char *after
     }
     for (size_t b = 0; b <= hub->bucket_mask; b++)
         for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket)
-            if (strncmp(t->name, prefix, plen) == 0 && strcmp(t->name, after) > 0) {
+            if (strncmp(t->name, prefix, plen) == 0 && strcmp(t->name, after) > 0 &&
+                (!keep || keep(t->name, arg))) {
                 lg_topic_ref(t); /* under the lock: collection takes it for writing */
                 found[n++] = t;
             }

@@ -40,11 +40,15 @@ struct lg_topic_info {
     uint64_t publish_rate;     /* events published in the last second (the expiry tick) */
 };
 
-/* Topics whose name starts with prefix and sorts after `after` (byte order; "" = from the
- * start), at most limit of them, in name order, into out[limit].
- * Return value: how many; *more says whether more follow. -1: out of memory. */
+/* Which topics a listing keeps (called under the registry read lock: cheap, no hub call). */
+typedef bool lg_topic_filter(const char *name, void *arg);
+
+/* Topics whose name starts with prefix, sorts after `after` (byte order; "" = from the start)
+ * and, when keep is not NULL, that keep(name, arg) accepts: at most limit of them, in name
+ * order, into out[limit]. Return value: how many; *more says whether more follow. -1: out of
+ * memory. */
 int lg_hub_list_topics(struct lg_hub *hub, const char *prefix, const char *after, size_t limit,
-                       struct lg_topic_info *out, bool *more);
+                       lg_topic_filter *keep, void *arg, struct lg_topic_info *out, bool *more);
 
 /* Return value: 0 with *out filled, or -1 when no topic has that name. */
 int lg_hub_topic_info(struct lg_hub *hub, const char *name, size_t len, struct lg_topic_info *out);

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "client_addresses.h"
 #include "clock.h"
@@ -19,6 +20,19 @@ static void count_client(const struct lg_transport_ops *t, int delta)
         atomic_fetch_add_explicit(t->clients, delta, memory_order_relaxed);
 }
 
+/* The socket's peer address as text ("" when it cannot be read: a socketpair, or gone). */
+static void peer_of(struct lws *wsi, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    struct lg_client_address a;
+    out[0] = '\0';
+    int fd = wsi ? lws_get_socket_fd(wsi) : -1;
+    if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
+        lg_client_address_of((struct sockaddr *)&ss, &a))
+        lg_client_address_format(&a, out, cap);
+}
+
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
                   const struct lg_transport_ops *transport)
 {
@@ -32,6 +46,7 @@ void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
     c->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
     c->opened_unix_ms = lg_unix_ms();
     c->opened_mono_ms = c->last_write_ms;
+    peer_of(wsi, c->peer, sizeof c->peer);
     const struct lg_config *cfg = lg_worker_config(w);
     lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
                  cfg->limits.max_topics_per_client, c->last_write_ms);
@@ -158,11 +173,7 @@ void lg_conn_kick(struct lg_conn *c, const char *reason)
         c->close_reason = "admin";
         return;
     }
-    if (!c->transport->stream) {
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
-        return;
-    }
-    lg_subscriber_kick(&c->sub, reason);
+    lg_subscriber_kick(&c->sub, reason); /* a stream: SSE or WebSocket */
     lg_conn_want_write(c);
 }
 

@@ -77,6 +77,7 @@ struct lg_conn {
     uint64_t id;              /* unique in the process, increasing in open order */
     int64_t opened_unix_ms;
     uint64_t opened_mono_ms;
+    char peer[48];            /* the socket's peer address, read at open ("" = unknown) */
     const char *close_reason; /* static: "policy", "error", ...; NULL = decided at release */
 };
 
@@ -111,8 +112,9 @@ void lg_conn_write_now(struct lg_conn *c);
 void lg_conn_check_lag(struct lg_conn *c);
 /* Begin a clean end (c->transport->drain): SSE retry hint, WS 1001, held polls answered. */
 void lg_conn_drain(struct lg_conn *c);
-/* An operator disconnects c (DELETE /v1/clients/{id}): SSE gets an error event "kicked" with
- * the reason, WebSocket a close 4001 with it, a held poll a 409 answer; then it is closed. */
+/* An operator disconnects c, a client (lg_conn_is_client(): DELETE /v1/clients/{id}): SSE
+ * gets an error event "kicked" with the reason, WebSocket a close 4001 with it, a held poll a
+ * 409 answer; then it is closed. */
 void lg_conn_kick(struct lg_conn *c, const char *reason);
 
 /* ---- raw HTTP requests that subscribe (SSE, long-poll) ------------------------------------ */

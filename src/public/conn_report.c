@@ -57,8 +57,8 @@ static void remote_of(const struct lg_conn *c, char *out, size_t cap)
     out[0] = '\0';
     if (c->client_counted)
         lg_client_address_format(&c->client, out, cap);
-    else if (c->wsi)
-        lws_get_peer_simple(c->wsi, out, cap);
+    else
+        snprintf(out, cap, "%s", c->peer);
 }
 
 static void topics_of(const struct lg_conn *c, char *out, size_t cap)

@@ -129,13 +129,16 @@ static void write_line(char *line, size_t len)
     }
 }
 
-/* Append s as a JSON string (quotes included) within the line's bound: a string cut short
- * still closes its quote. Return value: the new length. */
+/* Append s as a JSON string (quotes included) within the line's bound. Its bytes are first
+ * made safe as in a text line (control bytes and malformed UTF-8 as \xNN), so the line is
+ * valid UTF-8 and valid JSON whatever a client sent. Return value: the new length. */
 static size_t append_json_string(char *line, size_t len, const char *s, size_t n)
 {
+    char safe[LOG_LINE_MAX];
+    size_t safe_len = append_escaped(safe, 0, s, n);
     struct lg_buf b;
     lg_buf_init(&b);
-    lg_encode_json_string(&b, s, n);
+    lg_encode_json_string(&b, safe, safe_len);
     const size_t end = LOG_LINE_MAX - 1;
     if (!b.oom && len + b.len <= end - 8) {
         memcpy(line + len, b.data, b.len);

@@ -41,6 +41,7 @@ struct lg_stats {
     _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
     _Atomic uint64_t topic_creations_refused;/* limits.topic_creations_per_s reached */
     _Atomic uint64_t ws_closed_message_rate; /* websocket.max_messages_per_s reached: 1008 */
+    _Atomic uint64_t control_connections_timed_out; /* control request past its deadline */
     /* the gateway's own topics (sys_stats.h) */
     _Atomic uint64_t sys_stats_published;    /* $sys/stats events published */
     _Atomic uint64_t sys_stats_skipped;      /* ticks not published (workers behind, OOM) */

@@ -257,6 +257,26 @@ START_TEST(test_admin_clients_list_page_kick)
     ck_assert(lg_wait_stat(srv.control_port, "clients_sse", 2, WAIT_MS));
     ck_assert(lg_wait_stat(srv.control_port, "clients_ws", 0, WAIT_MS));
 
+    /* A held long-poll is answered 409 kicked with the reason. */
+    int poll = lg_tcp_connect(srv.public_port);
+    ck_assert_int_ge(poll, 0);
+    const char req[] = "GET /poll?topic=pk&timeout=20 HTTP/1.1\r\nHost: x\r\n\r\n";
+    ck_assert_int_eq(lg_send_all(poll, req, sizeof req - 1), 0);
+    ck_assert(lg_wait_stat(srv.control_port, "clients_poll", 1, WAIT_MS));
+    o = admin("GET", "/v1/clients?topic=pk", 200);
+    json_t *pc = json_array_get(json_object_get(o, "clients"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(pc, "transport")), "poll");
+    snprintf(path, sizeof path, "/v1/clients/%lld?reason=later",
+             (long long)json_integer_value(json_object_get(pc, "id")));
+    json_decref(o);
+    json_decref(admin("DELETE", path, 200));
+    char buf[2048];
+    size_t len = 0;
+    ck_assert_int_ge(lg_recv_until(poll, buf, sizeof buf, &len, "}", WAIT_MS), 0);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 409 ", 13) == 0, "%s", buf);
+    ck_assert_msg(strstr(buf, "{\"error\":\"kicked\",\"message\":\"later\"}"), "%s", buf);
+    close(poll);
+
     /* Gone now, and never existed: 404. */
     snprintf(path, sizeof path, "/v1/clients/%lld", sse_id);
     expect_404("DELETE", path);
@@ -264,11 +284,16 @@ START_TEST(test_admin_clients_list_page_kick)
     expect_404("DELETE", "/v1/clients/abc");
     o = admin("GET", "/v1/clients?after=x", 400);
     json_decref(o);
-    struct lg_http_response r;
-    ck_assert_int_eq(lg_http_request(srv.control_port, "GET", "/metrics", NULL, NULL, 0, &r,
-                                     WAIT_MS), 0);
-    ck_assert_ptr_nonnull(strstr(r.body, "\nlivegate_connections_closed_total{reason=\"admin\"} 2\n"));
-    lg_http_response_free(&r);
+    /* The three kicked connections are counted once their sockets are closed. */
+    bool counted = false;
+    for (int64_t deadline = lg_now_ms() + WAIT_MS; !counted && lg_left_ms(deadline) > 0;) {
+        struct lg_http_response r;
+        ck_assert_int_eq(lg_http_request(srv.control_port, "GET", "/metrics", NULL, NULL, 0, &r,
+                                         WAIT_MS), 0);
+        counted = strstr(r.body, "\nlivegate_connections_closed_total{reason=\"admin\"} 3\n");
+        lg_http_response_free(&r);
+    }
+    ck_assert_msg(counted, "livegate_connections_closed_total{reason=\"admin\"} never reached 3");
     ck_assert(lg_server_wait_log(&srv, "client disconnected", WAIT_MS));
     ck_assert_ptr_nonnull(strstr(srv.log, "reason=admin"));
     for (int i = 0; i < 3; i++)

@@ -152,8 +152,8 @@ START_TEST(test_control_errors)
         {"text that is not UTF-8", "POST", "/v1/topics/e/events", TEXT_CT, "\xff\xfe", 2, 400,
          "bad_request", NULL, false},
         {"unknown path", "GET", "/v1/nothing", NULL, NULL, 0, 404, "not_found", NULL, false},
-        {"topic without /events", "POST", "/v1/topics/e", NULL, "x", 1, 404, "not_found", NULL,
-         false},
+        {"topic without /events", "POST", "/v1/topics/e", NULL, "x", 1, 405, "method_not_allowed",
+         "GET, HEAD, DELETE", false},
         {"GET on events", "GET", "/v1/topics/e/events", NULL, NULL, 0, 405, "method_not_allowed",
          "POST", false},
         {"PUT on publish", "PUT", "/v1/publish", NULL, "[]", 2, 405, "method_not_allowed", "POST",
@@ -356,16 +356,7 @@ START_TEST(test_control_publish_fans_out)
 }
 END_TEST
 
-static Suite *control_suite(void)
-{
-    Suite *s = suite_create("control_api");
-    TCase *tc = LG_TCASE(s, "control_api", server_setup, server_teardown,
-                         test_control_publish_201, test_control_batch,
-                         test_control_publish_fans_out);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "control_api_own_config", NULL, NULL, test_control_errors);
-    tcase_set_timeout(tc, 30);
-    return s;
-}
-
-LG_CHECK_MAIN(control_suite)
+LG_CHECK_MAIN_SHARED("control_api", 30, server_setup, server_teardown,
+                     LG_TESTS(test_control_publish_201, test_control_batch,
+                              test_control_publish_fans_out),
+                     LG_TESTS(test_control_errors))

@@ -170,6 +170,8 @@ START_TEST(test_metrics_exact_after_traffic)
     ck_assert_int_eq(lg_publish(s.control_port, "y", "1", NULL, 0), 503);
     ck_assert_int_eq(lg_publish(s.control_port, "z", "1", NULL, 0), 503);
 
+    /* The poll's connection is closed (and counted) once only the 4 streams are open. */
+    ck_assert(lg_wait_stat(s.control_port, "connections_open", 4, WAIT_MS));
     char *body = scrape(s.control_port);
     promtool_accepts(body);
     expect(body, "livegate_events_published_total", 5 + 1 + FLOOD_N + 1);
@@ -245,11 +247,61 @@ START_TEST(test_metrics_shape)
 }
 END_TEST
 
+/* Per-topic series only for the topics metrics.topics allows; a bad pattern list is refused. */
+START_TEST(test_metrics_topic_allow_list)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"metrics\":{\"topics\":\"orders/*, vip\"}}");
+    lg_publish_n(s.control_port, "orders/1", 1, 3, NULL, 0);
+    lg_publish_n(s.control_port, "orders/2", 1, 1, NULL, 0);
+    lg_publish_n(s.control_port, "other", 1, 2, NULL, 0);
+    lg_publish_n(s.control_port, "vip", 1, 4, NULL, 0);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, s.public_port, "/sse?topic=vip", NULL);
+    char *body = scrape(s.control_port);
+    promtool_accepts(body);
+    expect(body, "livegate_topic_last_seq{topic=\"orders/1\"}", 3);
+    expect(body, "livegate_topic_last_seq{topic=\"orders/2\"}", 1);
+    expect(body, "livegate_topic_last_seq{topic=\"vip\"}", 4);
+    expect(body, "livegate_topic_retained_events{topic=\"vip\"}", 4);
+    expect(body, "livegate_topic_subscribers{topic=\"vip\"}", 1);
+    expect(body, "livegate_topic_subscribers{topic=\"orders/1\"}", 0);
+    ck_assert_ptr_null(strstr(body, "topic=\"other\""));
+    expect(body, "livegate_history_events", 3 + 1 + 2 + 4);
+    free(body);
+    lg_sse_close(&c);
+    lg_server_must_stop(&s);
+
+    struct lg_server none;
+    lg_server_must_start(&none, NULL);
+    lg_publish_n(none.control_port, "orders/1", 1, 1, NULL, 0);
+    body = scrape(none.control_port);
+    ck_assert_ptr_null(strstr(body, "livegate_topic_last_seq"));
+    free(body);
+    lg_server_must_stop(&none);
+
+    struct lg_run_result r;
+    char path[] = "/tmp/lg-metrics-cfg-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char bad[] = "{\"metrics\":{\"topics\":\"ok/*, bad topic\"}}";
+    ck_assert_int_eq(write(fd, bad, sizeof bad - 1), (ssize_t)(sizeof bad - 1));
+    close(fd);
+    const char *check[] = {"--config", path, "--check-config", NULL};
+    ck_assert_int_eq(lg_run_binary(check, &r, WAIT_MS), 0);
+    unlink(path);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "metrics.topics: the entry at byte 6 is not a topic pattern"),
+                  "%s", r.err);
+    lg_run_result_free(&r);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
     TCase *tc = LG_TCASE(s, "metrics", NULL, NULL, test_metrics_exact_after_traffic,
-                         test_metrics_shape);
+                         test_metrics_shape, test_metrics_topic_allow_list);
     tcase_set_timeout(tc, 120);
     return s;
 }

@@ -1,7 +1,8 @@
 /*
  * test_log.c - log lines (log.h): one line per call, whatever bytes a client put in the
  * message: CR, LF, ESC and other control bytes, DEL, a backslash and malformed UTF-8 are
- * escaped as \xNN (\\ for the backslash); well-formed UTF-8 passes as it is.
+ * escaped as \xNN (\\ for the backslash); well-formed UTF-8 passes as it is. With log_format
+ * json every line is one JSON object (time, level, msg, fields) over the same escaped text.
  */
 #include <check.h>
 #include <stdio.h>
@@ -97,6 +98,43 @@ START_TEST(an_escaped_line_stays_within_the_line_bound)
 }
 END_TEST
 
+static void log_json_hostile(void)
+{
+    lg_log_set_level(LG_LOG_INFO);
+    lg_log_set_format(LG_LOG_JSON);
+    lg_log(LG_LOG_WARN, "topic \"a\"\n\x1b[31m bad \xff utf8 \\");
+    struct lg_log_field f[] = {{.key = "topics", .str = "a,\"b\""}, {.key = "bytes", .num = 42}};
+    static struct lg_ratelimit rl;
+    lg_log_fields_ratelimited(&rl, 1000, LG_LOG_INFO, "client disconnected", f, 2);
+    lg_log_set_format(LG_LOG_TEXT);
+    static struct lg_ratelimit rl_text;
+    lg_log_fields_ratelimited(&rl_text, 1000, LG_LOG_INFO, "client disconnected", f, 2);
+}
+
+/* json: one object a line, whatever bytes the message holds; text: the fields as key=value. */
+START_TEST(json_lines_are_objects_and_fields_are_named)
+{
+    char *text = captured(log_json_hostile);
+    char *second = strchr(text, '\n');
+    ck_assert_ptr_nonnull(second);
+    *second++ = '\0';
+    const char *want_tail = "\"level\":\"warn\",\"msg\":"
+                            "\"topic \\\"a\\\"\\\\x0a\\\\x1b[31m bad \\\\xff utf8 \\\\\\\\\","
+                            "\"fields\":{}}";
+    ck_assert_msg(strncmp(text, "{\"time\":\"", 9) == 0 && strstr(text, want_tail) &&
+                      strcmp(text + strlen(text) - strlen(want_tail), want_tail) == 0,
+                  "line %s\nwant its end %s", text, want_tail);
+    char *third = strchr(second, '\n');
+    ck_assert_ptr_nonnull(third);
+    *third++ = '\0';
+    ck_assert_msg(strstr(second, "\"level\":\"info\",\"msg\":\"client disconnected\","
+                                 "\"fields\":{\"topics\":\"a,\\\"b\\\"\",\"bytes\":42}}"),
+                  "%s", second);
+    ck_assert_str_eq(message_of(third, "INFO"), "client disconnected topics=a,\"b\" bytes=42\n");
+    free(text);
+}
+END_TEST
+
 static Suite *log_suite(void)
 {
     Suite *s = suite_create("log");
@@ -104,6 +142,7 @@ static Suite *log_suite(void)
     tcase_add_loop_test(tc, a_logged_line_is_escaped_exactly, 0,
                         (int)(sizeof escapes / sizeof escapes[0]));
     tcase_add_test(tc, an_escaped_line_stays_within_the_line_bound);
+    tcase_add_test(tc, json_lines_are_objects_and_fields_are_named);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -313,6 +313,33 @@ START_TEST(test_parse_replace_resolve_print)
 }
 END_TEST
 
+/* metrics.topics: a comma-separated list of patterns, blanks around entries allowed. */
+START_TEST(test_pattern_list)
+{
+    size_t bad = 99;
+    ck_assert(lg_topic_pattern_list_ok("", &bad));
+    ck_assert(lg_topic_pattern_list_ok("orders/*, vip ,$sys/*", &bad));
+    ck_assert(!lg_topic_pattern_list_ok("ok, bad topic", &bad));
+    ck_assert_uint_eq(bad, 4);
+    ck_assert(!lg_topic_pattern_list_ok("a,,b", &bad));
+    ck_assert_uint_eq(bad, 2);
+    ck_assert(!lg_topic_pattern_list_ok("a, ", &bad));
+    ck_assert(!lg_topic_pattern_list_ok("a$b", &bad));
+    char many[64 * 3 + 8] = "";
+    for (int i = 0; i < 65; i++)
+        strcat(many, i ? ",x" : "x");
+    ck_assert(!lg_topic_pattern_list_ok(many, &bad));
+    many[strlen(many) - 2] = '\0'; /* 64 entries */
+    ck_assert(lg_topic_pattern_list_ok(many, &bad));
+
+    ck_assert(lg_topic_pattern_list_match("orders/*, vip", "orders/1"));
+    ck_assert(lg_topic_pattern_list_match("orders/*, vip", "vip"));
+    ck_assert(!lg_topic_pattern_list_match("orders/*, vip", "vips"));
+    ck_assert(!lg_topic_pattern_list_match("", "vip"));
+    ck_assert(lg_topic_pattern_list_match("v?p", "vip"));
+}
+END_TEST
+
 /* ---- Runner ------------------------------------------------------------------------------- */
 
 static Suite *lg_topic_rules_suite(void)
@@ -328,7 +355,7 @@ static Suite *lg_topic_rules_suite(void)
     LG_TCASE(s, "lookup", NULL, NULL, test_first_match_wins,
              test_first_match_unset_fields_come_from_top_level);
     LG_TCASE(s, "parse", NULL, NULL, test_pattern_every_byte, test_pattern_length_bounds,
-             test_parse_replace_resolve_print);
+             test_parse_replace_resolve_print, test_pattern_list);
     return s;
 }
 
