@@ -93,7 +93,11 @@ for (const transport of ["sse", "poll", "websocket"]) {
     await waitFor("open", () => sub.state === "open");
     await publish(gw, a, "1");
     await waitFor("a's event", () => events.length === 1);
+    // A long-poll is subscribed only while it is held: delete once the gateway lists the client
+    // (between two polls the topic would just be gone, and the next poll would find a new one).
     const del = async (topic) => {
+      await waitFor(`a client of ${topic}`, async () =>
+        (await (await fetch(`${gw.controlUrl}v1/clients?topic=${topic}`)).json()).clients.length === 1);
       const res = await fetch(`${gw.controlUrl}v1/topics/${topic}`, { method: "DELETE" });
       assert.equal(res.status, 200, await res.text());
     };
