@@ -13,8 +13,14 @@ packages=(
   # in the (large) prometheus package
   prometheus
 )
+# The client tests (tests/browser): headless Chromium, nginx in front of the gateway, Node.js
+# with npm for playwright-core and the linters. A Node that is already there (another build of
+# it, with its own npm) is used as it is: Debian's npm would conflict with it.
+packages+=(chromium nginx)
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 if [[ "${LG_SETUP_BENCH:-0}" == 1 ]]; then
-  packages+=(nginx libnginx-mod-nchan)
+  packages+=(libnginx-mod-nchan)
 fi
 
 missing=()

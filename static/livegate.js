@@ -1,0 +1,259 @@
+// livegate.js - the browser (and Node 18+) client of livegate: one subscription over WebSocket,
+// Server-Sent Events or long-poll, with one cursor kept across reconnects and transport
+// switches so the app sees every event once, in order (docs/client.md).
+//
+// Owns: one connection at a time per subscription, its timers and its cursor. Bounds: one
+// connection, one pending timer, an SSE line buffer cut at 1 MiB (the stream is dropped and
+// resumed from the cursor past it). Failure: a transport that cannot open is left for the next
+// one in `transports`; a connection that drops is reopened on the same transport after a backoff
+// (exponential, full jitter); a refusal that a retry cannot cure (400, 401, 403, a WebSocket
+// `error` or close 1008) ends the subscription with onEnd({reason:"error"}). A topic the
+// gateway ends (an `end` notice: the topic was deleted) leaves the subscription with
+// onEnd({reason:"topic_end", topic}); when none is left, onEnd({reason:"ended"}) follows.
+// SSE is read with fetch(), not EventSource: it works in Node, sends no header that would need
+// a CORS preflight, sees the heartbeat comments (needed to tell a quiet stream from a buffering
+// proxy) and leaves reconnecting to this file instead of the browser.
+
+const MAX_LINE_BUFFER = 1 << 20;
+const FATAL_HTTP = [400, 401, 403, 404];
+// Node's fetch and WebSocket share one pool of keep-alive connections, and the gateway takes a
+// WebSocket upgrade only as the first request of a connection: outside a browser, HTTP requests
+// close theirs. (A browser ignores this header and keeps its WebSockets on sockets of their own.)
+const CLOSE = globalThis.document ? {} : { connection: "close" };
+
+class Fatal extends Error {
+  constructor(code, message) { super(message); this.code = code; }
+}
+
+// One cursor entry per topic: "topic@epoch:seq" (docs/protocol.md). Topic names hold no '@'.
+function parseEntry(entry) {
+  const at = entry.lastIndexOf("@"), colon = entry.indexOf(":", at);
+  if (at < 1 || colon < 0) return null;
+  return { topic: entry.slice(0, at), epoch: entry.slice(at + 1, colon), seq: +entry.slice(colon + 1) };
+}
+
+function parseCursor(cursor) {
+  return (cursor || "").split(",").map(parseEntry).filter(Boolean);
+}
+
+export function subscribe(topics, opts = {}) {
+  topics = [].concat(topics);
+  const WS = opts.WebSocket || globalThis.WebSocket;
+  const order = (opts.transports || ["websocket", "sse", "poll"])
+    .filter((t) => t !== "websocket" || WS);
+  const base = new URL(opts.baseUrl || new URL(".", import.meta.url), globalThis.location && location.href);
+  const heartbeatMs = opts.heartbeatMs || 15000;
+  const minMs = opts.minBackoffMs || 250, maxMs = opts.maxBackoffMs || 15000;
+  const pollTimeoutS = opts.pollTimeoutS ?? 25;
+  const cursor = new Map(), worked = new Set();
+  for (const e of parseCursor(opts.since)) cursor.set(e.topic, e);
+
+  let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
+  const sub = { state: "connecting", transport: order[0], error: null };
+
+  const call = (name, arg) => { try { opts[name] && opts[name](arg); } catch (e) { setTimeout(() => { throw e; }); } };
+  const setState = (state, extra) => {
+    Object.assign(sub, { state }, extra);
+    call("onState", { state, transport: sub.transport, attempt, error: sub.error });
+  };
+  const cursorText = () => [...cursor.values()].map((e) => `${e.topic}@${e.epoch}:${e.seq}`).join(",");
+  sub.cursor = cursorText;
+
+  function url(path, cursorParam, extra) {
+    const u = new URL(path, base);
+    if (u.protocol.startsWith("http") && path === "ws") u.protocol = u.protocol.replace("http", "ws");
+    for (const t of topics) u.searchParams.append("topic", t);
+    const c = cursorText();
+    if (c) u.searchParams.set(cursorParam, c);
+    if (opts.token) u.searchParams.set("access_token", opts.token);
+    for (const k in extra) u.searchParams.set(k, extra[k]);
+    return u.href;
+  }
+
+  // Learns the position of topics the cursor does not name yet (a subscribed answer, the first
+  // id of a stream); a topic it names moves only through its events and notices.
+  function learn(text) {
+    for (const e of parseCursor(text)) if (!cursor.has(e.topic) && topics.includes(e.topic)) cursor.set(e.topic, e);
+  }
+
+  // One delivered item in the envelope of docs/protocol.md; false when it was a duplicate.
+  function deliver(item, transport) {
+    const pos = parseEntry(item.id || "");
+    if (!pos) return false;
+    const had = cursor.get(pos.topic);
+    if (item.type === "event") {
+      if (had && had.epoch === pos.epoch && pos.seq <= had.seq) return false;
+      cursor.set(pos.topic, pos);
+      call("onEvent", { topic: pos.topic, id: item.id, seq: pos.seq, event: item.event || "message",
+                        data: item.data, time: item.time, key: item.key, transport });
+    } else if (item.type === "end") {
+      // The topic was deleted: it leaves the subscription (and the cursor) for good.
+      topics = topics.filter((t) => t !== pos.topic);
+      cursor.delete(pos.topic);
+      call("onEnd", { reason: "topic_end", topic: pos.topic, id: item.id, transport });
+      if (!topics.length) finish({ reason: "ended" });
+    } else if (item.type === "gap" || item.type === "reset") {
+      if (had && had.epoch === pos.epoch && pos.seq <= had.seq && item.type === "gap") return false;
+      cursor.set(pos.topic, pos);
+      call(item.type === "gap" ? "onGap" : "onReset", Object.assign({ transport }, item));
+    }
+    return true;
+  }
+
+  function opened() {
+    attempt = 0;
+    worked.add(sub.transport);
+    setState("open", { error: null });
+  }
+
+  // A connection ended. `wasOpen`: it had opened, so the same transport is tried again.
+  function ended(gen, wasOpen, err) {
+    if (gen !== generation || stopped) return;
+    closeConn = null;
+    if (err instanceof Fatal) return finish({ reason: "error", error: { code: err.code, message: err.message } });
+    // A transport that never opened here is blocked (a proxy refusing upgrades, a firewall):
+    // try the next. One that worked before is only down (a restart): try it again.
+    if (!wasOpen && !worked.has(order[index])) index = (index + 1) % order.length;
+    const delay = Math.random() * Math.min(maxMs, minMs * 2 ** attempt++);
+    setState("backoff", { error: err ? String(err.message || err) : null, transport: order[index], retryInMs: Math.round(delay) });
+    timer = setTimeout(connect, delay);
+  }
+
+  function connect() {
+    timer = null;
+    const gen = ++generation, transport = (sub.transport = order[index]);
+    setState("connecting");
+    const done = (wasOpen, err) => ended(gen, wasOpen, err);
+    closeConn = { websocket: openWs, sse: openSse, poll: openPoll }[transport](done, gen);
+  }
+
+  function openWs(done) {
+    let isOpen = false, fatal = null;
+    const ws = new WS(url("ws", "since"), "livegate.v1");
+    ws.onmessage = (m) => {
+      let msg;
+      try { msg = JSON.parse(m.data); } catch { return; }
+      if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; opened(); }
+      else if (msg.type === "error") {
+        const retry = msg.code === "too_many_new_topics" || msg.code === "unavailable";
+        fatal = retry ? new Error(msg.message) : new Fatal(msg.code, msg.message);
+        ws.close(1000);
+      }
+      else deliver(msg, "websocket");
+    };
+    ws.onclose = (e) => {
+      if (e.code === 1008 && !fatal) fatal = new Fatal("policy", e.reason || "closed by policy (1008)");
+      done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
+    };
+    return () => { ws.onclose = ws.onmessage = null; ws.close(1000); };
+  }
+
+  async function httpGet(path, param, extra, signal) {
+    const res = await (opts.fetch || fetch)(url(path, param, extra), { signal, cache: "no-store", headers: CLOSE });
+    if (res.ok) return res;
+    let body = {};
+    try { body = await res.json(); } catch {}
+    const msg = `${res.status} ${body.message || res.statusText}`;
+    throw FATAL_HTTP.includes(res.status) ? new Fatal(body.error || String(res.status), msg) : new Error(msg);
+  }
+
+  function openSse(done) {
+    const ctl = new AbortController();
+    let isOpen = false, lastByte = Date.now(), probing = false;
+    // Silence past the heartbeat: either the stream is buffered by a proxy or nothing happened.
+    // A poll from the cursor tells which: if it sees events, the stream is not delivering them.
+    const watch = setInterval(async () => {
+      if (probing || Date.now() - lastByte < heartbeatMs * 1.5) return;
+      probing = true;
+      try {
+        const res = await httpGet("poll", "since", { timeout: 0 }, ctl.signal);
+        const body = await res.json();
+        const toPoll = order.indexOf("poll");
+        if (body.events.length && toPoll > order.indexOf("sse") && !ctl.signal.aborted) {
+          order.splice(0, toPoll);  // the stream is buffered: stay on long-poll from now on
+          index = 0;
+          stop(new Error("SSE silent past the heartbeat while polls see events: buffering proxy"), true);
+        }
+      } catch {}
+      probing = false;
+    }, Math.max(250, heartbeatMs / 4));
+    const stop = (err, wasOpen) => { clearInterval(watch); ctl.abort(); done(wasOpen ?? isOpen, err); };
+
+    (async () => {
+      const res = await httpGet("sse", "last_event_id", {}, ctl.signal);
+      isOpen = true;
+      opened();
+      const reader = res.body.getReader(), dec = new TextDecoder();
+      let buf = "", block = { data: [] };
+      for (;;) {
+        const { value, done: eof } = await reader.read();
+        if (eof) throw new Error("SSE stream ended");
+        lastByte = Date.now();
+        buf += dec.decode(value, { stream: true });
+        if (buf.length > MAX_LINE_BUFFER) throw new Error("SSE line over 1 MiB");
+        let nl;
+        while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+          if (buf[nl] === "\r" && nl + 1 === buf.length) break; // a CR whose LF may follow
+          const line = buf.slice(0, nl);
+          buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+          if (line === "") { sseBlock(block); block = { data: [] }; continue; }
+          const colon = line.indexOf(":");
+          if (colon === 0) continue;  // a comment: the heartbeat
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? "" : line.slice(colon + (line[colon + 1] === " " ? 2 : 1));
+          if (field === "data") block.data.push(value);
+          else if (field === "id" || field === "event") block[field] = value;
+        }
+      }
+    })().catch((err) => { if (!ctl.signal.aborted) stop(err); });
+    return () => { clearInterval(watch); ctl.abort(); };
+  }
+
+  // An SSE event's id is the whole stream's cursor: the entry that moved names its topic.
+  function sseBlock(b) {
+    const data = b.data.join("\n");
+    if (b.event === "gap" || b.event === "reset" || b.event === "end") {
+      deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
+    } else if (b.event === "error") {
+      const e = JSON.parse(data);
+      throw new Error(`${e.code}: ${e.message}`);
+    } else if (b.id !== undefined && b.data.length) {
+      for (const e of parseCursor(b.id)) {
+        const had = cursor.get(e.topic);
+        if (topics.includes(e.topic) && (!had || had.epoch !== e.epoch || e.seq > had.seq))
+          deliver({ type: "event", id: `${e.topic}@${e.epoch}:${e.seq}`, event: b.event, data }, "sse");
+      }
+    } else if (b.id !== undefined) {
+      learn(b.id);
+    }
+  }
+
+  function openPoll(done) {
+    const ctl = new AbortController();
+    let isOpen = false;
+    (async () => {
+      for (;;) {
+        const res = await httpGet("poll", "since", { timeout: cursor.size ? pollTimeoutS : 0 }, ctl.signal);
+        const body = await res.json();
+        if (!isOpen) { isOpen = true; opened(); }
+        for (const item of body.events) deliver(item, "poll");
+        learn(body.cursor);
+      }
+    })().catch((err) => { if (!ctl.signal.aborted) done(isOpen, err); });
+    return () => ctl.abort();
+  }
+
+  function finish(info) {
+    stopped = true;
+    clearTimeout(timer);
+    if (closeConn) closeConn();
+    closeConn = null;
+    setState("closed", { error: info.error || null });
+    call("onEnd", info);
+  }
+
+  sub.close = () => { if (!stopped) finish({ reason: "closed" }); };
+  if (!order.length) setTimeout(() => finish({ reason: "error", error: { code: "no_transport", message: "no usable transport" } }));
+  else setTimeout(connect);
+  return sub;
+}
