@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "hub.h"
 #include "publish_pacer.h"
 
 struct MHD_Connection;
@@ -56,6 +57,12 @@ struct lg_ctl_request {
     uint64_t held_since_ms;   /* monotonic; 0 = never held */
     size_t batch_done;        /* batch items accepted before the request was held */
     struct lg_publish_result *batch_results; /* [batch size], kept across holds */
+    /* Remote store: the publish handed to it, answered on its thread (control_publish.c). The
+     * completion writes remote_status/remote_res, then remote_state (release), then resumes. */
+    struct MHD_Connection *remote_conn;
+    _Atomic int remote_state;
+    enum lg_publish_status remote_status;
+    struct lg_publish_result remote_res;
 };
 
 /* A route's handler: queue exactly one response (or hold the request, see

@@ -4,6 +4,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "control_reply.h"
+#include "hub.h"
 #include "accounting.h"
 #include "stats.h"
 
@@ -22,8 +23,16 @@ int lg_ctl_handle_readyz(struct lg_control *c, struct MHD_Connection *conn, cons
     const char *name = state == LG_LIFECYCLE_READY      ? "ready"
                        : state == LG_LIFECYCLE_DRAINING ? "draining"
                                                         : "starting";
-    return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY ? 200 : 503,
-                             json_pack("{s:s}", "status", name));
+    if (!lg_hub_remote(c->hub))
+        return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY ? 200 : 503,
+                                 json_pack("{s:s}", "status", name));
+    /* With Redis a node that cannot reach it cannot accept publishes: not ready */
+    bool store_up = lg_hub_store_ready(c->hub);
+    if (state == LG_LIFECYCLE_READY && !store_up)
+        name = "store_unavailable";
+    return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY && store_up ? 200 : 503,
+                             json_pack("{s:s,s:s}", "status", name, "store",
+                                       lg_hub_store_state(c->hub)));
 }
 
 /* A JSON snapshot of lg_stats: what the operator (and the tests) can see of the data plane

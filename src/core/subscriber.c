@@ -176,9 +176,15 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
     lg_stats_note_queue_depth(s->ring.live);
 }
 
+static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn);
+
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
                          struct lg_event *ev, uint64_t now_ns)
 {
+    if (sn->pending) {
+        resolve_pending(s, sn); /* the replay includes ev, or starts after it */
+        return;
+    }
     if (sn->replay_next || ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
         return; /* part of the replay, queued or still to be paged in from history */
     sn->queued_seq = ev->seq;
@@ -244,6 +250,36 @@ static void page_replays(struct lg_subscriber *s)
     }
 }
 
+/* The remote stream sn waited for has loaded (an event of it arrived): compute the replay
+ * the subscription would have had, as lg_subscriber_add() does. */
+static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
+{
+    sn->pending = false;
+    struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->sent_seq};
+    if (sn->pending_from_now)
+        lg_hub_loaded_at(s->hub, sn->topic, &since);
+    struct lg_replay page;
+    const char *problem = NULL;
+    if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, ring_room(s), ring_room_bytes(s),
+                         false, &page, &problem) != 0) {
+        lg_warn("topic %s: cursor refused once the topic loaded (%s): a reset is sent",
+                sn->topic->name, problem);
+        lg_hub_loaded_at(s->hub, sn->topic, &since);
+        page = (struct lg_replay){.reset = true, .epoch = since.epoch, .position = since.seq};
+    }
+    sn->epoch = page.epoch;
+    if (page.reset) {
+        sn->sent_seq = sn->queued_seq = page.position;
+        if (!sn->reset_owed) {
+            sn->reset_owed = true;
+            if (sn->gap_from == 0)
+                s->notices_owed++;
+        }
+    }
+    take_page(s, sn, &page);
+    lg_replay_release(&page);
+}
+
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
                       const char **problem)
@@ -294,6 +330,8 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         owe_gap(s, sn, replay.gap_from);
         owe_gap(s, sn, replay.gap_to);
     }
+    sn->pending = replay.pending;
+    sn->pending_from_now = replay.pending && !since;
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
     if (listen)

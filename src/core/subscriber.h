@@ -58,6 +58,9 @@ struct lg_subscription {
     bool reset_owed;          /* owed a reset notice */
     uint64_t replay_next;     /* next seq to page in from history, 0 = caught up (live) */
     bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
+    bool pending;             /* the topic's remote stream was loading when it subscribed:
+                                 the replay is computed on the topic's first event */
+    bool pending_from_now;    /* ... and it subscribed without a cursor */
 };
 
 struct lg_subscriber {

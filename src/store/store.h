@@ -41,6 +41,9 @@ struct lg_stream;
 enum lg_append_status {
     LG_APPEND_OK = 0,
     LG_APPEND_OOM,        /* the event could not be allocated */
+    LG_APPEND_DUPLICATE,  /* remote stores: ev is the event its idempotency key names already
+                             (the retry's fields with the original position) */
+    LG_APPEND_UNAVAILABLE,/* remote stores: not appended, or not known to be (store down) */
 };
 
 /*
@@ -92,6 +95,22 @@ struct lg_store_ops {
     uint32_t (*expire)(struct lg_stream *s, uint64_t now_mono_ns);
 
     void (*destroy)(struct lg_store *store);
+
+    /* Remote stores only (NULL in the memory store). A remote store's append may be called
+     * from any thread without the caller's lock; it completes later on the store's thread,
+     * which also delivers every event of every open stream, in position order, through the
+     * tail hooks its creator gave it (store_redis.h). */
+    bool remote;
+    /* Name the owner (the hub's topic) the tail hooks are called with for s. */
+    void (*bind)(struct lg_stream *s, void *owner);
+    /* Whether epoch, positions and retained events are known yet (loaded from the remote
+     * store), and the newest position at the moment they became known. */
+    bool (*ready)(const struct lg_stream *s);
+    uint64_t (*ready_position)(const struct lg_stream *s);
+    /* "up", "down", "connecting", "stopped": for readiness and metrics. */
+    const char *(*state)(const struct lg_store *store);
+    /* Stop the store's thread: pending appends complete as LG_APPEND_UNAVAILABLE. */
+    void (*stop)(struct lg_store *store);
 };
 
 struct lg_store {
@@ -140,6 +159,10 @@ static inline bool lg_stream_evict_oldest(struct lg_stream *s)
 static inline uint32_t lg_stream_expire(struct lg_stream *s, uint64_t now_mono_ns)
 {
     return s->store->ops->expire(s, now_mono_ns);
+}
+static inline bool lg_stream_ready(const struct lg_stream *s)
+{
+    return s->store->ops->ready == NULL || s->store->ops->ready(s);
 }
 static inline void lg_stream_close(struct lg_stream *s)
 {

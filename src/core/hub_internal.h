@@ -1,0 +1,53 @@
+/*
+ * hub_internal.h - what the two files of the hub share: hub.c (registry, the in-memory publish
+ * path, subscriptions) and hub_remote.c (the publish path and the fan-out of a remote store,
+ * store_redis.h). No other file includes it.
+ *
+ * Owns/Frees/Threads/Bounds: as hub.h says. tail_wake is the remote store's thread's alone
+ * (the tail hooks run only there).
+ */
+#ifndef LG_HUB_INTERNAL_H
+#define LG_HUB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hub.h"
+
+struct lg_worker_link {
+    struct lg_inbox *inbox;
+    lg_wake_proc *wake;
+    void *wake_arg;
+};
+
+struct lg_hub {
+    const struct lg_config *cfg;
+    uint32_t workers;
+    struct lg_worker_link *links;   /* [workers], set before publishing starts */
+    lg_room_proc *room;             /* set before publishing starts */
+    void *room_arg;
+    struct lg_store *store;         /* where every topic's stream is kept */
+    pthread_rwlock_t registry_lock;
+    struct lg_topic **buckets;      /* {registry_lock} chained hash table */
+    size_t bucket_mask;
+    size_t topic_count;             /* {registry_lock} */
+    uint64_t tail_wake;             /* {remote store thread} workers to wake after a delivery */
+};
+
+/* hub.c's helpers, for hub_remote.c. Each needs t->lock held where it names t. */
+bool lg_hub__reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved);
+void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved);
+bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t);
+enum lg_publish_status lg_hub__refuse(enum lg_publish_status s);
+void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev,
+                         bool duplicate);
+void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask);
+/* The validation every publish starts with. Return value: LG_PUBLISH_OK or the problem. */
+enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req);
+
+/* hub_remote.c: the Redis store for cfg->redis, its tail delivering through hub. Return
+ * value: the store, or NULL (logged why). */
+struct lg_store *lg_hub__remote_store(struct lg_hub *hub);
+
+#endif
