@@ -164,9 +164,11 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
                      bool listen, struct lg_replay *out, const char **problem);
 void lg_replay_release(struct lg_replay *r);
 
-/* Where topic t's stream stood when it became ready (a remote stream loaded; the memory
- * store: its newest position now), as a cursor entry (worker threads). */
-void lg_hub_loaded_at(struct lg_hub *hub, struct lg_topic *t, struct lg_cursor_entry *out);
+/* The position of t just before wall-clock time unix_ms: after its newest retained event
+ * published before then (INT64_MAX: its newest). How a subscription made "from now" while a
+ * remote stream loaded finds where "now" was (worker threads). */
+void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix_ms,
+                            struct lg_cursor_entry *out);
 
 /* Undo one listening subscription of worker w on topic t. */
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);

@@ -202,11 +202,19 @@ void lg_hub_stop_store(struct lg_hub *hub)
         hub->store->ops->stop(hub->store);
 }
 
-void lg_hub_loaded_at(struct lg_hub *hub, struct lg_topic *t, struct lg_cursor_entry *out)
+void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix_ms,
+                            struct lg_cursor_entry *out)
 {
-    const struct lg_store_ops *ops = hub->store->ops;
+    (void)hub;
+    struct lg_store_page page = {0};
     pthread_mutex_lock(&t->lock);
     out->epoch = lg_stream_epoch(t->stream);
-    out->seq = ops->ready_position ? ops->ready_position(t->stream) : lg_stream_newest(t->stream);
+    out->seq = lg_stream_newest(t->stream);
+    if (lg_stream_read_after(t->stream, 0, SIZE_MAX, UINT64_MAX, &page) == 0 && page.count) {
+        out->seq = page.events[0]->seq - 1; /* every retained event is later: all of them */
+        for (size_t i = 0; i < page.count && page.events[i]->published_unix_ms < unix_ms; i++)
+            out->seq = page.events[i]->seq;
+    }
     pthread_mutex_unlock(&t->lock);
+    lg_store_page_release(&page);
 }

@@ -257,14 +257,14 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
     sn->pending = false;
     struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->sent_seq};
     if (sn->pending_from_now)
-        lg_hub_loaded_at(s->hub, sn->topic, &since);
+        lg_hub_position_before(s->hub, sn->topic, sn->pending_since_ms, &since);
     struct lg_replay page;
     const char *problem = NULL;
     if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, ring_room(s), ring_room_bytes(s),
                          false, &page, &problem) != 0) {
         lg_warn("topic %s: cursor refused once the topic loaded (%s): a reset is sent",
                 sn->topic->name, problem);
-        lg_hub_loaded_at(s->hub, sn->topic, &since);
+        lg_hub_position_before(s->hub, sn->topic, INT64_MAX, &since);
         page = (struct lg_replay){.reset = true, .epoch = since.epoch, .position = since.seq};
     }
     sn->epoch = page.epoch;
@@ -332,6 +332,7 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
     }
     sn->pending = replay.pending;
     sn->pending_from_now = replay.pending && !since;
+    sn->pending_since_ms = lg_unix_ms();
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
     if (listen)
@@ -414,6 +415,14 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
     s->subs = NULL;
     s->sub_count = 0;
     lg_client_ring_release(&s->ring);
+}
+
+bool lg_subscriber_pending(const struct lg_subscriber *s)
+{
+    for (const struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
+        if (sn->pending)
+            return true;
+    return false;
 }
 
 bool lg_subscriber_has_output(const struct lg_subscriber *s)

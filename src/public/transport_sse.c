@@ -35,12 +35,16 @@ void lg_sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_reque
         lg_buf_appendf(&c->out,
                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                        "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
-                       "Connection: close\r\n\r\nretry: %u\n\nid: ",
+                       "Connection: close\r\n\r\nretry: %u\n\n",
                        cfg->sse.retry_ms);
         /* An id-only block sets the browser's Last-Event-ID without firing an event, so a
-         * client that reconnects before its first event still resumes from here. */
-        lg_subscriber_cursor(&c->sub, &c->out);
-        lg_buf_append_str(&c->out, "\n\n");
+         * client that reconnects before its first event still resumes from here. Not while
+         * a topic's Redis stream loads: its position is not known yet. */
+        if (!lg_subscriber_pending(&c->sub)) {
+            lg_buf_append_str(&c->out, "id: ");
+            lg_subscriber_cursor(&c->sub, &c->out);
+            lg_buf_append_str(&c->out, "\n\n");
+        }
         lg_conn_want_write(c);
     }
     free(p);

@@ -104,9 +104,8 @@ struct lg_store_ops {
     /* Name the owner (the hub's topic) the tail hooks are called with for s. */
     void (*bind)(struct lg_stream *s, void *owner);
     /* Whether epoch, positions and retained events are known yet (loaded from the remote
-     * store), and the newest position at the moment they became known. */
+     * store). */
     bool (*ready)(const struct lg_stream *s);
-    uint64_t (*ready_position)(const struct lg_stream *s);
     /* "up", "down", "connecting", "stopped": for readiness and metrics. */
     const char *(*state)(const struct lg_store *store);
     /* Stop the store's thread: pending appends complete as LG_APPEND_UNAVAILABLE. */

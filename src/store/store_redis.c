@@ -52,7 +52,6 @@ struct redis_stream {
     void *owner;                /* {lock} the hooks' name for it */
     uint32_t epoch;             /* {lock} */
     uint64_t newest;            /* {lock} */
-    uint64_t ready_at;          /* {lock} */
     bool ready;                 /* {lock} */
     struct lg_history history;  /* {lock} */
     /* Bridge thread only. */
@@ -318,7 +317,6 @@ static void on_sync_reply(void *reply, void *priv)
     if (counter > s->newest)
         s->newest = counter;
     s->ready = true;
-    s->ready_at = s->newest;
     pthread_mutex_unlock(&s->lock);
     /* Subscribers that arrived while it loaded resolve their replay on an event of the
      * topic: offer them the newest (live subscribers have it already and skip it). */
@@ -596,7 +594,6 @@ static void stream_bind(struct lg_stream *base, void *owner)
 static uint32_t epoch_of(const struct lg_stream *base) { MIRROR_READ(uint32_t, s->epoch); }
 static uint64_t newest(const struct lg_stream *base) { MIRROR_READ(uint64_t, s->newest); }
 static bool ready(const struct lg_stream *base) { MIRROR_READ(bool, s->ready); }
-static uint64_t ready_position(const struct lg_stream *base) { MIRROR_READ(uint64_t, s->ready_at); }
 static uint64_t oldest(const struct lg_stream *base)
 {
     MIRROR_READ(uint64_t, s->history.count ? lg_history_first_seq(&s->history) : s->newest + 1);
@@ -704,7 +701,6 @@ static const struct lg_store_ops redis_ops = {
     .remote = true,
     .bind = stream_bind,
     .ready = ready,
-    .ready_position = ready_position,
     .state = state,
     .stop = stop,
 };
