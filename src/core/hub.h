@@ -112,7 +112,8 @@ const char *lg_publish_status_message(enum lg_publish_status s);
  * hands one publish to the store's thread and returns at once: LG_PUBLISH_OK when it was
  * handed over (done is then called exactly once, later, on the store's thread, with the
  * result: the id Redis assigned, or the original one for an idempotency key Redis still
- * remembers), or a refusal (done is not called). The fan-out of every event, the publisher's
+ * remembers; possibly before lg_hub_publish_async() returned), or a refusal (done is not
+ * called). The fan-out of every event, the publisher's
  * own included, comes from the store's tail, in sequence order, not from this completion.
  */
 typedef void lg_publish_done(void *arg, enum lg_publish_status s,

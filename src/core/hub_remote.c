@@ -131,7 +131,7 @@ static bool on_remote_appended(void *arg, enum lg_append_status status, struct l
     }
     int expected = CALL_SUBMITTING;
     if (atomic_compare_exchange_strong(&call->state, &expected, CALL_COMPLETED_EARLY))
-        return true; /* lg_hub_publish_async() answers it */
+        return true; /* lg_hub_publish_async() has not returned yet: it answers */
     call->done(call->arg, call->status, &call->res);
     lg_hub_topic_done(call->hub, call->t);
     free(call);
@@ -180,10 +180,13 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
     int expected = CALL_SUBMITTING;
     if (atomic_compare_exchange_strong(&call->state, &expected, CALL_HANDED))
         return LG_PUBLISH_OK; /* done() comes later */
+    /* Completed before append() returned: refused at once, or answered that fast */
     enum lg_publish_status s = call->status;
+    if (s == LG_PUBLISH_OK)
+        done(arg, s, &call->res);
     lg_hub_topic_done(hub, t);
     free(call);
-    return s == LG_PUBLISH_OK ? LG_PUBLISH_STORE_UNAVAILABLE : s; /* early means refused */
+    return s;
 }
 
 const char *lg_hub_store_state(const struct lg_hub *hub)

@@ -385,27 +385,27 @@ static void *bridge_main(void *arg)
     return NULL;
 }
 
-struct lg_redis_bridge *lg_redis_bridge_start(const struct lg_redis_options *opts,
-                                              struct lg_redis_bridge_user user, char *err,
-                                              size_t err_cap)
+int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_bridge_user user,
+                          struct lg_redis_bridge **out, char *err, size_t err_cap)
 {
+    *out = NULL;
     struct lg_redis_bridge *b = calloc(1, sizeof *b);
     if (!b) {
         snprintf(err, err_cap, "out of memory");
-        return NULL;
+        return -1;
     }
     b->opts = *opts;
     b->user = user;
     if (parse_url(b, opts->url, err, err_cap) != 0) {
         free(b);
-        return NULL;
+        return -1;
     }
     pthread_mutex_init(&b->lock, NULL);
     b->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
     if (!b->loop) {
         snprintf(err, err_cap, "cannot create the redis bridge's event loop");
         lg_redis_bridge_destroy(b);
-        return NULL;
+        return -1;
     }
     ev_async_init(&b->wake, on_wake);
     b->wake.data = b;
@@ -418,13 +418,15 @@ struct lg_redis_bridge *lg_redis_bridge_start(const struct lg_redis_options *opt
     b->watchdog.data = b;
     ev_timer_start(b->loop, &b->watchdog);
     set_state(b, LG_REDIS_CONNECTING);
+    *out = b;
     if (pthread_create(&b->thread, NULL, bridge_main, b) != 0) {
         snprintf(err, err_cap, "cannot start the redis bridge thread");
         lg_redis_bridge_destroy(b);
-        return NULL;
+        *out = NULL;
+        return -1;
     }
     b->thread_started = true;
-    return b;
+    return 0;
 }
 
 void lg_redis_bridge_stop(struct lg_redis_bridge *b)

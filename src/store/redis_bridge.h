@@ -61,10 +61,10 @@ struct lg_redis_bridge_user {
     void (*down)(void *arg); /* the connections are gone (pending replies were failed) */
 };
 
-/* Parse the URL and start the thread. Return value: the bridge, or NULL with err filled. */
-struct lg_redis_bridge *lg_redis_bridge_start(const struct lg_redis_options *opts,
-                                              struct lg_redis_bridge_user user, char *err,
-                                              size_t err_cap);
+/* Parse the URL and start the thread; *out is set before the thread starts (the user's
+ * callbacks may use it). Return value: 0, or -1 with err filled and *out NULL. */
+int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_bridge_user user,
+                          struct lg_redis_bridge **out, char *err, size_t err_cap);
 void lg_redis_bridge_stop(struct lg_redis_bridge *b);
 void lg_redis_bridge_destroy(struct lg_redis_bridge *b);
 

@@ -728,7 +728,7 @@ struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
     pthread_mutex_init(&st->streams_lock, NULL);
     struct lg_redis_bridge_user user = {.arg = st, .up = on_bridge_up, .down = on_bridge_down};
     if (st->url && st->prefix)
-        st->bridge = lg_redis_bridge_start(&st->opts, user, err, err_cap);
+        lg_redis_bridge_start(&st->opts, user, &st->bridge, err, err_cap);
     else
         snprintf(err, err_cap, "out of memory");
     if (!st->bridge) {

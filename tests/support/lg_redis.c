@@ -86,6 +86,7 @@ static int spawn(struct lg_redis *r)
 
 int lg_redis_start(struct lg_redis *r, bool persist)
 {
+    signal(SIGPIPE, SIG_IGN); /* hiredis writes with write(): a closed server must not kill us */
     memset(r, 0, sizeof *r);
     r->persist = persist;
     snprintf(r->dir, sizeof r->dir, "/tmp/lg-redis-XXXXXX");
