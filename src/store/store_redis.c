@@ -352,9 +352,9 @@ static void kick_all(struct redis_store *st)
     pthread_mutex_lock(&st->streams_lock);
     for (struct redis_stream *s = st->streams; s; s = s->next) {
         pthread_mutex_lock(&s->lock);
-        bool ready = s->ready;
+        bool ready = s->ready, bound = s->owner || !st->has_hooks;
         pthread_mutex_unlock(&s->lock);
-        if (!ready && !s->syncing)
+        if (!ready && bound && !s->syncing) /* its events name their owner: bound first */
             sync_stream(s);
     }
     pthread_mutex_unlock(&st->streams_lock);
@@ -556,7 +556,8 @@ static struct lg_stream *stream_open(struct lg_store *store, const char *name, s
     s->next = st->streams;
     st->streams = s;
     pthread_mutex_unlock(&st->streams_lock);
-    kick(st);
+    if (!st->has_hooks)
+        kick(st); /* else once bound */
     return &s->base;
 }
 
@@ -582,6 +583,7 @@ static void stream_bind(struct lg_stream *base, void *owner)
     pthread_mutex_lock(&s->lock);
     s->owner = owner;
     pthread_mutex_unlock(&s->lock);
+    kick(s->store); /* load it */
 }
 
 #define MIRROR_READ(type, expr)                                                                   \

@@ -271,6 +271,8 @@ START_TEST(kill9_node_clients_resume_on_the_other)
         else
             snprintf(path, sizeof path, "/sse?topic=k9&last_event_id=k9@%s:0", epoch);
         struct lg_sse_client c;
+        lg_server_pump_log(&b);
+        ck_assert_msg(kill(b.pid, 0) == 0, "node B died: %s", b.log);
         lg_sse_must_open(&c, b.public_port, path, NULL);
         sse_collect(&c, &v, 30);
         char who[64];
