@@ -57,6 +57,7 @@ struct redis_stream {
     /* Bridge thread only. */
     bool syncing;
     bool stalled;               /* the last delivery found no room: retried */
+    uint64_t id;                /* {store->streams_lock} what a load in flight names it by */
     struct redis_stream *next;  /* {store->streams_lock} */
 };
 
@@ -72,6 +73,7 @@ struct redis_store {
     struct lg_redis_job kick;     /* sync what is not synced, (re)start the tail */
     _Atomic bool kick_queued;
     bool tail_reading;            /* bridge thread: an XREAD is outstanding */
+    uint64_t next_id;             /* {streams_lock} */
 };
 
 static struct redis_stream *rs(const struct lg_stream *s)
@@ -270,32 +272,54 @@ static void tail_read(struct redis_store *st)
     }
     for (size_t i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    pthread_mutex_unlock(&st->streams_lock);
+    /* under the lock: the command copies the keys of streams a close may free */
     if (lg_redis_tail_command(st->bridge, on_tail_reply, st, (int)argc, argv, lens) == 0)
         st->tail_reading = true;
+    pthread_mutex_unlock(&st->streams_lock);
     free(argv), free(lens), free(ids);
 }
 
 /* ---- Loading a stream --------------------------------------------------------------------- */
 
+/* A load in flight names its stream by id: the stream may be closed before the answer. */
+struct sync_call {
+    struct redis_store *st;
+    uint64_t stream_id;
+};
+
+static struct redis_stream *stream_by_id(struct redis_store *st, uint64_t id)
+{
+    for (struct redis_stream *s = st->streams; s; s = s->next)
+        if (s->id == id)
+            return s;
+    return NULL;
+}
+
 static void on_sync_reply(void *reply, void *priv)
 {
-    struct redis_stream *s = priv;
-    struct redis_store *st = s->store;
+    struct sync_call *call = priv;
+    struct redis_store *st = call->st;
     redisReply *r = reply;
+    pthread_mutex_lock(&st->streams_lock);
+    struct redis_stream *s = stream_by_id(st, call->stream_id);
+    free(call);
+    if (!s) {
+        pthread_mutex_unlock(&st->streams_lock);
+        return; /* closed meanwhile */
+    }
     s->syncing = false;
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_ARRAY) {
         if (r)
             lg_warn("redis: topic %s: loading failed: %s", s->name,
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+        pthread_mutex_unlock(&st->streams_lock);
         return; /* retried when the connection is back (or at the next kick) */
     }
     uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
     uint64_t counter = r->element[1]->type == REDIS_REPLY_STRING
                            ? strtoull(r->element[1]->str, NULL, 10) : 0;
     const redisReply *entries = r->element[2]; /* newest first */
-    pthread_mutex_lock(&st->streams_lock);
     pthread_mutex_lock(&s->lock);
     void *owner = s->owner;
     pthread_mutex_unlock(&s->lock);
@@ -340,8 +364,14 @@ static void sync_stream(struct redis_stream *s)
     size_t lens[8];
     for (size_t i = 0; i < 8; i++)
         lens[i] = strlen(argv[i]);
-    if (lg_redis_command(s->store->bridge, on_sync_reply, s, 8, argv, lens) == 0)
+    struct sync_call *call = malloc(sizeof *call);
+    if (!call)
+        return; /* retried at the next kick */
+    *call = (struct sync_call){.st = s->store, .stream_id = s->id};
+    if (lg_redis_command(s->store->bridge, on_sync_reply, call, 8, argv, lens) == 0)
         s->syncing = true;
+    else
+        free(call);
 }
 
 /* Bridge thread: load every stream not loaded yet, then (re)start the tail. */
@@ -553,6 +583,7 @@ static struct lg_stream *stream_open(struct lg_store *store, const char *name, s
     }
     s->prefix_len = strlen(s->key_stream) - 2;
     pthread_mutex_lock(&st->streams_lock);
+    s->id = ++st->next_id;
     s->next = st->streams;
     st->streams = s;
     pthread_mutex_unlock(&st->streams_lock);
@@ -565,7 +596,9 @@ static void stream_close(struct lg_stream *base)
 {
     struct redis_stream *s = rs(base);
     struct redis_store *st = s->store;
-    /* Only after the bridge stopped (the hub collects no Redis topic while it runs). */
+    /* Unlinked, nothing on the bridge can reach it (loads name it by id, the tail reads the
+     * list under the lock). Appends must not be pending (the hub closes streams only after
+     * the bridge stopped: it collects no Redis topic while it runs). */
     pthread_mutex_lock(&st->streams_lock);
     for (struct redis_stream **pp = &st->streams; *pp; pp = &(*pp)->next) {
         if (*pp == s) {

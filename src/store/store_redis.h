@@ -22,6 +22,7 @@
  *
  * Owns:    the bridge (redis_bridge.h) and every stream's mirror.
  * Frees:   stop() joins the bridge; destroy() frees the store after every stream was closed.
+ *          A stream may be closed while the bridge runs, but not with an append pending.
  * Threads: the store.h rules, except: append() from any thread; the mirror has its own lock
  *          (order: the owner's lock, then the mirror's); hooks run on the bridge thread.
  * Bounds:  each mirror holds the stream's history bounds; the bridge queue holds queue_max

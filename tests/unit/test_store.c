@@ -105,8 +105,9 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
         a->seq = ev->seq;
         snprintf(a->id, sizeof a->id, "%s", ev->id);
     }
-    atomic_fetch_add(&a->calls, 1);
-    return a->accept;
+    bool accept = a->accept;
+    atomic_fetch_add(&a->calls, 1); /* last: the test may reuse *a at once */
+    return accept;
 }
 
 /* Append data (and an idempotency key, or NULL) published at mono_ns; returns its position. */
