@@ -80,7 +80,9 @@ static int sse_writable(struct lg_conn *c)
         return -1;
     if (c->draining && !lg_subscriber_has_output(&c->sub) && !c->closing) {
         /* Everything accepted before the shutdown is out: the retry hint ends the stream. */
-        lg_buf_appendf(&c->out, "retry: %u\n\n", lg_worker_config(c->worker)->sse.retry_ms);
+        lg_buf_appendf(&c->out, "retry: %u\n\n", c->drain_retry_ms
+                                                    ? c->drain_retry_ms
+                                                    : lg_worker_config(c->worker)->sse.retry_ms);
         c->closing = true;
     }
     if (c->closing || lg_subscriber_has_output(&c->sub))

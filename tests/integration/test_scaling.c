@@ -378,6 +378,95 @@ START_TEST(idempotent_retry_on_the_other_node_is_one_event)
 }
 END_TEST
 
+/* ---- Draining one of two nodes ------------------------------------------------------------ */
+
+#define DRAIN_SUBS 200
+#define DRAIN_WINDOW_MS 1500
+
+START_TEST(drain_moves_200_clients_over_the_window_without_loss)
+{
+    struct lg_server a, b;
+    node_start(&a, "\"drain_window_ms\": 1500, \"drain_timeout_ms\": 10000");
+    node_start(&b, NULL);
+    static struct lg_sse_client subs[DRAIN_SUBS];
+    static struct seen v[DRAIN_SUBS];
+    static int64_t ended_ms[DRAIN_SUBS];
+    static bool moved[DRAIN_SUBS];
+    memset(v, 0, sizeof v), memset(moved, 0, sizeof moved);
+    for (int k = 0; k < DRAIN_SUBS; k++)
+        lg_sse_must_open(&subs[k], a.public_port, "/sse?topic=dr", NULL);
+    static char acked[10][ID_MAX];
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(publish(&a, "dr", "x", acked[i]), 201);
+    char epoch[16];
+    lg_epoch_of(acked[0], epoch, sizeof epoch);
+    kill(a.pid, SIGTERM);
+    int64_t start = lg_now_ms(), deadline = start + DRAIN_WINDOW_MS + 8000;
+    int published = 5, left = DRAIN_SUBS;
+    while (left > 0 && lg_now_ms() < deadline) {
+        if (published < 10 && lg_now_ms() - start > (published - 4) * 200)
+            ck_assert_int_eq(publish(&b, "dr", "x", acked[published++]), 201); /* meanwhile */
+        for (int k = 0; k < DRAIN_SUBS; k++) {
+            if (moved[k])
+                continue;
+            struct lg_sse_event ev;
+            int rc;
+            while ((rc = lg_sse_next(&subs[k], &ev, 0)) == 1) {
+                if (strcmp(ev.event, "message") == 0)
+                    seen_add(&v[k], ev.id, ev.data, ev.data_len);
+                lg_sse_event_free(&ev);
+            }
+            if (rc != -1)
+                continue;
+            /* A ended the stream: the client reconnects to B with its last id */
+            ck_assert_msg(subs[k].retry_ms >= 1500 && subs[k].retry_ms <= 3000,
+                          "drained with retry: %d", subs[k].retry_ms);
+            ended_ms[k] = lg_now_ms() - start;
+            lg_sse_close(&subs[k]);
+            char path[256];
+            if (v[k].n)
+                snprintf(path, sizeof path, "/sse?topic=dr&last_event_id=%s", v[k].id[v[k].n - 1]);
+            else
+                snprintf(path, sizeof path, "/sse?topic=dr&last_event_id=dr@%s:0", epoch);
+            lg_sse_must_open(&subs[k], b.public_port, path, NULL);
+            moved[k] = true;
+            left--;
+        }
+        usleep(2000);
+    }
+    ck_assert_msg(left == 0, "%d clients were never moved", left);
+    while (published < 10)
+        ck_assert_int_eq(publish(&b, "dr", "x", acked[published++]), 201);
+    for (int k = 0; k < DRAIN_SUBS; k++) {
+        sse_collect(&subs[k], &v[k], 10);
+        char who[48];
+        snprintf(who, sizeof who, "client %d (moved at %lld ms)", k, (long long)ended_ms[k]);
+        expect_ids(who, &v[k], acked, 10);
+        lg_sse_close(&subs[k]);
+    }
+    /* The spread: the moves cover most of the window and no tenth of it holds a crowd. */
+    int64_t first = ended_ms[0], last = ended_ms[0];
+    int bucket[10] = {0};
+    for (int k = 0; k < DRAIN_SUBS; k++) {
+        first = ended_ms[k] < first ? ended_ms[k] : first;
+        last = ended_ms[k] > last ? ended_ms[k] : last;
+    }
+    for (int k = 0; k < DRAIN_SUBS; k++) {
+        int i = last > first ? (int)((ended_ms[k] - first) * 10 / (last - first + 1)) : 0;
+        bucket[i]++;
+    }
+    for (int i = 0; i < 10; i++)
+        ck_assert_msg(bucket[i] <= DRAIN_SUBS / 4, "tenth %d of the moves holds %d of %d clients",
+                      i, bucket[i], DRAIN_SUBS);
+    ck_assert_msg(last - first >= DRAIN_WINDOW_MS / 2, "moves spread over %lld ms only",
+                  (long long)(last - first));
+    int status;
+    ck_assert_int_eq(waitpid(a.pid, &status, 0), a.pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "node A exited %d", status);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
 static Suite *scaling_suite(void)
 {
     Suite *s = suite_create("scaling");
@@ -385,7 +474,8 @@ static Suite *scaling_suite(void)
                          alternating_publishers_one_total_order,
                          kill9_node_clients_resume_on_the_other,
                          redis_restart_503_meanwhile_nothing_acknowledged_lost,
-                         idempotent_retry_on_the_other_node_is_one_event);
+                         idempotent_retry_on_the_other_node_is_one_event,
+                         drain_moves_200_clients_over_the_window_without_loss);
     tcase_set_timeout(tc, 60);
     return s;
 }
