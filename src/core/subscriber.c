@@ -185,6 +185,18 @@ void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
         resolve_pending(s, sn); /* the replay includes ev, or starts after it */
         return;
     }
+    if (ev->epoch != sn->epoch && !sn->replay_next) {
+        /* The stream began a new life (a remote store lost it): what the client holds is
+         * void; it gets a reset, then the new life's events */
+        sn->epoch = ev->epoch;
+        sn->sent_seq = sn->queued_seq = ev->seq - 1;
+        lg_client_ring_remove_topic(&s->ring, sn->topic);
+        if (!sn->reset_owed) {
+            sn->reset_owed = true;
+            if (sn->gap_from == 0)
+                s->notices_owed++;
+        }
+    }
     if (sn->replay_next || ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
         return; /* part of the replay, queued or still to be paged in from history */
     sn->queued_seq = ev->seq;

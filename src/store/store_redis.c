@@ -38,6 +38,11 @@ static const char sync_script[] =
     "return {redis.call('GET', KEYS[3]), redis.call('GET', KEYS[2]) or '0', "
     "        redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', ARGV[2])}";
 
+/* KEYS: epoch; ARGV: epoch if new. After a reconnect: is it still the stream's life we
+ * mirror? (Redis restarted without its data, or the keys were deleted: a new epoch.) */
+static const char check_script[] =
+    "redis.call('SET', KEYS[1], ARGV[1], 'NX') return redis.call('GET', KEYS[1])";
+
 struct redis_store;
 
 struct redis_stream {
@@ -57,6 +62,7 @@ struct redis_stream {
     /* Bridge thread only. */
     bool syncing;
     bool stalled;               /* the last delivery found no room: retried */
+    bool checking;              /* its epoch is being checked after a reconnect: not tailed */
     uint64_t id;                /* {store->streams_lock} what a load in flight names it by */
     struct redis_stream *next;  /* {store->streams_lock} */
 };
@@ -241,7 +247,7 @@ static void tail_read(struct redis_store *st)
     pthread_mutex_lock(&st->streams_lock);
     size_t n = 0;
     for (struct redis_stream *s = st->streams; s; s = s->next)
-        n += s->ready;
+        n += s->ready && !s->checking;
     if (n == 0) {
         pthread_mutex_unlock(&st->streams_lock);
         return;
@@ -261,7 +267,7 @@ static void tail_read(struct redis_store *st)
         argv[i] = head[i];
     size_t k = 0;
     for (struct redis_stream *s = st->streams; s; s = s->next) {
-        if (!s->ready)
+        if (!s->ready || s->checking)
             continue;
         pthread_mutex_lock(&s->lock);
         snprintf(ids[k], sizeof ids[k], "0-%" PRIu64, s->newest);
@@ -374,6 +380,60 @@ static void sync_stream(struct redis_stream *s)
         free(call);
 }
 
+static void on_check_reply(void *reply, void *priv)
+{
+    struct sync_call *call = priv;
+    struct redis_store *st = call->st;
+    redisReply *r = reply;
+    pthread_mutex_lock(&st->streams_lock);
+    struct redis_stream *s = stream_by_id(st, call->stream_id);
+    free(call);
+    if (!s || !r) {
+        pthread_mutex_unlock(&st->streams_lock);
+        return; /* closed, or the connection failed again: checked at the next up */
+    }
+    s->checking = false;
+    uint32_t epoch = r->type == REDIS_REPLY_STRING ? (uint32_t)strtoul(r->str, NULL, 10) : 0;
+    pthread_mutex_lock(&s->lock);
+    void *owner = s->owner;
+    bool same = epoch == s->epoch;
+    pthread_mutex_unlock(&s->lock);
+    if (!same && epoch) {
+        /* A new life: forget the old one and load this one; subscribers get a reset on its
+         * first event (lg_subscriber_offer) */
+        lg_warn("redis: topic %s: the stream has a new epoch (Redis lost it, or it was "
+                "deleted): its subscribers get a reset", s->name);
+        deliver_lock(st, owner);
+        pthread_mutex_lock(&s->lock);
+        lg_history_release(&s->history);
+        s->newest = 0;
+        s->ready = false;
+        pthread_mutex_unlock(&s->lock);
+        deliver_unlock(st, owner);
+        sync_stream(s);
+    }
+    pthread_mutex_unlock(&st->streams_lock);
+    tail_read(st);
+}
+
+static void check_stream(struct redis_stream *s)
+{
+    char epoch[16];
+    snprintf(epoch, sizeof epoch, "%" PRIu32, random_epoch());
+    const char *argv[] = {"EVAL", check_script, "1", s->key_epoch, epoch};
+    size_t lens[5];
+    for (size_t i = 0; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    struct sync_call *call = malloc(sizeof *call);
+    if (!call)
+        return;
+    *call = (struct sync_call){.st = s->store, .stream_id = s->id};
+    if (lg_redis_command(s->store->bridge, on_check_reply, call, 5, argv, lens) == 0)
+        s->checking = true;
+    else
+        free(call);
+}
+
 /* Bridge thread: load every stream not loaded yet, then (re)start the tail. */
 static void kick_all(struct redis_store *st)
 {
@@ -403,6 +463,16 @@ static void on_bridge_up(void *arg)
 {
     struct redis_store *st = arg;
     st->tail_reading = false;
+    /* Loaded streams are tailed again once their epoch is known to be the same */
+    pthread_mutex_lock(&st->streams_lock);
+    for (struct redis_stream *s = st->streams; s; s = s->next) {
+        pthread_mutex_lock(&s->lock);
+        bool ready = s->ready;
+        pthread_mutex_unlock(&s->lock);
+        if (ready)
+            check_stream(s);
+    }
+    pthread_mutex_unlock(&st->streams_lock);
     kick_all(st);
 }
 
@@ -412,7 +482,7 @@ static void on_bridge_down(void *arg)
     st->tail_reading = false;
     pthread_mutex_lock(&st->streams_lock);
     for (struct redis_stream *s = st->streams; s; s = s->next)
-        s->syncing = false;
+        s->syncing = s->checking = false;
     pthread_mutex_unlock(&st->streams_lock);
 }
 

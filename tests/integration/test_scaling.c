@@ -23,13 +23,16 @@
 
 static struct lg_redis redis;
 
-static void node_start(struct lg_server *s, const char *extra)
+/* Start a node on the test's Redis; extra: more top-level settings, extra_redis: more of the
+ * redis section (either NULL). */
+static void node_start_with(struct lg_server *s, const char *extra, const char *extra_redis)
 {
     char cfg[1024];
     snprintf(cfg, sizeof cfg,
              "{\"workers\": 2, \"redis\": {\"url\": \"%s\", \"reconnect_min_ms\": 20, "
-             "\"reconnect_max_ms\": 200}%s%s}",
-             redis.url, extra ? ", " : "", extra ? extra : "");
+             "\"reconnect_max_ms\": 200%s%s}%s%s}",
+             redis.url, extra_redis ? ", " : "", extra_redis ? extra_redis : "",
+             extra ? ", " : "", extra ? extra : "");
     lg_server_must_start(s, cfg);
     int64_t deadline = lg_now_ms() + WAIT_MS;
     struct lg_http_response r;
@@ -43,6 +46,11 @@ static void node_start(struct lg_server *s, const char *extra)
             usleep(10000);
     }
     ck_assert_msg(status == 200, "node never became ready (redis store up)");
+}
+
+static void node_start(struct lg_server *s, const char *extra)
+{
+    node_start_with(s, extra, NULL);
 }
 
 static void setup(void)
@@ -334,6 +342,70 @@ START_TEST(redis_restart_503_meanwhile_nothing_acknowledged_lost)
 }
 END_TEST
 
+/* Redis stops answering (SIGSTOP; the kernel still accepts its connections): every publish
+ * meanwhile is answered 503 once redis.command_timeout_ms passed with no answer (the bridge
+ * drops the connection and reconnects); it recovers on SIGCONT. */
+START_TEST(redis_hangs_publish_answers_503_after_the_command_timeout)
+{
+    struct lg_server a;
+    node_start_with(&a, NULL, "\"command_timeout_ms\": 300");
+    char id[ID_MAX];
+    ck_assert_int_eq(publish(&a, "hang", "before", id), 201);
+    kill(redis.pid, SIGSTOP);
+    int64_t t0 = lg_now_ms();
+    ck_assert_int_eq(publish(&a, "hang", "stuck", NULL), 503);
+    ck_assert_int_lt(lg_now_ms() - t0, 3000); /* bounded by the timeout, not by Redis */
+    ck_assert_int_eq(publish(&a, "hang", "meanwhile", NULL), 503);
+    kill(redis.pid, SIGCONT);
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    int status;
+    while ((status = publish(&a, "hang", "after", id)) == 503 && lg_now_ms() < deadline)
+        usleep(20000);
+    ck_assert_int_eq(status, 201);
+    lg_server_must_stop(&a);
+}
+END_TEST
+
+/* Redis restarted without its data: the topic begins a new life (a new epoch), and its
+ * connected subscribers get a reset, then the new life's events. */
+START_TEST(redis_loses_its_data_subscribers_get_a_reset)
+{
+    struct lg_server a;
+    node_start(&a, NULL);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, a.public_port, "/sse?topic=lost", NULL);
+    char old_id[ID_MAX], new_id[ID_MAX];
+    ck_assert_int_eq(publish(&a, "lost", "old", old_id), 201);
+    lg_redis_halt(&redis, false);
+    redis.persist = false; /* comes back empty */
+    ck_assert_int_eq(lg_redis_restart(&redis), 0);
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    int status;
+    while ((status = publish(&a, "lost", "new", new_id)) == 503 && lg_now_ms() < deadline)
+        usleep(20000);
+    ck_assert_int_eq(status, 201);
+    char e1[16], e2[16];
+    lg_epoch_of(old_id, e1, sizeof e1);
+    lg_epoch_of(new_id, e2, sizeof e2);
+    ck_assert_str_ne(e1, e2);
+    ck_assert_uint_eq(lg_seq_of(new_id), 1);
+    const char *want[] = {"message", "reset", "message"};
+    const char *want_data[] = {"old", NULL, "new"};
+    for (int i = 0; i < 3; i++) {
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+        ck_assert_str_eq(ev.event, want[i]);
+        if (want_data[i])
+            ck_assert_str_eq(ev.data, want_data[i]);
+        if (i == 2)
+            ck_assert_str_eq(ev.id, new_id);
+        lg_sse_event_free(&ev);
+    }
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+}
+END_TEST
+
 /* ---- Idempotency across nodes ------------------------------------------------------------- */
 
 static int publish_keyed(const struct lg_server *s, const char *key, struct lg_http_response *r)
@@ -474,6 +546,8 @@ static Suite *scaling_suite(void)
                          alternating_publishers_one_total_order,
                          kill9_node_clients_resume_on_the_other,
                          redis_restart_503_meanwhile_nothing_acknowledged_lost,
+                         redis_loses_its_data_subscribers_get_a_reset,
+                         redis_hangs_publish_answers_503_after_the_command_timeout,
                          idempotent_retry_on_the_other_node_is_one_event,
                          drain_moves_200_clients_over_the_window_without_loss);
     tcase_set_timeout(tc, 60);
