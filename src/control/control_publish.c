@@ -245,11 +245,17 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
     if (lg_parse_event(&in, c->cfg->limits.max_event_bytes, &ev, &e) != 0) {
         rc = lg_ctl_reply_error(conn, &e, NULL);
     } else if (lg_hub_remote(c->hub)) {
+        uint64_t generation = lg_pacer_generation(c->pacer);
         if (!remote_take(r, &answer, &res) && remote_submit(c, conn, r, &ev.req, &answer)) {
             rc = 0; /* answered when the store did */
+        } else if (answer == LG_PUBLISH_WORKERS_BEHIND &&
+                   hold_for_room(c, conn, r, generation)) {
+            rc = 0; /* submitted again when resumed */
         } else if (answer == LG_PUBLISH_OK) {
+            end_hold(r, false);
             rc = queue_result(conn, &ev.req, &res);
         } else {
+            end_hold(r, answer == LG_PUBLISH_WORKERS_BEHIND);
             refusal(c, answer, ev.req.topic, ev.req.topic_len, &e);
             rc = lg_ctl_reply_error(conn, &e, NULL);
         }
@@ -335,11 +341,17 @@ static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
     if (lg_hub_remote(c->hub)) {
         /* one item at a time, each answered by Redis before the next: a prefix is published */
         struct lg_publish_result one;
-        if (remote_take(r, &s, &one) && s == LG_PUBLISH_OK)
+        uint64_t generation = lg_pacer_generation(c->pacer);
+        if (remote_take(r, &s, &one) && s == LG_PUBLISH_OK) {
             res[r->batch_done++] = one;
+            end_hold(r, false);
+        }
         if (s == LG_PUBLISH_OK && r->batch_done < b->n &&
             remote_submit(c, conn, r, &b->reqs[r->batch_done], &s))
             return 0;
+        if (s == LG_PUBLISH_WORKERS_BEHIND && hold_for_room(c, conn, r, generation))
+            return 0;
+        end_hold(r, s == LG_PUBLISH_WORKERS_BEHIND);
         if (r->batch_done == b->n)
             return lg_ctl_reply_text(conn, 200, batch_answer(b, res, b->n, NULL), NULL, false);
         batch_refusal(c, b, r->batch_done, s, &e);

@@ -40,7 +40,7 @@ int lg_ctl_handle_readyz(struct lg_control *c, struct MHD_Connection *conn, cons
 int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const char *url,
                         struct lg_ctl_request *r)
 {
-    (void)c, (void)url, (void)r;
+    (void)url, (void)r;
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
@@ -57,6 +57,14 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         "event_bytes_live", (json_int_t)lg_account_event_bytes(),
         "events_live", (json_int_t)lg_account_events(), STAT(topics), STAT(topics_collected),
         STAT(topic_creations_refused), STAT(ws_closed_message_rate));
+    if (body && lg_hub_remote(c->hub)) {
+        json_object_set_new(body, "publishes_refused_store",
+                            json_integer((json_int_t)LG_STAT_GET(publishes_refused_store)));
+        json_object_set_new(body, "redis_connections_lost",
+                            json_integer((json_int_t)LG_STAT_GET(redis_connections_lost)));
+        json_object_set_new(body, "redis_tail_stalls",
+                            json_integer((json_int_t)LG_STAT_GET(redis_tail_stalls)));
+    }
 #undef STAT
     return lg_ctl_reply_json(conn, 200, body);
 }

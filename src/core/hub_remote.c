@@ -127,6 +127,8 @@ static bool on_remote_appended(void *arg, enum lg_append_status status, struct l
         else
             LG_STAT_ADD(events_published, 1);
     } else {
+        if (call->status == LG_PUBLISH_STORE_UNAVAILABLE)
+            LG_STAT_ADD(publishes_refused_store, 1);
         lg_hub__refuse(call->status);
     }
     int expected = CALL_SUBMITTING;
@@ -154,6 +156,18 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
     if (!t)
         return lg_hub__refuse(strcmp(problem, "out of memory") == 0 ? LG_PUBLISH_OOM
                                                                   : LG_PUBLISH_TOO_MANY_TOPICS);
+    /* Overload pacing as with the memory store: this node's workers with no room hold the
+     * publisher (the tail that would deliver the event pauses on them anyway) */
+    uint64_t reserved;
+    pthread_mutex_lock(&t->lock);
+    bool room = lg_hub__reserve_inboxes(hub, t, &reserved);
+    if (room)
+        lg_hub__release_reservations(hub, reserved);
+    pthread_mutex_unlock(&t->lock);
+    if (!room) {
+        lg_hub_topic_done(hub, t);
+        return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
+    }
     struct remote_call *call = calloc(1, sizeof *call);
     if (!call) {
         lg_hub_topic_done(hub, t);

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "stats.h"
 
 #define WATCHDOG_S 0.05
 #define TAIL_GRACE_MS 1000 /* a blocking read may stay unanswered for its BLOCK time too */
@@ -146,10 +147,12 @@ static void fail_session(struct lg_redis_bridge *b, const char *why)
     b->cmd_inflight = b->tail_inflight = 0;
     if (was_up || c || t)
         set_state(b, atomic_load(&b->stopping) ? LG_REDIS_STOPPED : LG_REDIS_DOWN);
-    if (was_up)
+    if (was_up) {
+        LG_STAT_ADD(redis_connections_lost, 1);
         lg_warn("redis %s%s%d: connection lost (%s); publishes answer 503 until it is back",
                 b->unix_path[0] ? b->unix_path : b->host, b->unix_path[0] ? "" : ":",
                 b->unix_path[0] ? 0 : b->port, why);
+    }
     if (c)
         redisAsyncFree(c);
     if (t)

@@ -15,6 +15,7 @@
 #include "event.h"
 #include "history.h"
 #include "log.h"
+#include "stats.h"
 
 #define TAIL_BLOCK_MS "100"  /* a new stream joins the tail within this */
 #define TAIL_COUNT "512"     /* entries per stream per read */
@@ -187,6 +188,7 @@ static void apply_entries(struct redis_stream *s, const redisReply *entries)
         }
         if (owner && st->has_hooks && !st->hooks.deliver(st->hooks.arg, owner, ev)) {
             s->stalled = true; /* read again from newest, after a while */
+            LG_STAT_ADD(redis_tail_stalls, 1);
             lg_event_unref(&ev);
             break;
         }
