@@ -18,10 +18,12 @@ declare -A allowed=(
 # Modules in more than one file pair: the config loader reads the settings table
 # (config_setting) and the topic_rules section through one another, so the three are one
 # node of the map; so are the two files of a worker and the header they share, and the two
-# files of the hub (hub.c, hub_remote.c) and theirs.
+# files of the hub (hub.c, hub_remote.c) and of the Redis store (store_redis.c, redis_tail.c)
+# with the header each pair shares.
 declare -A part_of=([config_setting]=config [topic_rules]=config
                   [worker_internal]=worker [worker_sweep]=worker
-                  [hub_internal]=hub [hub_remote]=hub)
+                  [hub_internal]=hub [hub_remote]=hub
+                  [store_redis_internal]=store_redis [redis_tail]=store_redis)
 module_name() { local m=${1%.*}; echo "${part_of[$m]:-$m}"; }
 declare -A layer_of
 for f in "$src"/*.h "$src"/*/*.h; do
