@@ -195,6 +195,7 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
                              sig == SIGINT ? "SIGINT" : "SIGTERM", app->cfg->drain_timeout_ms);
             return;
         }
+        lg_control_sweep(app->control);
         size_t collected = lg_hub_expire(app->hub);
         if (collected)
             lg_debug("collected %zu idle topics (never published to, nobody subscribed)", collected);

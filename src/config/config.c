@@ -143,6 +143,8 @@ static const struct lg_setting lg_settings[] = {
            "longest a publish waits for a worker's room before 503"),
     LG_U32("limits.control_max_connections", limits.control_max_connections, 1, 65536, 512,
            "concurrent control-port connections"),
+    LG_U32("limits.control_idle_timeout_ms", limits.control_idle_timeout_ms, 1000, LG_HOUR_MS,
+           30000, "an idle control-port connection is closed after this"),
 
     LG_U32("socket_send_buffer_bytes", socket_send_buffer_bytes, 0, LG_MIB(16), LG_KIB(128),
            "SO_SNDBUF on accepted sockets; 0 = kernel default"),

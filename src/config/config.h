@@ -75,6 +75,7 @@ struct lg_config {
         uint32_t worker_inbox_events;   /* events accepted for one worker, not yet taken */
         uint32_t publish_wait_ms;       /* longest a publish is held for room before 503 */
         uint32_t control_max_connections; /* concurrent control-port connections */
+        uint32_t control_idle_timeout_ms; /* idle control connection closed after this */
     } limits;
     uint32_t socket_send_buffer_bytes;  /* SO_SNDBUF on accepted sockets (0 = kernel) */
     uint32_t write_batch_bytes;         /* bytes coalesced into one write to a client */

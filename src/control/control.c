@@ -27,12 +27,14 @@
 
 #include <microhttpd.h>
 
+#include "clock.h"
+#include "control_deadline.h"
 #include "control_internal.h"
 #include "control_reply.h"
 #include "log.h"
+#include "stats.h"
 
 #define LG_CTL_POOL_THREADS 2u    /* MHD_OPTION_THREAD_POOL_SIZE */
-#define LG_CTL_IDLE_TIMEOUT_S 30u /* MHD_OPTION_CONNECTION_TIMEOUT */
 
 /* ---- Routing and the MHD callbacks ---------------------------------------------------------- */
 
@@ -212,6 +214,13 @@ static int finish_request(struct lg_control *c, struct MHD_Connection *conn, con
     return r->route->handle(c, conn, url, r);
 }
 
+static struct lg_ctl_deadline *deadline_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -221,8 +230,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct lg_ctl_request *r = *con_cls;
     int rc = 0;
     (void)version;
-    if (r == NULL)
+    if (r == NULL) {
+        lg_ctl_deadline_head_in(c->deadlines, deadline_of(conn), lg_mono_ms());
         rc = begin_request(c, conn, url, method, con_cls);
+    }
     else if (*upload_data_size != 0)
         take_body(r, upload_data, upload_data_size);
     else
@@ -233,13 +244,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    struct lg_control *c = cls;
     struct lg_ctl_request *r = *con_cls;
-    (void)cls, (void)conn, (void)toe;
+    (void)toe;
+    lg_ctl_deadline_answered(c->deadlines, deadline_of(conn), lg_mono_ms());
     if (r != NULL) {
         free(r->body);
         free(r->batch_results);
         free(r);
         *con_cls = NULL;
+    }
+}
+
+/* Every connection gets a deadline entry for its whole life (control_deadline.h). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct lg_control *c = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = fd != NULL ? lg_ctl_deadline_open(c->deadlines, fd->connect_fd,
+                                                            lg_mono_ms())
+                                     : NULL;
+        if (*socket_context == NULL)
+            lg_warn("control: a connection got no request deadline (out of memory)");
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        lg_ctl_deadline_close(c->deadlines, *socket_context);
+        *socket_context = NULL;
     }
 }
 
@@ -312,6 +344,15 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     c->lifecycle = lifecycle;
     pthread_mutex_init(&c->err_lock, NULL);
     c->capturing = true;
+    c->deadlines = lg_ctl_deadlines_create((struct lg_ctl_deadline_limits){
+        .head_ms = cfg->limits.request_timeout_ms,
+        .body_ms = cfg->limits.request_timeout_ms + cfg->limits.publish_wait_ms,
+        .idle_ms = cfg->limits.control_idle_timeout_ms});
+    if (c->deadlines == NULL) {
+        snprintf(err, errlen, "out of memory starting the control port");
+        free(c);
+        return NULL;
+    }
 
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
                          MHD_ALLOW_SUSPEND_RESUME;
@@ -323,8 +364,9 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, LG_CTL_POOL_THREADS,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->limits.control_max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, LG_CTL_IDLE_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_TIMEOUT, (cfg->limits.control_idle_timeout_ms + 999) / 1000,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, c,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
         MHD_OPTION_END);
 
@@ -344,6 +386,20 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     return c;
 }
 
+void lg_control_sweep(struct lg_control *c)
+{
+    size_t swept = lg_ctl_deadlines_sweep(c->deadlines, lg_mono_ms());
+    if (swept == 0)
+        return;
+    LG_STAT_ADD(control_connections_timed_out, swept);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                       "control: closed %zu connection(s) whose request did not arrive in time "
+                       "(limits.request_timeout_ms %u, control_idle_timeout_ms %u)",
+                       swept, c->cfg->limits.request_timeout_ms,
+                       c->cfg->limits.control_idle_timeout_ms);
+}
+
 void lg_control_stop(struct lg_control *c)
 {
     if (c == NULL)
@@ -353,6 +409,7 @@ void lg_control_stop(struct lg_control *c)
         lg_pacer_stop(c->pacer);
     if (c->daemon != NULL)
         MHD_stop_daemon(c->daemon);
+    lg_ctl_deadlines_destroy(c->deadlines);
     pthread_mutex_destroy(&c->err_lock);
     free(c);
 }

@@ -16,8 +16,9 @@
  *          called from the main thread only.
  * Bounds:  connections: limits.control_max_connections (MHD_OPTION_CONNECTION_LIMIT, split
  *          evenly between the pool threads); at the limit MHD stops accepting, so further
- *          connections wait in the kernel's listen backlog. A connection idle for 30 s is
- *          closed (MHD_OPTION_CONNECTION_TIMEOUT). Request bodies are buffered up to
+ *          connections wait in the kernel's listen backlog. A connection idle for
+ *          limits.control_idle_timeout_ms is closed (MHD_OPTION_CONNECTION_TIMEOUT), and every
+ *          request has a deadline of its own (control_deadline.h), swept once a second. Request bodies are buffered up to
  *          limits.max_event_bytes (single event) or limits.max_batch_bytes (batch); a larger
  *          Content-Length is refused with 413 at once, and chunked or lying bodies are counted
  *          and discarded past the limit, then refused with 413. MHD bounds the request head
@@ -57,6 +58,10 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
 
 /* Answer every held publish (lg_pacer_stop), stop the daemon, join its threads and free c.
  * NULL is ignored. */
+/* Main thread, once a second: close the connections whose request is overdue
+ * (control_deadline.h), counting control_connections_timed_out. */
+void lg_control_sweep(struct lg_control *c);
+
 void lg_control_stop(struct lg_control *c);
 
 #endif

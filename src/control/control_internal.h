@@ -30,8 +30,11 @@ struct MHD_Daemon;
 struct lg_hub;
 struct lg_publish_result;
 
+struct lg_ctl_deadlines;
+
 struct lg_control {
     struct MHD_Daemon *daemon;
+    struct lg_ctl_deadlines *deadlines; /* owned: every connection's request deadline */
     const struct lg_config *cfg;  /* borrowed, immutable */
     struct lg_hub *hub;           /* borrowed */
     struct lg_pacer *pacer;       /* borrowed: publishes waiting for a worker's room */

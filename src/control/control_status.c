@@ -44,7 +44,7 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-        "s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+        "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
         STAT(events_published), STAT(publishes_refused), STAT(publishes_deduplicated),
         STAT(publishes_held), STAT(publish_wait_ms_total), STAT(publishes_refused_overload),
         STAT(events_delivered),
@@ -56,7 +56,8 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         STAT(max_queue_depth),
         "event_bytes_live", (json_int_t)lg_account_event_bytes(),
         "events_live", (json_int_t)lg_account_events(), STAT(topics), STAT(topics_collected),
-        STAT(topic_creations_refused), STAT(ws_closed_message_rate));
+        STAT(topic_creations_refused), STAT(ws_closed_message_rate),
+        STAT(control_connections_timed_out));
     if (body && lg_hub_remote(c->hub)) {
         json_object_set_new(body, "publishes_refused_store",
                             json_integer((json_int_t)LG_STAT_GET(publishes_refused_store)));

@@ -23,6 +23,7 @@
 #include "topic.h"
 #include "transport.h"
 #include "worker_services.h"
+#include "ws_message.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
 
@@ -155,55 +156,11 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
     return reply(c, obj);
 }
 
-static int op_subscribe(struct lg_conn *c, json_t *msg, struct lg_subscribe_params *p)
-{
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    json_t *topics = json_object_get(msg, "topics");
-    json_t *since = json_object_get(msg, "since");
-    char problem[256];
-    if (!json_is_array(topics) || json_array_size(topics) == 0)
-        return reply_error(c, "bad_message", "subscribe needs \"topics\": a non-empty array");
-    p->topic_count = 0;
-    p->has_cursor = false;
-    size_t i;
-    json_t *t;
-    json_array_foreach(topics, i, t) {
-        if (!json_is_string(t))
-            return reply_error(c, "bad_message", "every entry of \"topics\" must be a string");
-        const char *code = lg_subscribe_params_add_topic(p, json_string_value(t),
-                                                         json_string_length(t),
-                                                         cfg->limits.max_topics_per_client,
-                                                         problem, sizeof problem);
-        if (code)
-            return reply_error(c, code, problem);
-    }
-    /* null or "" = no cursor, as an empty since= on /sse, /poll and /ws */
-    if (since && !json_is_null(since) && !(json_is_string(since) && json_string_length(since) == 0)) {
-        char why[192];
-        if (!json_is_string(since))
-            return reply_error(c, "bad_message", "\"since\" must be a cursor string");
-        if (lg_cursor_parse(json_string_value(since), json_string_length(since), &p->cursor, why,
-                            sizeof why) != 0) {
-            snprintf(problem, sizeof problem, "malformed cursor: %s", why);
-            return reply_error(c, "invalid_cursor", problem);
-        }
-        p->has_cursor = true;
-    }
-    return subscribe(c, p);
-}
-
-static int op_unsubscribe(struct lg_conn *c, json_t *msg)
+static int op_unsubscribe(struct lg_conn *c, json_t *topics)
 {
     struct lg_hub *hub = lg_worker_hub(c->worker);
-    json_t *topics = json_object_get(msg, "topics");
-    if (!json_is_array(topics))
-        return reply_error(c, "bad_message", "unsubscribe needs \"topics\": an array");
     size_t i;
     json_t *t;
-    json_array_foreach(topics, i, t) {
-        if (!json_is_string(t))
-            return reply_error(c, "bad_message", "every entry of \"topics\" must be a string");
-    }
     json_array_foreach(topics, i, t) {
         const char *problem;
         struct lg_topic *topic = lg_hub_topic(hub, json_string_value(t), json_string_length(t),
@@ -226,6 +183,20 @@ static int bad_message(struct lg_conn *c, const char *code, const char *text)
     return reply_error(c, code, text);
 }
 
+static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
+                         struct lg_subscribe_params *p)
+{
+    switch (m->op) {
+    case LG_WS_OP_SUBSCRIBE:
+        return subscribe(c, p);
+    case LG_WS_OP_UNSUBSCRIBE:
+        return op_unsubscribe(c, m->topics);
+    case LG_WS_OP_PING:
+        return reply(c, message("pong"));
+    }
+    return -1;
+}
+
 static int handle_message(struct lg_conn *c, const char *text, size_t len)
 {
     if (!lg_rate_take(&c->ws_messages, lg_mono_ms())) {
@@ -233,38 +204,24 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
                          "control messages faster than websocket.max_messages_per_s");
     }
-    json_error_t jerr;
-    json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!msg || !json_is_object(msg)) {
-        char problem[256];
-        if (msg)
-            snprintf(problem, sizeof problem, "a control message must be a JSON object");
-        else
-            snprintf(problem, sizeof problem, "invalid JSON at column %d: %s", jerr.column,
-                     jerr.text);
-        json_decref(msg);
-        return bad_message(c, "bad_message", problem);
-    }
-    const char *op = json_string_value(json_object_get(msg, "op"));
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    if (p == NULL)
+        return -1;
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    struct lg_ws_message m;
+    bool malformed;
+    char problem[256];
+    const char *code = lg_ws_message_parse(text, len, cfg->limits.max_topics_per_client, &m, p,
+                                           &malformed, problem, sizeof problem);
     int rc;
-    if (!op) {
-        rc = bad_message(c, "bad_message", "a control message needs \"op\": a string");
-    } else if (strcmp(op, "subscribe") == 0) {
-        struct lg_subscribe_params *p = malloc(sizeof *p);
-        rc = p ? op_subscribe(c, msg, p) : -1;
-        free(p);
-        c->ws_bad_messages = 0;
-    } else if (strcmp(op, "unsubscribe") == 0) {
-        rc = op_unsubscribe(c, msg);
-        c->ws_bad_messages = 0;
-    } else if (strcmp(op, "ping") == 0) {
-        rc = reply(c, message("pong"));
-        c->ws_bad_messages = 0;
+    if (code != NULL && malformed) {
+        rc = bad_message(c, code, problem);
     } else {
-        rc = bad_message(c, "unknown_op",
-                         "op must be \"subscribe\", \"unsubscribe\" or \"ping\"");
+        rc = code != NULL ? reply_error(c, code, problem) : apply_message(c, &m, p);
+        c->ws_bad_messages = 0;
     }
-    json_decref(msg);
+    lg_ws_message_release(&m);
+    free(p);
     return rc;
 }
 

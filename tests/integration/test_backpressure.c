@@ -419,11 +419,44 @@ END_TEST
     "{" BASE_CONFIG ",\"client_queue\":{\"max_events\":8},"                                        \
     "\"topic_rules\":[{\"match\":\"orders/*\",\"on_slow\":\"disconnect\"}]}"
 
+/* After the slow-consumer disconnect the cursor stays valid: a new connection from last_id
+ * (t->id1 when nothing came), over WebSocket when ws, else SSE with Last-Event-ID, reads every
+ * following event from history into l: no gap, each of the DISC_N events exactly once. ended_by
+ * says for the log line how the first connection ended. */
+static void expect_resumed_from_history(struct stalled *t, const char *topic, const char *last_id,
+                                        uint64_t last, struct ledger *l, bool ws,
+                                        const char *ended_by)
+{
+    const char *from = last_id[0] ? last_id : t->id1;
+    char path[1200];
+    uint64_t resumed_from = l->next;
+    if (ws) {
+        struct lg_ws_client c;
+        snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, from);
+        ck_assert_int_eq(lg_ws_open(&c, t->s.public_port, path, "livegate.v1"), 0);
+        ws_read_through(&c, topic, t->prefix, last, l);
+        lg_ws_close(&c);
+    } else {
+        struct lg_sse_client c;
+        char hdr[1100];
+        snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", from);
+        snprintf(path, sizeof path, "/sse?topic=%s", topic);
+        ck_assert_int_eq(lg_sse_open(&c, t->s.public_port, path, hdr), 0);
+        ck_assert_int_eq(c.status, 200);
+        sse_read_through(&c, topic, t->prefix, last, l);
+        lg_sse_close(&c);
+    }
+    ck_assert_uint_eq(l->gaps, 0);
+    ck_assert_uint_eq(l->events, DISC_N);
+    fprintf(stderr,
+            "disconnect %s: %" PRIu64 " events before %s, %" PRIu64 " resumed from history\n",
+            ws ? "WS" : "SSE", resumed_from - 2, ended_by, last + 1 - resumed_from);
+}
+
 START_TEST(test_disconnect_sse)
 {
     struct stalled t;
     const char *topic = "orders/sse";
-    char path[1200];
     int fd = stalled_start(&t, DISC_CONFIG, topic, NULL);
 
     flood(&t.k, topic, 2, DISC_N);
@@ -480,22 +513,7 @@ START_TEST(test_disconnect_sse)
     ck_assert_int_eq(lg_server_stat(&t.s, "gaps_sent"), 0);
 
     /* the cursor stays valid: Last-Event-ID gets every following event from history */
-    if (!last_id[0]) /* nothing came: the cursor is still the one the client started with */
-        snprintf(last_id, sizeof last_id, "%s", t.id1);
-    char hdr[1100];
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", last_id);
-    snprintf(path, sizeof path, "/sse?topic=%s", topic);
-    ck_assert_int_eq(lg_sse_open(&c, t.s.public_port, path, hdr), 0);
-    ck_assert_int_eq(c.status, 200);
-    uint64_t resumed_from = l.next;
-    sse_read_through(&c, topic, t.prefix, last, &l);
-    ck_assert_uint_eq(l.gaps, 0);
-    ck_assert_uint_eq(l.events, DISC_N);
-    fprintf(stderr,
-            "disconnect SSE: %" PRIu64 " events before the notice, %" PRIu64
-            " resumed from history\n",
-            resumed_from - 2, last + 1 - resumed_from);
-    lg_sse_close(&c);
+    expect_resumed_from_history(&t, topic, last_id, last, &l, false, "the notice");
     stalled_stop(&t);
 }
 END_TEST
@@ -505,7 +523,6 @@ START_TEST(test_disconnect_ws)
     struct stalled t;
     struct lg_stall_ws w;
     const char *topic = "orders/ws";
-    char path[1200];
     stalled_start(&t, DISC_CONFIG, topic, &w);
 
     flood(&t.k, topic, 2, DISC_N);
@@ -544,26 +561,14 @@ START_TEST(test_disconnect_ws)
     ck_assert_msg(strstr(c.close_reason, "slow consumer") != NULL, "close reason: \"%s\"",
                   c.close_reason);
     ck_assert_uint_lt(l.next - 1, last);
-    char reason[sizeof c.close_reason];
-    snprintf(reason, sizeof reason, "%s", c.close_reason);
+    char ended_by[sizeof c.close_reason + 32];
+    snprintf(ended_by, sizeof ended_by, "close 4000 (\"%s\")", c.close_reason);
     lg_ws_close(&c);
     wait_stat_eq(&t.s, "clients_ws", 0, 5000);
     ck_assert_int_eq(lg_server_stat(&t.s, "clients_disconnected_slow"), 1);
 
     /* resume with the last id received (or the one it started with) */
-    if (!last_id[0])
-        snprintf(last_id, sizeof last_id, "%s", t.id1);
-    snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, last_id);
-    ck_assert_int_eq(lg_ws_open(&c, t.s.public_port, path, "livegate.v1"), 0);
-    uint64_t resumed_from = l.next;
-    ws_read_through(&c, topic, t.prefix, last, &l);
-    ck_assert_uint_eq(l.gaps, 0);
-    ck_assert_uint_eq(l.events, DISC_N);
-    fprintf(stderr,
-            "disconnect WS: %" PRIu64 " events before close 4000 (\"%s\"), %" PRIu64
-            " resumed from history\n",
-            resumed_from - 2, reason, last + 1 - resumed_from);
-    lg_ws_close(&c);
+    expect_resumed_from_history(&t, topic, last_id, last, &l, true, ended_by);
     stalled_stop(&t);
 }
 END_TEST

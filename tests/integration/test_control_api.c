@@ -356,16 +356,7 @@ START_TEST(test_control_publish_fans_out)
 }
 END_TEST
 
-static Suite *control_suite(void)
-{
-    Suite *s = suite_create("control_api");
-    TCase *tc = LG_TCASE(s, "control_api", server_setup, server_teardown,
-                         test_control_publish_201, test_control_batch,
-                         test_control_publish_fans_out);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "control_api_own_config", NULL, NULL, test_control_errors);
-    tcase_set_timeout(tc, 30);
-    return s;
-}
-
-LG_CHECK_MAIN(control_suite)
+LG_CHECK_MAIN_SHARED("control_api", 30, server_setup, server_teardown,
+                     LG_TESTS(test_control_publish_201, test_control_batch,
+                              test_control_publish_fans_out),
+                     LG_TESTS(test_control_errors))

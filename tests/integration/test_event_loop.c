@@ -100,14 +100,5 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
 }
 END_TEST
 
-static Suite *event_loop_suite(void)
-{
-    Suite *s = suite_create("event_loop");
-    TCase *tc = tcase_create("cost");
-    tcase_set_timeout(tc, 180);
-    tcase_add_test(tc, test_publish_cost_does_not_grow_with_idle_connections);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-LG_CHECK_MAIN(event_loop_suite)
+LG_CHECK_MAIN_TCASE("event_loop", "cost", 180,
+                    test_publish_cost_does_not_grow_with_idle_connections)

@@ -687,28 +687,13 @@ START_TEST(websocket_control_messages_are_rate_limited)
 }
 END_TEST
 
-static Suite *hardening_suite(void)
-{
-    Suite *suite = suite_create("hardening");
-    TCase *tc = tcase_create("bad_input");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, every_bad_input_gets_its_answer_and_harms_nobody);
-    tcase_add_test(tc, a_second_gateway_cannot_take_the_same_port);
-    tcase_add_test(tc, connection_limits_are_capped_to_the_descriptor_limit);
-    tcase_add_test(tc, running_out_of_descriptors_refuses_instead_of_spinning);
-    tcase_add_test(tc, client_bytes_cannot_forge_a_log_line);
-    tcase_add_test(tc, topics_nobody_published_to_are_collected_once_idle);
-    tcase_add_test(tc, one_address_cannot_take_every_connection);
-    tcase_add_test(tc, a_connection_creates_topics_at_a_bounded_rate);
-    tcase_add_test(tc, websocket_control_messages_are_rate_limited);
-    tcase_add_test(tc, behind_a_trusted_proxy_the_forwarded_address_counts);
-    tcase_add_test(tc, an_idle_keep_alive_connection_is_closed);
-    tcase_add_test(tc, a_dripped_second_request_head_gets_408);
-    tcase_add_test(tc, pipelined_requests_are_answered_in_order);
-    tcase_add_test(tc, a_refusal_is_not_lost_to_a_reset);
-    tcase_add_test(tc, a_fifo_in_the_static_directory_is_404_and_blocks_nothing);
-    suite_add_tcase(suite, tc);
-    return suite;
-}
-
-LG_CHECK_MAIN(hardening_suite)
+LG_CHECK_MAIN_TCASE(
+    "hardening", "bad_input", 60, every_bad_input_gets_its_answer_and_harms_nobody,
+    a_second_gateway_cannot_take_the_same_port,
+    connection_limits_are_capped_to_the_descriptor_limit,
+    running_out_of_descriptors_refuses_instead_of_spinning, client_bytes_cannot_forge_a_log_line,
+    topics_nobody_published_to_are_collected_once_idle, one_address_cannot_take_every_connection,
+    a_connection_creates_topics_at_a_bounded_rate, websocket_control_messages_are_rate_limited,
+    behind_a_trusted_proxy_the_forwarded_address_counts, an_idle_keep_alive_connection_is_closed,
+    a_dripped_second_request_head_gets_408, pipelined_requests_are_answered_in_order,
+    a_refusal_is_not_lost_to_a_reset, a_fifo_in_the_static_directory_is_404_and_blocks_nothing)

@@ -301,18 +301,6 @@ START_TEST(test_lifecycle_print_config)
 }
 END_TEST
 
-static Suite *lifecycle_suite(void)
-{
-    Suite *s = suite_create("lifecycle");
-    TCase *tc = tcase_create("lifecycle");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_lifecycle_health_and_sigterm);
-    tcase_add_test(tc, test_lifecycle_sigint);
-    tcase_add_test(tc, test_lifecycle_readyz_draining);
-    tcase_add_test(tc, test_lifecycle_check_config);
-    tcase_add_test(tc, test_lifecycle_print_config);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-LG_CHECK_MAIN(lifecycle_suite)
+LG_CHECK_MAIN_TCASE("lifecycle", "lifecycle", 30, test_lifecycle_health_and_sigterm,
+                    test_lifecycle_sigint, test_lifecycle_readyz_draining,
+                    test_lifecycle_check_config, test_lifecycle_print_config)

@@ -397,17 +397,7 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
 }
 END_TEST
 
-static Suite *overload_suite(void)
-{
-    Suite *s = suite_create("overload");
-    TCase *tc = tcase_create("pacing");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_held_then_refused_after_the_wait);
-    tcase_add_test(tc, test_held_publish_is_accepted_when_the_worker_catches_up);
-    tcase_add_test(tc, test_paced_batch_reaches_every_subscriber);
-    tcase_add_test(tc, test_stalled_subscriber_keeps_its_policy);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-LG_CHECK_MAIN(overload_suite)
+LG_CHECK_MAIN_TCASE("overload", "pacing", 120, test_held_then_refused_after_the_wait,
+                    test_held_publish_is_accepted_when_the_worker_catches_up,
+                    test_paced_batch_reaches_every_subscriber,
+                    test_stalled_subscriber_keeps_its_policy)

@@ -99,6 +99,20 @@ static void start_published(struct lg_server *s, const char *config, const char 
     lg_publish_n_epoch(s->control_port, topic, 1, n, ep, ep_size);
 }
 
+/* A topic on srv with d1..d<n> published, and a poll of it from its newest event (held up to
+ * timeout_s): the epoch and the poll's path. */
+struct held_poll {
+    char ep[16];
+    char path[256];
+};
+
+static void publish_for_held_poll(struct held_poll *h, const char *topic, int n, int timeout_s)
+{
+    lg_publish_n_epoch(srv.control_port, topic, 1, n, h->ep, sizeof h->ep);
+    snprintf(h->path, sizeof h->path, "/poll?topic=%s&since=%s@%s:%d&timeout=%d", topic, topic,
+             h->ep, n, timeout_s);
+}
+
 /* Read the answer to a poll sent on fd and expect exactly evs[0..n) and cursor (expect_poll). */
 static void read_expect(int fd, const char *what, const char *ep, const char *const *evs,
                         size_t n, const char *cursor)
@@ -174,16 +188,16 @@ END_TEST
 
 START_TEST(test_poll_held_until_publish)
 {
-    char ep[16], path[256], cur[256];
-    lg_publish_n_epoch(srv.control_port, "h", 1, 2, ep, sizeof ep);
-    snprintf(path, sizeof path, "/poll?topic=h&since=h@%s:2&timeout=20", ep);
-    int fd = hold_poll(&srv, path, 1);
+    struct held_poll h;
+    char cur[256];
+    publish_for_held_poll(&h, "h", 2, 20);
+    int fd = hold_poll(&srv, h.path, 1);
     int64_t t0 = lg_now_ms();
     lg_publish_n(srv.control_port, "other", 1, 1, NULL, 0); /* not ours: the poll stays held */
     lg_publish_n(srv.control_port, "h", 3, 3, NULL, 0);
     static const char *const one[] = {"h:3"};
-    snprintf(cur, sizeof cur, "h@%s:3", ep);
-    read_expect(fd, path, ep, one, 1, cur);
+    snprintf(cur, sizeof cur, "h@%s:3", h.ep);
+    read_expect(fd, h.path, h.ep, one, 1, cur);
     ck_assert_msg(lg_now_ms() - t0 < 2000, "answer took %lld ms after the publish",
                   (long long)(lg_now_ms() - t0));
     close(fd);
@@ -303,19 +317,19 @@ END_TEST
 
 START_TEST(test_poll_held_answered_at_shutdown)
 {
-    char ep[16], path[256], cur[256];
-    lg_publish_n_epoch(srv.control_port, "x", 1, 1, ep, sizeof ep);
-    snprintf(path, sizeof path, "/poll?topic=x&since=x@%s:1&timeout=30", ep);
+    struct held_poll h;
+    char cur[256];
+    publish_for_held_poll(&h, "x", 1, 30);
     int fds[3];
     for (int i = 0; i < 3; i++)
-        fds[i] = hold_poll(&srv, path, i + 1);
+        fds[i] = hold_poll(&srv, h.path, i + 1);
     int64_t t0 = lg_now_ms();
     ck_assert_int_eq(kill(srv.pid, SIGTERM), 0);
-    snprintf(cur, sizeof cur, "x@%s:1", ep);
+    snprintf(cur, sizeof cur, "x@%s:1", h.ep);
     for (int i = 0; i < 3; i++) {
         char what[64];
         snprintf(what, sizeof what, "held poll %d at SIGTERM", i + 1);
-        read_expect(fds[i], what, ep, NULL, 0, cur);
+        read_expect(fds[i], what, h.ep, NULL, 0, cur);
         close(fds[i]);
     }
     ck_assert_msg(lg_now_ms() - t0 < 3000, "held polls answered %lld ms after SIGTERM",
@@ -397,18 +411,8 @@ START_TEST(test_poll_bad_requests)
 }
 END_TEST
 
-static Suite *poll_suite(void)
-{
-    Suite *s = suite_create("poll");
-    TCase *tc = LG_TCASE(s, "poll", server_setup, server_teardown, test_poll_immediate_answer,
-                         test_poll_held_until_publish, test_poll_no_since_starts_now,
-                         test_poll_held_answered_at_shutdown, test_poll_keep_alive,
-                         test_poll_bad_requests);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "poll_own_config", NULL, NULL, test_poll_timeout_and_zero,
-                  test_poll_cursor_chain_and_max_batch);
-    tcase_set_timeout(tc, 30);
-    return s;
-}
-
-LG_CHECK_MAIN(poll_suite)
+LG_CHECK_MAIN_SHARED("poll", 30, server_setup, server_teardown,
+                     LG_TESTS(test_poll_immediate_answer, test_poll_held_until_publish,
+                              test_poll_no_since_starts_now, test_poll_held_answered_at_shutdown,
+                              test_poll_keep_alive, test_poll_bad_requests),
+                     LG_TESTS(test_poll_timeout_and_zero, test_poll_cursor_chain_and_max_batch))

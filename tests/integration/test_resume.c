@@ -143,6 +143,32 @@ static void ws_take(struct lg_ws_client *c, struct seen *s, char *id_out, size_t
     free(m);
 }
 
+/* Resume path over SSE with Last-Event-ID: from (it answers 200 and sends its retry: line). */
+static void sse_resume(struct lg_sse_client *sse, uint16_t port, const char *path,
+                       const char *from)
+{
+    char hdr[1100];
+    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", from);
+    lg_sse_must_open(sse, port, path, hdr);
+}
+
+/* One SSE event into the record: its id must be the cursor after it; the event is freed. */
+static void sse_take(struct seen *s, struct lg_sse_event *ev, const char *topic,
+                     unsigned long long seq)
+{
+    record(s, "sse", topic, seq, ev->data);
+    expect_sse_cursor(s, ev->id);
+    lg_sse_event_free(ev);
+}
+
+/* Nothing more arrives on the stream within 200 ms; then it is closed. */
+static void sse_expect_quiet_then_close(struct lg_sse_client *sse)
+{
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(sse, &ev, 200), 0);
+    lg_sse_close(sse);
+}
+
 /* One poll: record its events, return how many, and put its cursor in cursor. */
 static size_t poll_take(uint16_t port, struct seen *s, const char *topics_query, char *cursor,
                         size_t cap, int timeout_s)
@@ -176,7 +202,7 @@ START_TEST(test_resume_ws_poll_sse_one_topic)
 {
     struct lg_server s;
     lg_server_must_start(&s, "{\"poll\":{\"max_batch\":10}}");
-    char path[512], cursor[1024], hdr[1100];
+    char path[512], cursor[1024];
     struct seen seen = {.topics = {"x"}, .ntopics = 1};
     lg_publish_n_tagged_epoch(s.control_port, "x", 1, 30, seen.epoch, sizeof seen.epoch);
 
@@ -198,9 +224,7 @@ START_TEST(test_resume_ws_poll_sse_one_topic)
 
     /* 21..30 over SSE with Last-Event-ID = the poll cursor, then one live event */
     struct lg_sse_client sse;
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", cursor);
-    ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=x", hdr), 0);
-    ck_assert_int_eq(sse.status, 200);
+    sse_resume(&sse, s.public_port, "/sse?topic=x", cursor);
     for (int i = 0; i < 11; i++) {
         if (i == 10)
             lg_publish_n_tagged(s.control_port, "x", 31, 31, NULL, 0);
@@ -210,13 +234,9 @@ START_TEST(test_resume_ws_poll_sse_one_topic)
         char topic[64];
         unsigned long long seq;
         ck_assert_int_eq(lg_id_parse(ev.id, topic, sizeof topic, NULL, 0, &seq), 0);
-        record(&seen, "sse", topic, seq, ev.data);
-        expect_sse_cursor(&seen, ev.id);
-        lg_sse_event_free(&ev);
+        sse_take(&seen, &ev, topic, seq);
     }
-    struct lg_sse_event ev;
-    ck_assert_int_eq(lg_sse_next(&sse, &ev, 200), 0);
-    lg_sse_close(&sse);
+    sse_expect_quiet_then_close(&sse);
     unsigned long long n[] = {31};
     expect_exactly(&seen, n);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
@@ -228,7 +248,7 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
 {
     struct lg_server s;
     lg_server_must_start(&s, "{\"poll\":{\"max_batch\":10}}");
-    char id[256], cursor[1024], hdr[1100];
+    char id[256], cursor[1024];
     struct seen seen = {.topics = {"x", "y"}, .ntopics = 2};
     for (int i = 1; i <= 15; i++) {
         lg_publish_n_tagged(s.control_port, "x", i, i, id, sizeof id);
@@ -262,9 +282,7 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
     ck_assert_str_eq(cursor, want);
 
     struct lg_sse_client sse;
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", cursor);
-    ck_assert_int_eq(lg_sse_open(&sse, s.public_port, "/sse?topic=x&topic=y", hdr), 0);
-    ck_assert_int_eq(sse.status, 200);
+    sse_resume(&sse, s.public_port, "/sse?topic=x&topic=y", cursor);
     for (int i = 0; i < 10; i++) {
         struct lg_sse_event ev;
         ck_assert_int_eq(lg_sse_next(&sse, &ev, WAIT_MS), 1);
@@ -272,13 +290,9 @@ START_TEST(test_resume_ws_poll_sse_two_topics)
         char topic[64];
         unsigned long long seq;
         ck_assert(sscanf(ev.data, "%63[^-]-d%llu", topic, &seq) == 2);
-        record(&seen, "sse", topic, seq, ev.data);
-        expect_sse_cursor(&seen, ev.id);
-        lg_sse_event_free(&ev);
+        sse_take(&seen, &ev, topic, seq);
     }
-    struct lg_sse_event ev;
-    ck_assert_int_eq(lg_sse_next(&sse, &ev, 200), 0);
-    lg_sse_close(&sse);
+    sse_expect_quiet_then_close(&sse);
     unsigned long long n[] = {15, 15};
     expect_exactly(&seen, n);
     ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
@@ -287,15 +301,6 @@ END_TEST
 
 /* ---- Gap and reset: one resume per transport ------------------------------------------------ */
 
-/* Resume path over SSE with Last-Event-ID: from (it answers 200 and sends its retry: line). */
-static void sse_resume(struct lg_sse_client *sse, uint16_t port, const char *path,
-                       const char *from)
-{
-    char hdr[1100];
-    snprintf(hdr, sizeof hdr, "Last-Event-ID: %s\r\n", from);
-    lg_sse_must_open(sse, port, path, hdr);
-}
-
 /* The stream's bytes, once tail arrived, are exactly want. */
 static void expect_stream(struct lg_sse_client *sse, const char *tail, const char *want)
 {
@@ -303,10 +308,13 @@ static void expect_stream(struct lg_sse_client *sse, const char *tail, const cha
     ck_assert_str_eq(sse->raw, want);
 }
 
-/* Resume over WebSocket on path (a since= in it): the subscribed answer, then exactly the
- * notice `want` (the gap or reset message). */
-static void ws_resume(struct lg_ws_client *ws, uint16_t port, const char *path, const char *want)
+/* Resume topic over WebSocket from since (/ws?topic=...&since=...): the subscribed answer, then
+ * exactly the notice `want` (the gap or reset message). */
+static void ws_resume(struct lg_ws_client *ws, uint16_t port, const char *topic, const char *since,
+                      const char *want)
 {
+    char path[512];
+    snprintf(path, sizeof path, "/ws?topic=%s&since=%s", topic, since);
     lg_ws_must_subscribe(ws, port, path, NULL, NULL, 0);
     char *m = NULL;
     ck_assert_msg(lg_ws_next(ws, &m, WAIT_MS) == 1, "%s: no message after subscribed", path);
@@ -347,10 +355,9 @@ START_TEST(test_resume_gap_all_transports)
 
     /* WebSocket: the gap message, then 8, 9, 10 */
     struct lg_ws_client ws;
-    snprintf(path, sizeof path, "/ws?topic=g&since=%s", from);
     snprintf(want, sizeof want,
              "{\"type\":\"gap\",\"v\":1,\"topic\":\"g\",\"from\":3,\"to\":7,\"id\":\"g@%s:7\"}", ep);
-    ws_resume(&ws, s.public_port, path, want);
+    ws_resume(&ws, s.public_port, "g", from, want);
     char *m = NULL;
     for (int q = 8; q <= 10; q++) {
         ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
@@ -430,11 +437,10 @@ START_TEST(test_resume_reset_after_restart)
 
     /* WebSocket */
     struct lg_ws_client ws;
-    snprintf(path, sizeof path, "/ws?topic=r&since=%s", old);
     snprintf(want, sizeof want,
              "{\"type\":\"reset\",\"v\":1,\"topic\":\"r\",\"epoch\":\"%1$s\",\"id\":\"r@%1$s:2\"}",
              ep);
-    ws_resume(&ws, s.public_port, path, want);
+    ws_resume(&ws, s.public_port, "r", old, want);
     lg_publish_n_tagged(s.control_port, "r", 3, 3, NULL, 0);
     char *m = NULL;
     ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), 1);
@@ -561,18 +567,6 @@ START_TEST(test_resume_concurrent_publishers_order)
 }
 END_TEST
 
-static Suite *resume_suite(void)
-{
-    Suite *s = suite_create("resume");
-    TCase *tc = tcase_create("resume");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_resume_ws_poll_sse_one_topic);
-    tcase_add_test(tc, test_resume_ws_poll_sse_two_topics);
-    tcase_add_test(tc, test_resume_gap_all_transports);
-    tcase_add_test(tc, test_resume_reset_after_restart);
-    tcase_add_test(tc, test_resume_concurrent_publishers_order);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-LG_CHECK_MAIN(resume_suite)
+LG_CHECK_MAIN_TCASE("resume", "resume", 60, test_resume_ws_poll_sse_one_topic,
+                    test_resume_ws_poll_sse_two_topics, test_resume_gap_all_transports,
+                    test_resume_reset_after_restart, test_resume_concurrent_publishers_order)

@@ -60,14 +60,4 @@ START_TEST(test_smoke_publish_reaches_sse)
 }
 END_TEST
 
-static Suite *smoke_suite(void)
-{
-    Suite *s = suite_create("smoke");
-    TCase *tc = tcase_create("publish_reaches_sse");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_smoke_publish_reaches_sse);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
-LG_CHECK_MAIN(smoke_suite)
+LG_CHECK_MAIN_TCASE("smoke", "publish_reaches_sse", 60, test_smoke_publish_reaches_sse)

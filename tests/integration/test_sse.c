@@ -665,14 +665,12 @@ END_TEST
 static Suite *sse_suite(void)
 {
     Suite *s = suite_create("sse");
-    TCase *tc = LG_TCASE(s, "sse", server_setup, server_teardown, test_sse_exact_head_and_frames,
-                         test_sse_large_event, test_sse_multi_topic_ids,
-                         test_sse_resume_last_event_id, test_sse_bad_requests,
-                         test_sse_static_files, test_sse_static_dotdot_never_served,
-                         test_sse_static_nul_refused, test_sse_dead_clients_cost_nothing);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "sse_own_config", NULL, NULL, test_sse_heartbeat);
-    tcase_set_timeout(tc, 30);
+    LG_TCASE_TIMEOUT(s, "sse", 30, server_setup, server_teardown, test_sse_exact_head_and_frames,
+                     test_sse_large_event, test_sse_multi_topic_ids, test_sse_resume_last_event_id,
+                     test_sse_bad_requests, test_sse_static_files,
+                     test_sse_static_dotdot_never_served, test_sse_static_nul_refused,
+                     test_sse_dead_clients_cost_nothing);
+    LG_TCASE_TIMEOUT(s, "sse_own_config", 30, NULL, NULL, test_sse_heartbeat);
     TCase *st = tcase_create("static_dir");
     tcase_set_timeout(st, 30);
     tcase_add_unchecked_fixture(st, static_tree_setup, static_tree_teardown);

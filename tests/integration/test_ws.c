@@ -132,6 +132,13 @@ static void expect_silence(struct lg_ws_client *c, int ms)
     ck_assert_msg(rc == 0, "unexpected %s: %s", rc > 0 ? "message" : "close", m ? m : "");
 }
 
+/* Nothing arrives within ms; then c is closed (how a test that read everything ends). */
+static void expect_silence_then_close(struct lg_ws_client *c, int ms)
+{
+    expect_silence(c, ms);
+    lg_ws_close(c);
+}
+
 static void ping_pong(struct lg_ws_client *c)
 {
     send_text(c, "{\"op\":\"ping\"}");
@@ -289,8 +296,7 @@ START_TEST(test_ws_subscribe_since_replays)
     expect_json(&c, want);
     lg_publish_n(srv.control_port, "u", 4, 4, NULL, 0);
     expect_seq(&c, "u", ep, 4);
-    expect_silence(&c, 200);
-    lg_ws_close(&c);
+    expect_silence_then_close(&c, 200);
 }
 END_TEST
 
@@ -342,8 +348,7 @@ START_TEST(test_ws_unsubscribe)
     expect_json(&c, "{\"type\":\"unsubscribed\",\"v\":1,\"topics\":[\"u1\"]}");
     lg_publish_n(srv.control_port, "u1", 3, 3, NULL, 0);
     ping_pong(&c); /* the pong comes after anything the publish would have caused */
-    expect_silence(&c, 200);
-    lg_ws_close(&c);
+    expect_silence_then_close(&c, 200);
 }
 END_TEST
 
@@ -439,17 +444,9 @@ START_TEST(test_ws_keepalive)
 }
 END_TEST
 
-static Suite *ws_suite(void)
-{
-    Suite *s = suite_create("ws");
-    TCase *tc = LG_TCASE(s, "ws", server_setup, server_teardown, test_ws_subprotocol,
-                         test_ws_query_topics_and_event_json, test_ws_subscribe_since_replays,
-                         test_ws_since_in_query, test_ws_unsubscribe, test_ws_shutdown_1001);
-    tcase_set_timeout(tc, 30);
-    tc = LG_TCASE(s, "ws_own_config", NULL, NULL, test_ws_malformed_messages,
-                  test_ws_message_too_big, test_ws_keepalive);
-    tcase_set_timeout(tc, 30);
-    return s;
-}
-
-LG_CHECK_MAIN(ws_suite)
+LG_CHECK_MAIN_SHARED("ws", 30, server_setup, server_teardown,
+                     LG_TESTS(test_ws_subprotocol, test_ws_query_topics_and_event_json,
+                              test_ws_subscribe_since_replays, test_ws_since_in_query,
+                              test_ws_unsubscribe, test_ws_shutdown_1001),
+                     LG_TESTS(test_ws_malformed_messages, test_ws_message_too_big,
+                              test_ws_keepalive))

@@ -10,6 +10,9 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +82,15 @@ static bool lg_test_repo_file(const char *rel, char *out, size_t cap)
     return false;
 }
 
+/* The text of repository file rel (malloc'd; its path in path): it must be found and read. */
+static char *lg_test_repo_text(const char *rel, char *path, size_t cap)
+{
+    ck_assert_msg(lg_test_repo_file(rel, path, cap), "%s not found (set LG_SOURCE_DIR)", rel);
+    char *text = lg_test_slurp(path);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
 /* Defaults, then json. Return value: what lg_config_load_string() returned. */
 static int lg_test_load(struct lg_config *cfg, const char *json, char *err)
 {
@@ -96,6 +108,92 @@ static char *lg_test_defaults_json(void)
     return text;
 }
 
+/*
+ * The numeric settings test_defaults and test_valid_config check: where each is in struct
+ * lg_config, its built-in default, and its value once test_valid_config's file is loaded (the
+ * default where that file leaves the setting alone).
+ */
+struct lg_setting_case {
+    const char *name;
+    size_t offset, size;
+    uint64_t defaults, valid;
+};
+
+#define LG_SETTING(field)                                                                          \
+#field, offsetof(struct lg_config, field), sizeof(((struct lg_config *)0)->field)
+
+static const struct lg_setting_case lg_settings[] = {
+    {LG_SETTING(public_addr.port), 8080, 9000},
+    {LG_SETTING(control_addr.port), 8081, 0},
+    {LG_SETTING(workers), 0, 64},
+    {LG_SETTING(log_level), LG_LOG_INFO, LG_LOG_DEBUG},
+    {LG_SETTING(history.max_events), 1000, 1},
+    {LG_SETTING(history.max_bytes), 4194304, 17179869184ull},
+    {LG_SETTING(history.max_age_ms), 3600000, 0},
+    {LG_SETTING(client_queue.max_events), 1024, 1000000},
+    {LG_SETTING(client_queue.max_bytes), 1048576, 1048576},
+    {LG_SETTING(client_queue.max_lag_ms), 30000, 30000},
+    {LG_SETTING(client_queue.on_slow), LG_SLOW_DROP_OLDEST, LG_SLOW_DISCONNECT},
+    {LG_SETTING(topic_rule_count), 0, 0},
+    {LG_SETTING(sse.retry_ms), 3000, 3000},
+    {LG_SETTING(sse.heartbeat_ms), 15000, 1000},
+    {LG_SETTING(websocket.ping_interval_ms), 30000, 30000},
+    {LG_SETTING(websocket.pong_timeout_ms), 10000, 10000},
+    {LG_SETTING(websocket.max_message_bytes), 65536, 65536},
+    {LG_SETTING(websocket.max_bad_messages), 5, 1},
+    {LG_SETTING(poll.default_timeout_ms), 25000, 60000},
+    {LG_SETTING(poll.max_timeout_ms), 60000, 60000},
+    {LG_SETTING(poll.max_batch), 100, 100},
+    {LG_SETTING(limits.max_event_bytes), 65536, 1048576},
+    {LG_SETTING(limits.max_batch_bytes), 1048576, 1048576},
+    {LG_SETTING(limits.max_topics), 100000, 100000},
+    {LG_SETTING(limits.max_topics_per_client), 64, 1},
+    {LG_SETTING(limits.max_connections), 19400, 19400},
+    {LG_SETTING(limits.max_request_head_bytes), 8192, 8192},
+    {LG_SETTING(limits.request_timeout_ms), 10000, 10000},
+    {LG_SETTING(limits.keepalive_timeout_ms), 10000, 10000},
+    {LG_SETTING(limits.max_retained_bytes), 1073741824, 1073741824},
+    {LG_SETTING(limits.worker_inbox_events), 8, 8},
+    {LG_SETTING(limits.publish_wait_ms), 2000, 2000},
+    {LG_SETTING(limits.control_max_connections), 512, 512},
+    {LG_SETTING(socket_send_buffer_bytes), 131072, 0},
+    {LG_SETTING(write_batch_bytes), 65536, 4096},
+    {LG_SETTING(drain_timeout_ms), 5000, 0},
+};
+
+#undef LG_SETTING
+
+/* The value of setting s in cfg (an unsigned or enum field of 2, 4 or 8 bytes). */
+static uint64_t lg_setting_in(const struct lg_config *cfg, const struct lg_setting_case *s)
+{
+    const unsigned char *at = (const unsigned char *)cfg + s->offset;
+    if (s->size == sizeof(uint64_t)) {
+        uint64_t v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
+    if (s->size == sizeof(uint32_t)) {
+        uint32_t v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
+    ck_assert_msg(s->size == sizeof(uint16_t), "%s: a field of %zu bytes", s->name, s->size);
+    uint16_t v;
+    memcpy(&v, at, sizeof v);
+    return v;
+}
+
+/* Every numeric setting of cfg has its default, or its value after test_valid_config's file. */
+static void lg_assert_settings(const struct lg_config *cfg, bool valid_file)
+{
+    for (size_t i = 0; i < sizeof lg_settings / sizeof lg_settings[0]; i++) {
+        const struct lg_setting_case *s = &lg_settings[i];
+        uint64_t got = lg_setting_in(cfg, s), want = valid_file ? s->valid : s->defaults;
+        ck_assert_msg(got == want, "%s is %llu, want %llu", s->name, (unsigned long long)got,
+                      (unsigned long long)want);
+    }
+}
+
 /* ---- Defaults and the shipped file --------------------------------------------------------- */
 
 START_TEST(test_defaults)
@@ -103,45 +201,10 @@ START_TEST(test_defaults)
     struct lg_config cfg;
     lg_config_init_defaults(&cfg);
     ck_assert_str_eq(cfg.public_addr.host, "0.0.0.0");
-    ck_assert_uint_eq(cfg.public_addr.port, 8080);
     ck_assert_str_eq(cfg.control_addr.host, "127.0.0.1");
-    ck_assert_uint_eq(cfg.control_addr.port, 8081);
-    ck_assert_uint_eq(cfg.workers, 0);
-    ck_assert_int_eq(cfg.log_level, LG_LOG_INFO);
     ck_assert_str_eq(cfg.static_dir, "");
-    ck_assert_uint_eq(cfg.history.max_events, 1000);
-    ck_assert_uint_eq(cfg.history.max_bytes, 4194304);
-    ck_assert_uint_eq(cfg.history.max_age_ms, 3600000);
-    ck_assert_uint_eq(cfg.client_queue.max_events, 1024);
-    ck_assert_uint_eq(cfg.client_queue.max_bytes, 1048576);
-    ck_assert_uint_eq(cfg.client_queue.max_lag_ms, 30000);
-    ck_assert_int_eq(cfg.client_queue.on_slow, LG_SLOW_DROP_OLDEST);
     ck_assert_ptr_null(cfg.topic_rules);
-    ck_assert_uint_eq(cfg.topic_rule_count, 0);
-    ck_assert_uint_eq(cfg.sse.retry_ms, 3000);
-    ck_assert_uint_eq(cfg.sse.heartbeat_ms, 15000);
-    ck_assert_uint_eq(cfg.websocket.ping_interval_ms, 30000);
-    ck_assert_uint_eq(cfg.websocket.pong_timeout_ms, 10000);
-    ck_assert_uint_eq(cfg.websocket.max_message_bytes, 65536);
-    ck_assert_uint_eq(cfg.websocket.max_bad_messages, 5);
-    ck_assert_uint_eq(cfg.poll.default_timeout_ms, 25000);
-    ck_assert_uint_eq(cfg.poll.max_timeout_ms, 60000);
-    ck_assert_uint_eq(cfg.poll.max_batch, 100);
-    ck_assert_uint_eq(cfg.limits.max_event_bytes, 65536);
-    ck_assert_uint_eq(cfg.limits.max_batch_bytes, 1048576);
-    ck_assert_uint_eq(cfg.limits.max_topics, 100000);
-    ck_assert_uint_eq(cfg.limits.max_topics_per_client, 64);
-    ck_assert_uint_eq(cfg.limits.max_connections, 19400);
-    ck_assert_uint_eq(cfg.limits.max_request_head_bytes, 8192);
-    ck_assert_uint_eq(cfg.limits.request_timeout_ms, 10000);
-    ck_assert_uint_eq(cfg.limits.keepalive_timeout_ms, 10000);
-    ck_assert_uint_eq(cfg.limits.max_retained_bytes, 1073741824);
-    ck_assert_uint_eq(cfg.limits.worker_inbox_events, 8);
-    ck_assert_uint_eq(cfg.limits.publish_wait_ms, 2000);
-    ck_assert_uint_eq(cfg.limits.control_max_connections, 512);
-    ck_assert_uint_eq(cfg.socket_send_buffer_bytes, 131072);
-    ck_assert_uint_eq(cfg.write_batch_bytes, 65536);
-    ck_assert_uint_eq(cfg.drain_timeout_ms, 5000);
+    lg_assert_settings(&cfg, false);
     lg_config_release(&cfg);
 }
 END_TEST
@@ -150,11 +213,8 @@ END_TEST
 START_TEST(test_defaults_match_repo_file)
 {
     char path[PATH_MAX];
-    ck_assert_msg(lg_test_repo_file("config/livegate.json", path, sizeof(path)),
-                  "config/livegate.json not found (set LG_SOURCE_DIR)");
-    char *file = lg_test_slurp(path);
+    char *file = lg_test_repo_text("config/livegate.json", path, sizeof(path));
     char *printed = lg_test_defaults_json();
-    ck_assert_ptr_nonnull(file);
     ck_assert_ptr_nonnull(printed);
     ck_assert_str_eq(printed, file);
 
@@ -196,11 +256,8 @@ static void lg_test_collect_keys(json_t *obj, const char *prefix, const char *do
 START_TEST(test_docs_list_every_setting)
 {
     char path[PATH_MAX];
-    ck_assert_msg(lg_test_repo_file("docs/configuration.md", path, sizeof(path)),
-                  "docs/configuration.md not found (set LG_SOURCE_DIR)");
-    char *doc = lg_test_slurp(path);
+    char *doc = lg_test_repo_text("docs/configuration.md", path, sizeof(path));
     char *printed = lg_test_defaults_json();
-    ck_assert_ptr_nonnull(doc);
     json_t *root = json_loads(printed, 0, NULL);
     ck_assert_ptr_nonnull(root);
     lg_test_collect_keys(root, "", doc);
@@ -238,27 +295,9 @@ START_TEST(test_valid_config)
     char err[LG_CONFIG_ERR_MAX];
     ck_assert_msg(lg_test_load(&cfg, json, err) == 0, "%s", err);
     ck_assert_str_eq(cfg.public_addr.host, "::");
-    ck_assert_uint_eq(cfg.public_addr.port, 9000);
     ck_assert_str_eq(cfg.control_addr.host, "localhost");
-    ck_assert_uint_eq(cfg.control_addr.port, 0);
-    ck_assert_uint_eq(cfg.workers, 64);
-    ck_assert_int_eq(cfg.log_level, LG_LOG_DEBUG);
     ck_assert_str_eq(cfg.static_dir, "/srv/livegate/static");
-    ck_assert_uint_eq(cfg.history.max_events, 1);
-    ck_assert_uint_eq(cfg.history.max_bytes, 17179869184ull);
-    ck_assert_uint_eq(cfg.history.max_age_ms, 0);
-    ck_assert_uint_eq(cfg.client_queue.max_events, 1000000);
-    ck_assert_uint_eq(cfg.client_queue.max_bytes, 1048576); /* untouched: still the default */
-    ck_assert_int_eq(cfg.client_queue.on_slow, LG_SLOW_DISCONNECT);
-    ck_assert_uint_eq(cfg.sse.heartbeat_ms, 1000);
-    ck_assert_uint_eq(cfg.sse.retry_ms, 3000);
-    ck_assert_uint_eq(cfg.websocket.max_bad_messages, 1);
-    ck_assert_uint_eq(cfg.poll.default_timeout_ms, 60000);
-    ck_assert_uint_eq(cfg.limits.max_event_bytes, 1048576);
-    ck_assert_uint_eq(cfg.limits.max_topics_per_client, 1);
-    ck_assert_uint_eq(cfg.socket_send_buffer_bytes, 0);
-    ck_assert_uint_eq(cfg.write_batch_bytes, 4096);
-    ck_assert_uint_eq(cfg.drain_timeout_ms, 0);
+    lg_assert_settings(&cfg, true);
 
     /* The printed form loads back to the same config. */
     char *printed = lg_config_to_json(&cfg);

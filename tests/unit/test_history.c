@@ -79,6 +79,14 @@ static void assert_holds(const struct lg_history *h, uint64_t first, uint64_t la
     ck_assert_msg(lg_history_at(h, h->count) == NULL, "%s: an event past the last", what);
 }
 
+/* assert_holds, then release h: how a test that checks the whole history ends. */
+static void assert_holds_then_release(struct lg_history *h, uint64_t first, uint64_t last,
+                                      const char *what)
+{
+    assert_holds(h, first, last, what);
+    lg_history_release(h);
+}
+
 /* The size of one test event of data_len bytes with a one-digit seq. */
 static uint64_t event_size(size_t data_len)
 {
@@ -118,8 +126,7 @@ START_TEST(history_capacity_doubles_from_16_up_to_max_events)
         ck_assert_msg(h.capacity == steps[i][1], "after %u events capacity %u, want %u",
                       steps[i][0], h.capacity, steps[i][1]);
     }
-    assert_holds(&h, 501, 1500, __func__);
-    lg_history_release(&h);
+    assert_holds_then_release(&h, 501, 1500, __func__);
 }
 END_TEST
 
@@ -128,8 +135,7 @@ START_TEST(history_keeps_order_across_wrap_around)
     struct lg_history h = new_history(20, UINT64_MAX, 0);
     append_seqs(&h, 1, 100, 0, 1, 0);
     ck_assert_uint_eq(h.capacity, 20);
-    assert_holds(&h, 81, 100, __func__);
-    lg_history_release(&h);
+    assert_holds_then_release(&h, 81, 100, __func__);
 }
 END_TEST
 
@@ -146,8 +152,7 @@ START_TEST(history_grow_unwraps_a_wrapped_ring)
     append_ok(&h, 22, 100 * MS, 1, 6 * MS); /* full and wrapped: grows */
     ck_assert_uint_eq(h.capacity, 32);
     ck_assert_uint_eq(h.head, 0);
-    assert_holds(&h, 6, 22, __func__);
-    lg_history_release(&h);
+    assert_holds_then_release(&h, 6, 22, __func__);
 }
 END_TEST
 

@@ -83,7 +83,16 @@ static struct lg_topic *topic(const char *name)
     return t;
 }
 
-static void subscribe(struct lg_subscriber *s, const char *name, const char *cursor)
+/* A fresh subscriber on worker 0 over transport, with the test's client_queue bounds. */
+static void new_subscriber(struct lg_subscriber *s, const struct lg_transport_ops *transport)
+{
+    lg_subscriber_init(s, transport, 0, &cfg.client_queue);
+}
+
+/* Add topic name to s from cursor (NULL: from now on; it must parse): what lg_subscriber_add
+ * returned, and its problem. */
+static int add_topic(struct lg_subscriber *s, const char *name, const char *cursor,
+                     const char **problem)
 {
     struct lg_cursor c;
     char err[128];
@@ -92,16 +101,28 @@ static void subscribe(struct lg_subscriber *s, const char *name, const char *cur
         ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, err, sizeof err), 0);
         since = &c.entries[0];
     }
-    const char *problem = NULL;
-    ck_assert_int_eq(lg_subscriber_add(s, hub, topic(name), since, true, SIZE_MAX, &problem),
-                     0);
+    *problem = NULL;
+    return lg_subscriber_add(s, hub, topic(name), since, true, SIZE_MAX, problem);
+}
+
+static void subscribe(struct lg_subscriber *s, const char *name, const char *cursor)
+{
+    const char *problem;
+    ck_assert_int_eq(add_topic(s, name, cursor, &problem), 0);
+}
+
+/* A new subscriber on worker 0 over transport, subscribed to name from cursor (NULL: now). */
+static void subscribe_new(struct lg_subscriber *s, const struct lg_transport_ops *transport,
+                          const char *name, const char *cursor)
+{
+    new_subscriber(s, transport);
+    subscribe(s, name, cursor);
 }
 
 /* An SSE subscriber on worker 0 listening to name from now on. */
 static void sse_live(struct lg_subscriber *s, const char *name)
 {
-    lg_subscriber_init(s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    subscribe(s, name, NULL);
+    subscribe_new(s, LG_TRANSPORT_SSE, name, NULL);
 }
 
 /* Render everything owed as one SSE string (caller frees). */
@@ -122,12 +143,13 @@ static void publish_n_and_deliver(const char *topic_name, int n)
     deliver();
 }
 
-/* Everything s owes renders as exactly want. */
-static void assert_sse_is(struct lg_subscriber *s, const char *want)
+/* Everything s still owes renders as exactly want; then s is released. */
+static void assert_sse_is_then_release(struct lg_subscriber *s, const char *want)
 {
     char *out = render_sse(s);
     ck_assert_str_eq(out, want);
     free(out);
+    lg_subscriber_release(s, hub);
 }
 
 /* The id an event of this topic gets; several may be used in one expression. */
@@ -145,10 +167,20 @@ static char *expect_id(const char *topic_name, uint64_t seq)
 static void resume_from(struct lg_subscriber *s, const struct lg_transport_ops *transport,
                         const char *name, uint64_t seq)
 {
-    lg_subscriber_init(s, transport, 0, &cfg.client_queue);
-    char cursor[160];
-    snprintf(cursor, sizeof cursor, "%s", expect_id(name, seq));
-    subscribe(s, name, cursor);
+    subscribe_new(s, transport, name, expect_id(name, seq));
+}
+
+/* Topic "a" gets events 1..n, each with its seq as its data ("1", "2", ...); then s, a new
+ * subscriber over transport, resumes "a" after its event seq. */
+static void resume_after_numbered(struct lg_subscriber *s, const struct lg_transport_ops *transport,
+                                  int n, uint64_t seq)
+{
+    for (int i = 1; i <= n; i++) {
+        char data[16];
+        snprintf(data, sizeof data, "%d", i);
+        publish("a", data);
+    }
+    resume_from(s, transport, "a", seq);
 }
 
 START_TEST(live_events_render_exact_sse_frames)
@@ -163,18 +195,14 @@ START_TEST(live_events_render_exact_sse_frames)
              "id: %s\nevent: message\ndata: one\n\n", expect_id("a", 1));
     snprintf(want + strlen(want), sizeof want - strlen(want),
              "id: %s\nevent: message\ndata: two\ndata: lines\n\n", expect_id("a", 2));
-    assert_sse_is(&s, want);
-    lg_subscriber_release(&s, hub);
+    assert_sse_is_then_release(&s, want);
 }
 END_TEST
 
 START_TEST(resume_replays_exactly_the_missed_events)
 {
-    publish("a", "1");
-    publish("a", "2");
-    publish("a", "3");
     struct lg_subscriber s;
-    resume_from(&s, LG_TRANSPORT_SSE, "a", 1);
+    resume_after_numbered(&s, LG_TRANSPORT_SSE, 3, 1);
     publish("a", "4");
     deliver(); /* event 4 reaches the inbox after the replay: it must not be duplicated */
     char want[2048];
@@ -182,8 +210,7 @@ START_TEST(resume_replays_exactly_the_missed_events)
     snprintf(want + strlen(want), sizeof want - strlen(want),
              "id: %s\nevent: message\ndata: 3\n\nid: %s\nevent: message\ndata: 4\n\n",
              expect_id("a", 3), expect_id("a", 4));
-    assert_sse_is(&s, want);
-    lg_subscriber_release(&s, hub);
+    assert_sse_is_then_release(&s, want);
 }
 END_TEST
 
@@ -211,12 +238,11 @@ END_TEST
 START_TEST(foreign_epoch_gives_a_reset)
 {
     publish("a", "1");
-    struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_WS, 0, &cfg.client_queue);
     uint32_t other = lg_stream_epoch(topic("a")->stream) ^ 1u;
     char cursor[160];
     snprintf(cursor, sizeof cursor, "a@%08x:7", other);
-    subscribe(&s, "a", cursor);
+    struct lg_subscriber s;
+    subscribe_new(&s, LG_TRANSPORT_WS, "a", cursor);
     publish("a", "2");
     deliver();
     struct lg_buf b;
@@ -239,15 +265,9 @@ START_TEST(cursor_ahead_of_topic_is_refused)
 {
     publish("a", "1");
     struct lg_subscriber s;
-    lg_subscriber_init(&s, LG_TRANSPORT_SSE, 0, &cfg.client_queue);
-    char cursor[160];
-    snprintf(cursor, sizeof cursor, "%s", expect_id("a", 5));
-    struct lg_cursor c;
-    char err[128];
-    ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, err, sizeof err), 0);
-    const char *problem = NULL;
-    ck_assert_int_eq(
-        lg_subscriber_add(&s, hub, topic("a"), &c.entries[0], true, SIZE_MAX, &problem), -1);
+    new_subscriber(&s, LG_TRANSPORT_SSE);
+    const char *problem;
+    ck_assert_int_eq(add_topic(&s, "a", expect_id("a", 5), &problem), -1);
     ck_assert_ptr_nonnull(problem);
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
     lg_subscriber_release(&s, hub);
@@ -294,10 +314,10 @@ START_TEST(disconnect_policy_stops_queueing_and_names_the_reason)
     ck_assert(s.slow_disconnect);
     ck_assert_uint_eq(s.ring.live, 0);
     ck_assert_uint_eq(LG_STAT_GET(clients_disconnected_slow) - before, 1);
-    assert_sse_is(&s, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":"
-                      "\"slow consumer: queue full (client_queue.max_events/max_bytes)\"}\n"
-                      "retry: 3000\n\n");
-    lg_subscriber_release(&s, hub);
+    assert_sse_is_then_release(
+        &s, "event: error\ndata: {\"code\":\"slow_consumer\",\"message\":"
+            "\"slow consumer: queue full (client_queue.max_events/max_bytes)\"}\n"
+            "retry: 3000\n\n");
 }
 END_TEST
 
@@ -318,8 +338,7 @@ START_TEST(conflate_keeps_only_the_newest_per_key)
              "id: %s\nevent: message\ndata: eur3\n\n"
              "id: %s\nevent: message\ndata: plain\n\n",
              expect_id("prices", 2), expect_id("prices", 4), expect_id("prices", 5));
-    assert_sse_is(&s, want);
-    lg_subscriber_release(&s, hub);
+    assert_sse_is_then_release(&s, want);
 }
 END_TEST
 
@@ -337,18 +356,14 @@ START_TEST(multi_topic_sse_ids_are_whole_stream_cursors)
              "id: a@%08x:0,b@%08x:1\nevent: message\ndata: b1\n\n"
              "id: a@%08x:1,b@%08x:1\nevent: message\ndata: a1\n\n",
              e, e, e, e);
-    assert_sse_is(&s, want);
-    lg_subscriber_release(&s, hub);
+    assert_sse_is_then_release(&s, want);
 }
 END_TEST
 
 START_TEST(poll_renders_batch_and_cursor)
 {
-    publish("a", "1");
-    publish("a", "2");
-    publish("a", "3");
     struct lg_subscriber s;
-    resume_from(&s, LG_TRANSPORT_POLL, "a", 0);
+    resume_after_numbered(&s, LG_TRANSPORT_POLL, 3, 0);
     struct lg_buf b;
     lg_buf_init(&b);
     ck_assert_uint_eq(lg_subscriber_render_poll(&s, &b, 2), 2);

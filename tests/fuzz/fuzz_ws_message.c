@@ -1,0 +1,26 @@
+/* fuzz_ws_message.c - WebSocket control messages (ws_message.h): input = the message text.
+ * A parse that succeeds must describe a message transport_ws.c can apply as it is. */
+#include <stdlib.h>
+
+#include "fuzz_support.h"
+#include "ws_message.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct lg_subscribe_params p;
+    struct lg_ws_message m;
+    bool malformed;
+    char problem[256];
+    const char *code = lg_ws_message_parse((const char *)data, size, 8, &m, &p, &malformed,
+                                           problem, sizeof problem);
+    if (code == NULL && m.op == LG_WS_OP_SUBSCRIBE && (p.topic_count == 0 || p.topic_count > 8))
+        abort();
+    if (code == NULL && m.op == LG_WS_OP_UNSUBSCRIBE && !json_is_array(m.topics))
+        abort();
+    if (code != NULL && problem[0] == '\0')
+        abort(); /* every refusal says why */
+    lg_ws_message_release(&m);
+    return 0;
+}

@@ -1,0 +1,130 @@
+/*
+ * test_ws_message.c - the WebSocket control messages (ws_message.h): one row per message, with
+ * the exact error code and message it gets and whether it counts as malformed (toward
+ * websocket.max_bad_messages); then what an accepted subscribe and unsubscribe carry.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ws_message.h"
+
+#include "check_main.h"
+
+struct row {
+    const char *text;
+    const char *code; /* NULL = accepted */
+    bool malformed;
+    const char *problem;
+};
+
+static const struct row rows[] = {
+    {"{\"op\":\"ping\"}", NULL, false, NULL},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"]}", NULL, false, NULL},
+    {"{\"op\":\"unsubscribe\",\"topics\":[]}", NULL, false, NULL},
+    {"[1]", "bad_message", true, "a control message must be a JSON object"},
+    {"{\"op\":", "bad_message", true, "invalid JSON at column 6: unexpected token near end of file"},
+    {"{\"op\":\"a\",\"op\":\"b\"}", "bad_message", true,
+     "invalid JSON at column 14: duplicate object key near '\"op\"'"},
+    {"{\"topics\":[\"a\"]}", "bad_message", true, "a control message needs \"op\": a string"},
+    {"{\"op\":\"publish\"}", "unknown_op", true,
+     "op must be \"subscribe\", \"unsubscribe\" or \"ping\""},
+    {"{\"op\":\"subscribe\",\"topics\":[]}", "bad_message", false,
+     "subscribe needs \"topics\": a non-empty array"},
+    {"{\"op\":\"subscribe\",\"topics\":[1]}", "bad_message", false,
+     "every entry of \"topics\" must be a string"},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":5}", "bad_message", false,
+     "\"since\" must be a cursor string"},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\",\"b\",\"c\"]}", "bad_request", false,
+     "at most 2 topics per subscription (limits.max_topics_per_client)"},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a b\"]}", "invalid_topic", false, NULL},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":\"nonsense\"}", "invalid_cursor", false,
+     NULL},
+    {"{\"op\":\"unsubscribe\"}", "bad_message", false, "unsubscribe needs \"topics\": an array"},
+    {"{\"op\":\"unsubscribe\",\"topics\":[null]}", "bad_message", false,
+     "every entry of \"topics\" must be a string"},
+};
+
+static const char *parse(const char *text, struct lg_ws_message *m,
+                         struct lg_subscribe_params *p, bool *malformed, char *problem)
+{
+    return lg_ws_message_parse(text, strlen(text), 2, m, p, malformed, problem, 256);
+}
+
+START_TEST(each_message_gets_its_answer)
+{
+    const struct row *r = &rows[_i];
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    struct lg_ws_message m;
+    bool malformed;
+    char problem[256] = "";
+    const char *code = parse(r->text, &m, p, &malformed, problem);
+    if (r->code == NULL) {
+        ck_assert_msg(code == NULL, "%s: refused %s (%s)", r->text, code, problem);
+    } else {
+        ck_assert_msg(code && strcmp(code, r->code) == 0, "%s: code %s, want %s", r->text,
+                      code ? code : "(accepted)", r->code);
+        ck_assert_msg(malformed == r->malformed, "%s: malformed %d", r->text, malformed);
+        if (r->problem)
+            ck_assert_str_eq(problem, r->problem);
+        else
+            ck_assert_str_ne(problem, "");
+    }
+    lg_ws_message_release(&m);
+    free(p);
+}
+END_TEST
+
+START_TEST(a_subscribe_carries_its_topics_and_cursor)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    struct lg_ws_message m;
+    bool malformed;
+    char problem[256];
+    ck_assert_ptr_null(parse("{\"op\":\"subscribe\",\"topics\":[\"b\",\"a\",\"b\"],"
+                             "\"since\":\"a@0123abcd:5\"}", &m, p, &malformed, problem));
+    ck_assert_int_eq(m.op, LG_WS_OP_SUBSCRIBE);
+    ck_assert_uint_eq(p->topic_count, 2);
+    ck_assert_str_eq(p->topics[0], "b");
+    ck_assert_str_eq(p->topics[1], "a");
+    ck_assert(p->has_cursor);
+    ck_assert_uint_eq(p->cursor.count, 1);
+    lg_ws_message_release(&m);
+    ck_assert_ptr_null(parse("{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":\"\"}", &m, p,
+                             &malformed, problem));
+    ck_assert(!p->has_cursor); /* "" = no cursor, as an empty since= on /sse */
+    lg_ws_message_release(&m);
+    ck_assert_ptr_null(parse("{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":null}", &m, p,
+                             &malformed, problem));
+    ck_assert(!p->has_cursor);
+    lg_ws_message_release(&m);
+    free(p);
+}
+END_TEST
+
+START_TEST(an_unsubscribe_carries_its_topic_strings)
+{
+    struct lg_ws_message m;
+    bool malformed;
+    char problem[256];
+    ck_assert_ptr_null(parse("{\"op\":\"unsubscribe\",\"topics\":[\"x\",\"y\"]}", &m, NULL,
+                             &malformed, problem));
+    ck_assert_int_eq(m.op, LG_WS_OP_UNSUBSCRIBE);
+    ck_assert_uint_eq(json_array_size(m.topics), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(m.topics, 1)), "y");
+    lg_ws_message_release(&m);
+}
+END_TEST
+
+static Suite *ws_message_suite(void)
+{
+    Suite *s = suite_create("ws_message");
+    TCase *tc = tcase_create("parse");
+    tcase_add_loop_test(tc, each_message_gets_its_answer, 0, sizeof rows / sizeof rows[0]);
+    tcase_add_test(tc, a_subscribe_carries_its_topics_and_cursor);
+    tcase_add_test(tc, an_unsubscribe_carries_its_topic_strings);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+LG_CHECK_MAIN(ws_message_suite)
