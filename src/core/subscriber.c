@@ -199,6 +199,15 @@ void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
     }
     if (sn->replay_next || ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
         return; /* part of the replay, queued or still to be paged in from history */
+    if (ev->seq > sn->queued_seq + 1) {
+        /* Positions are dense (store.h): a live event past a hole means the ones between
+         * were lost before this node read them (a Redis tail that fell behind retention).
+         * Notices go out before queued events, so the gap covers what is still queued of the
+         * topic too: the client's positions never go back. */
+        lg_client_ring_remove_topic(&s->ring, sn->topic);
+        owe_gap(s, sn, sn->sent_seq + 1);
+        owe_gap(s, sn, ev->seq - 1);
+    }
     sn->queued_seq = ev->seq;
     queue_event(s, sn, ev, now_ns);
 }

@@ -6,8 +6,10 @@
  * default); a Redis Streams store shares this table (docs/architecture.md, "Stores").
  *
  * Positions. A stream assigns each appended event a position (seq), strictly increasing, and
- * an id "<topic>@<epoch>:<seq>". The memory store's positions are dense (1, 2, 3, ...); a
- * store may leave holes, so callers compare positions, never count them. The epoch belongs to
+ * an id "<topic>@<epoch>:<seq>". Positions are dense (1, 2, 3, ...) in both stores (Redis
+ * INCRs them in the script that appends), so a live event past a hole tells a subscriber that
+ * the events between were lost before it could get them (a gap notice); everything else
+ * compares positions and never counts them. The epoch belongs to
  * the stream: a stream recreated under the same name gets a new epoch, so a cursor into its
  * old life resolves to `reset`, while every node reading the same shared stream agrees on it.
  *

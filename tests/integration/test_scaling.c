@@ -406,6 +406,59 @@ START_TEST(redis_loses_its_data_subscribers_get_a_reset)
 }
 END_TEST
 
+/* A node whose tail falls behind the stream's retention (stopped while another node
+ * publishes far more than history.max_events): its connected subscriber gets a gap naming
+ * exactly what Redis trimmed before the node read it, then every event after. */
+START_TEST(a_tail_behind_retention_sends_a_gap)
+{
+    struct lg_server a, b;
+    const char *small = "\"history\": {\"max_events\": 5}";
+    node_start(&a, small);
+    node_start(&b, small);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, a.public_port, "/sse?topic=trim", NULL);
+    static char acked[400][ID_MAX];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(publish(&b, "trim", "x", acked[i]), 201);
+    static struct seen v;
+    memset(&v, 0, sizeof v);
+    sse_collect(&c, &v, 3);
+    kill(a.pid, SIGSTOP);
+    for (int i = 3; i < 400; i++)
+        ck_assert_int_eq(publish(&b, "trim", "x", acked[i]), 201);
+    long long kept = lg_redis_int(&redis, "XLEN livegate:{trim}:s");
+    ck_assert_int_lt(kept, 300); /* MAXLEN ~ 5 trimmed whole stream nodes */
+    kill(a.pid, SIGCONT);
+    /* What A read before it stopped (its blocked read was answered at once), then the gap up
+     * to the oldest entry still retained, then everything from there */
+    uint64_t next = 4;
+    bool gap_seen = false;
+    while (next <= 400) {
+        struct lg_sse_event ev;
+        ck_assert_msg(lg_sse_next(&c, &ev, WAIT_MS) == 1, "stream stopped before %llu",
+                      (unsigned long long)next);
+        if (strcmp(ev.event, "gap") == 0) {
+            ck_assert(!gap_seen);
+            gap_seen = true;
+            char want[64];
+            snprintf(want, sizeof want, "\"from\":%llu,\"to\":%lld",
+                     (unsigned long long)next, 400 - kept);
+            ck_assert_msg(strstr(ev.data, want) != NULL, "gap %s, want %s", ev.data, want);
+            next = (uint64_t)(400 - kept) + 1;
+        } else {
+            ck_assert_str_eq(ev.event, "message");
+            ck_assert_str_eq(ev.id, acked[next - 1]);
+            next++;
+        }
+        lg_sse_event_free(&ev);
+    }
+    ck_assert_msg(gap_seen, "no gap: the tail read every event before they were trimmed");
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
 /* ---- Idempotency across nodes ------------------------------------------------------------- */
 
 static int publish_keyed(const struct lg_server *s, const char *key, struct lg_http_response *r)
@@ -548,6 +601,7 @@ static Suite *scaling_suite(void)
                          redis_restart_503_meanwhile_nothing_acknowledged_lost,
                          redis_loses_its_data_subscribers_get_a_reset,
                          redis_hangs_publish_answers_503_after_the_command_timeout,
+                         a_tail_behind_retention_sends_a_gap,
                          idempotent_retry_on_the_other_node_is_one_event,
                          drain_moves_200_clients_over_the_window_without_loss);
     tcase_set_timeout(tc, 60);
