@@ -134,6 +134,7 @@ static struct {
     char label[128];
     bool quiet;
     char topic_prefix[48];
+    char sub_query[1536]; /* --sub-query: "&<it>" appended to livegate subscribe requests */
     uint32_t nonce;
 
     /* runtime */
@@ -545,13 +546,15 @@ static void ws_key(uint32_t idx, char out[32])
 
 static bool sub_send_request(struct conn *c)
 {
-    char tn[MAX_TOPIC_NAME], req[2048];
+    char tn[MAX_TOPIC_NAME + sizeof G.sub_query], req[4096];
     if (c->role == R_IDLE) /* "<prefix>idle-<i>": never one of the published topics */
         snprintf(tn, sizeof tn, "%sidle-%" PRIu32, G.topic_prefix, c->topic);
     else
         topic_name(c->topic, tn, sizeof tn);
     int n = 0;
     bool lg = G.target == T_LIVEGATE;
+    if (lg && G.sub_query[0]) /* the topic is the last thing before the query's end */
+        snprintf(tn + strlen(tn), sizeof tn - strlen(tn), "%s", G.sub_query);
     if (c->xport == X_SSE) {
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n"
@@ -1476,6 +1479,7 @@ static void usage(void)
             "  [--server-pid PID[,PID..]] [--src-addrs K] [--src-base X] [--connect-concurrency C]\n"
             "  [--connect-timeout S] [--settle-ms MS] [--idle-ms MS] [--drain-ms MS]\n"
             "  [--poll-timeout S] [--max-runtime S] [--label NAME] [--json] [--quiet]\n"
+            "  [--sub-query K=V (appended to livegate's /sse, /ws and /poll queries, e.g. a token)]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
             "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n");
 }
@@ -1509,7 +1513,7 @@ int main(int argc, char **argv)
         {"batch", 1, 0, 'B'}, {"server-pid", 1, 0, 'S'}, {"src-addrs", 1, 0, 'k'}, {"src-base", 1, 0, 'K'},
         {"connect-concurrency", 1, 0, 'c'}, {"connect-timeout", 1, 0, 'C'}, {"settle-ms", 1, 0, 'w'},
         {"idle-ms", 1, 0, 'i'}, {"drain-ms", 1, 0, 'W'}, {"poll-timeout", 1, 0, 'T'},
-        {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
+        {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"sub-query", 1, 0, 'Q'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
         {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1557,6 +1561,7 @@ int main(int argc, char **argv)
         case 'T': G.poll_timeout_s = atoi(optarg); break;
         case 'M': G.max_runtime_s = atof(optarg); break;
         case 'L': snprintf(G.label, sizeof G.label, "%s", optarg); break;
+        case 'Q': snprintf(G.sub_query, sizeof G.sub_query, "&%s", optarg); break;
         case 'j': break;
         case 'q': G.quiet = true; break;
         default: usage(); return 2;

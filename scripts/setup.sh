@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git curl ca-certificates
-  libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev
+  libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev libjwt-dev
   check libsubunit-dev libssl-dev
   libhiredis-dev redis-server
   valgrind procps util-linux

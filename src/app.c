@@ -17,6 +17,7 @@
 #include "client_addresses.h"
 #include "clock.h"
 #include "control.h"
+#include "auth.h"
 #include "hub.h"
 #include "log.h"
 #include "publish_pacer.h"
@@ -33,6 +34,7 @@ struct lg_app {
     uint32_t worker_count;
     uint16_t public_port, control_port;
     struct lg_control *control;
+    struct lg_auth *auth;                    /* token verifier; freed after the workers */
     struct lg_client_addresses *clients;     /* connections per client address; after workers */
     struct lg_client_address trusted[LG_TRUSTED_PROXIES_MAX]; /* trusted_proxies, parsed */
     size_t trusted_count;
@@ -151,7 +153,18 @@ static int start(struct lg_app *app)
         lg_err("cannot create the client address table: out of memory");
         return -1;
     }
-    struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub,
+    app->auth = lg_auth_create(app->cfg, err, sizeof err);
+    if (!app->auth) {
+        lg_err("%s", err);
+        return -1;
+    }
+    if (!lg_auth_enabled(app->auth))
+        lg_warn("no auth key or auth.anonymous_subscribe is configured: anyone who reaches the "
+                "public port may subscribe to any topic (docs/security.md)");
+    else if (app->cfg->allowed_origins.count == 0)
+        lg_warn("allowed_origins is []: any web page may open a WebSocket here with its "
+                "visitors' cookies (docs/security.md)");
+    struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub, .auth = app->auth,
                                       .static_dir = app->static_dir, .clients = app->clients,
                                       .trusted = app->trusted,
                                       .trusted_count = app->trusted_count};
@@ -238,6 +251,8 @@ static void stop(struct lg_app *app)
     }
     lg_pacer_destroy(app->pacer); /* no worker can signal room any more */
     app->pacer = NULL;
+    lg_auth_destroy(app->auth); /* every worker was joined */
+    app->auth = NULL;
     lg_client_addresses_destroy(app->clients); /* every connection was released */
     app->clients = NULL;
     lg_hub_destroy(app->hub);

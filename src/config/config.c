@@ -22,6 +22,7 @@
 
 #include "client_address.h"
 #include "config_setting.h"
+#include "topic_name.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,6 +55,33 @@ static const char *const lg_log_level_names[] = {
 #define LG_U64(k, f, lo, hi, d, doc_)                                                              \
     { .key = k, .type = LG_SETTING_U64, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
       .doc = doc_ }
+
+/* A list item of auth.anonymous_subscribe: a topic_rules glob. */
+static const char *lg_config__pattern_problem(const char *item, size_t len)
+{
+    if (len > LG_TOPIC_NAME_MAX)
+        return "a pattern is at most 128 bytes";
+    return lg_topic_pattern_ok(item, len) ? NULL
+               : "not a topic pattern (topic characters " LG_TOPIC_NAME_CHARS
+                 ", a leading $, and the wildcards * ?)";
+}
+
+/* An item of allowed_origins: "*" or scheme://host[:port], as browsers send Origin. */
+static const char *lg_config__origin_problem(const char *item, size_t len)
+{
+    if (strcmp(item, "*") == 0)
+        return NULL;
+    const char *sep = strstr(item, "://");
+    if (sep == NULL || sep == item || sep[3] == '\0' || strchr(sep + 3, '/') != NULL ||
+        strpbrk(item, " \t,") != NULL || item[len - 1] == ':')
+        return "an origin is \"*\" or scheme://host[:port] with no path, e.g. "
+               "\"https://app.example\"";
+    return NULL;
+}
+
+#define LG_LIST(k, f, check_, doc_)                                                                \
+    { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = LG_LIST_MAX,        \
+      .check = check_, .doc = doc_ }
 
 /* Table order is the order of config/livegate.json and of --print-config. */
 static const struct lg_setting lg_settings[] = {
@@ -172,6 +200,23 @@ static const struct lg_setting lg_settings[] = {
            "publishes waiting for the Redis bridge thread (503 above)"),
     LG_U32("redis.idempotency_window_ms", redis.idempotency_window_ms, 1, 7u * LG_DAY_MS,
            300000, "how long Redis remembers an Idempotency-Key"),
+
+    { .key = "auth.hs256_secret", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.hs256_secret),
+      .min = 0, .max = 4096, .def_text = "",
+      .doc = "HS256 key tokens are signed with; \"\" = none" },
+    { .key = "auth.rs256_public_key_file", .type = LG_SETTING_STRING,
+      .offset = LG_OFF(auth.rs256_public_key_file), .min = 0, .max = 4095, .def_text = "",
+      .doc = "PEM file of the RS256 public key tokens are verified with; \"\" = none" },
+    LG_LIST("auth.anonymous_subscribe", auth.anonymous_subscribe, lg_config__pattern_problem,
+            "topic globs anyone may subscribe to without a token"),
+    { .key = "auth.control_token", .type = LG_SETTING_STRING,
+      .offset = LG_OFF(auth.control_token), .min = 0, .max = 4096, .def_text = "",
+      .doc = "bearer token the control port takes for everything; \"\" = none" },
+    { .key = "auth.cookie", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.cookie), .min = 1,
+      .max = 128, .def_text = "livegate_token", .doc = "cookie that may carry the token" },
+    LG_U32("auth.leeway_s", auth.leeway_s, 0, 3600, 0, "clock skew allowed on exp and nbf"),
+    LG_LIST("allowed_origins", allowed_origins, lg_config__origin_problem,
+            "Origins that get CORS headers and may open WebSockets; [] = any, no CORS"),
 };
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))
@@ -282,7 +327,26 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
                         cfg->limits.max_batch_bytes);
         return -1;
     }
+    if (cfg->auth.hs256_secret[0] && cfg->auth.rs256_public_key_file[0]) {
+        lg_config__errf(err, "auth.hs256_secret and auth.rs256_public_key_file: set one, not "
+                        "both (the algorithm is pinned by the key, never taken from a token)");
+        return -1;
+    }
+    const struct lg_string_list *o = &cfg->allowed_origins;
+    for (size_t i = 0; i < o->count; i++)
+        if (strcmp(o->items[i], "*") == 0 && o->count > 1) {
+            lg_config__errf(err, "allowed_origins: \"*\" allows every origin (without "
+                            "credentials) and cannot be combined with listed origins");
+            return -1;
+        }
     return 0;
+}
+
+bool lg_config_auth_enabled(const struct lg_config *cfg)
+{
+    return (cfg->auth.hs256_secret && cfg->auth.hs256_secret[0]) ||
+           (cfg->auth.rs256_public_key_file && cfg->auth.rs256_public_key_file[0]) ||
+           cfg->auth.anonymous_subscribe.count > 0;
 }
 
 static int lg_config__apply_root(struct lg_config *cfg, json_t *root, const json_error_t *jerr,
@@ -337,7 +401,8 @@ void lg_config_init_defaults(struct lg_config *cfg)
                 abort(); /* a broken built-in default is a bug in the table above */
             break;
         }
-        case LG_SETTING_RULES: break;
+        case LG_SETTING_RULES:
+        case LG_SETTING_LIST: break;
         }
     }
 }
@@ -497,6 +562,16 @@ char *lg_config_to_json(const struct lg_config *cfg)
         case LG_SETTING_RULES:
             v = lg_topic_rules_json(cfg->topic_rules, cfg->topic_rule_count);
             break;
+        case LG_SETTING_LIST: {
+            const struct lg_string_list *l = field;
+            v = json_array();
+            for (size_t j = 0; v != NULL && j < l->count; j++)
+                if (json_array_append_new(v, json_string(l->items[j])) != 0) {
+                    json_decref(v);
+                    v = NULL;
+                }
+            break;
+        }
         case LG_SETTING_ENUM: {
             unsigned value;
             memcpy(&value, field, sizeof(value));
@@ -536,5 +611,11 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->trusted_proxies);
     free(cfg->redis.url);
     free(cfg->redis.key_prefix);
+    free(cfg->auth.hs256_secret);
+    free(cfg->auth.rs256_public_key_file);
+    free(cfg->auth.control_token);
+    free(cfg->auth.cookie);
+    lg_string_list_free(&cfg->auth.anonymous_subscribe);
+    lg_string_list_free(&cfg->allowed_origins);
     memset(cfg, 0, sizeof(*cfg));
 }

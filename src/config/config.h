@@ -21,6 +21,14 @@
 #include "topic_rules.h" /* struct lg_topic_rule, lg_config_policy_for(), lg_config_history_for() */
 
 
+/* A list of strings from the config ("auth.anonymous_subscribe", "allowed_origins"). */
+struct lg_string_list {
+    char **items;  /* malloc'd, each malloc'd */
+    size_t count;
+};
+#define LG_LIST_ITEM_MAX 256 /* bytes of one item */
+#define LG_LIST_MAX 256      /* items of one list */
+
 struct lg_listen_addr {
     char host[64];  /* numeric IPv4/IPv6 address or "localhost" */
     uint16_t port;  /* 0 = let the kernel pick (the chosen port is logged at start) */
@@ -91,7 +99,23 @@ struct lg_config {
         uint32_t queue_max;             /* publishes waiting for the Redis bridge (503 above) */
         uint32_t idempotency_window_ms; /* how long Redis remembers an idempotency key */
     } redis;
+
+    /* "auth" (docs/security.md): subscribing and publishing are authorized when a key is set
+     * (hs256_secret or rs256_public_key_file, not both) or anonymous_subscribe is not empty;
+     * the control port asks for a token when control_token is set or subscribing is. */
+    struct {
+        char *hs256_secret;             /* HS256 key; "" = none */
+        char *rs256_public_key_file;    /* PEM file of the RS256 public key; "" = none */
+        struct lg_string_list anonymous_subscribe; /* topic globs anyone may subscribe to */
+        char *control_token;            /* the control port's bearer token; "" = none */
+        char *cookie;                   /* cookie that may carry the token */
+        uint32_t leeway_s;              /* clock skew allowed on exp and nbf */
+    } auth;
+    struct lg_string_list allowed_origins; /* Origins allowed (CORS, WebSocket); [] = any */
 };
+
+/* Whether cfg authorizes subscriptions (a key or anonymous_subscribe is set). */
+bool lg_config_auth_enabled(const struct lg_config *cfg);
 
 /* Result of loading or validating: 0 on success, or -1 with a message in err. */
 #define LG_CONFIG_ERR_MAX 512

@@ -70,6 +70,60 @@ int lg_config__unknown_key(char *err, const char *path, const char *object_name,
 
 /* ---- Applying one value ------------------------------------------------------------------ */
 
+void lg_string_list_free(struct lg_string_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->items[i]);
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+/* An array of strings, each checked; replaces the list whole (or leaves it untouched). */
+static int lg_config__apply_list(const struct lg_setting *s, void *field, const json_t *v,
+                                 const char *path, char *err)
+{
+    if (!json_is_array(v)) {
+        lg_config__errf(err, "%s: expected an array of strings, got %s", path,
+                        lg_config__json_type(v));
+        return -1;
+    }
+    size_t n = json_array_size(v);
+    if (n > s->max) {
+        lg_config__errf(err, "%s: %zu entries is out of range (allowed 0..%" PRIu64 ")", path, n,
+                        s->max);
+        return -1;
+    }
+    struct lg_string_list list = {.items = calloc(n ? n : 1, sizeof(char *)), .count = 0};
+    if (list.items == NULL) {
+        lg_config__errf(err, "%s: out of memory", path);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *item = json_array_get(v, i);
+        size_t len = json_is_string(item) ? json_string_length(item) : 0;
+        const char *text = json_is_string(item) ? json_string_value(item) : NULL;
+        const char *problem = NULL;
+        if (text == NULL)
+            problem = "expected a string";
+        else if (len < 1 || len > LG_LIST_ITEM_MAX || strlen(text) != len)
+            problem = "an entry is 1..256 bytes with no NUL";
+        else if (s->check != NULL)
+            problem = s->check(text, len);
+        if (problem == NULL && (list.items[i] = strdup(text)) == NULL)
+            problem = "out of memory";
+        if (problem != NULL) {
+            lg_config__errf(err, "%s[%zu]: %s", path, i, problem);
+            lg_string_list_free(&list);
+            return -1;
+        }
+        list.count = i + 1;
+    }
+    lg_string_list_free(field);
+    *(struct lg_string_list *)field = list;
+    return 0;
+}
+
 int lg_config__apply(const struct lg_setting *s, void *field, const json_t *v, const char *path,
                      char *err)
 {
@@ -151,6 +205,8 @@ int lg_config__apply(const struct lg_setting *s, void *field, const json_t *v, c
         }
         return 0;
     }
+    case LG_SETTING_LIST:
+        return lg_config__apply_list(s, field, v, path, err);
     case LG_SETTING_RULES:
         break;
     }

@@ -31,7 +31,13 @@ enum lg_setting_type {
     LG_SETTING_BOOL,
     LG_SETTING_ADDR,   /* struct lg_listen_addr, written "HOST:PORT" */
     LG_SETTING_RULES,  /* the topic_rules array (its own parser; offset unused) */
+    LG_SETTING_LIST,   /* struct lg_string_list: an array of at most `max` strings, each
+                        * 1..LG_LIST_ITEM_MAX bytes; `names` unused. Items are checked by
+                        * `check` when set (topic patterns, origins) */
 };
+
+/* Check one item of a LIST setting. Return value: NULL, or why it is refused. */
+typedef const char *lg_list_item_check(const char *item, size_t len);
 
 /* Enums are written through an unsigned int; GCC and Clang give these enums that layout. */
 _Static_assert(sizeof(enum lg_slow_policy) == sizeof(unsigned), "enum lg_slow_policy size");
@@ -46,6 +52,7 @@ struct lg_setting {
     const char *def_text;      /* strings and addresses */
     const char *const *names;  /* enums: NULL-terminated, indexed by the enum value */
     const char *doc;           /* one line, the same words as docs/configuration.md */
+    lg_list_item_check *check; /* LIST: each item's check (NULL = any non-empty string) */
 };
 
 /* Longest key path we build, e.g. "topic_rules[1023].history.max_events" or a user's typo. */
@@ -66,6 +73,9 @@ void lg_config__allowed_keys(char *out, size_t cap, const char *prefix);
  * s->key inside topic_rules). Return value: 0, or -1 with err filled and field untouched. */
 int lg_config__apply(const struct lg_setting *s, void *field, const json_t *v, const char *path,
                      char *err);
+
+/* Free a LIST setting's strings and empty it. */
+void lg_string_list_free(struct lg_string_list *l);
 
 /* vsnprintf into err (LG_CONFIG_ERR_MAX bytes). */
 void lg_config__errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -49,6 +49,12 @@ static bool rule_pattern_ok(const char *p, size_t *bad)
     return true;
 }
 
+bool lg_topic_pattern_ok(const char *p, size_t len)
+{
+    size_t bad;
+    return len >= 1 && len <= LG_RULE_MATCH_MAX && strlen(p) == len && rule_pattern_ok(p, &bad);
+}
+
 static unsigned rule_history_bit(size_t offset_in_bounds)
 {
     if (offset_in_bounds == offsetof(struct lg_history_bounds, max_events))

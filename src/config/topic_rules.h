@@ -46,6 +46,10 @@ struct lg_topic_rule {
  * pattern or text matches nothing. */
 bool lg_glob_match(const char *pattern, const char *text);
 
+/* Whether p[0..len) (NUL-terminated at len) is a glob of the topic_rules grammar: 1..128
+ * bytes of topic characters, a leading '$', '*' and '?'. */
+bool lg_topic_pattern_ok(const char *p, size_t len);
+
 /* The first of the count rules whose pattern matches topic, or NULL. */
 const struct lg_topic_rule *lg_topic_rules_first_match(const struct lg_topic_rule *rules,
                                                        size_t count, const char *topic);

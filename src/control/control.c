@@ -27,6 +27,7 @@
 
 #include <microhttpd.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "control_deadline.h"
 #include "control_internal.h"
@@ -147,22 +148,35 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
              url, rt->allow);
         return lg_ctl_reply_error(conn, &e, rt->allow);
     }
+    bool probe = rt->handle == lg_ctl_handle_healthz || rt->handle == lg_ctl_handle_readyz;
+    struct lg_grant *grant = NULL;
+    bool answered = false;
+    int auth_rc = probe ? 0 : lg_ctl_authorize(c, conn, rt->limit_of != NULL, &grant, &answered);
+    if (answered)
+        return auth_rc;
     if (rt->limit_of == NULL)
         return rt->handle(c, conn, url, NULL);
 
     int refused;
-    if (ambiguous_framing(conn, &refused))
+    if (ambiguous_framing(conn, &refused)) {
+        lg_grant_free(grant);
         return refused;
+    }
     uint32_t limit = rt->limit_of(c->cfg);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long declared = cl != NULL ? strtoull(cl, NULL, 10) : 0;
-    if (declared > limit)
+    if (declared > limit) {
+        lg_grant_free(grant);
         return too_large(conn, rt, declared, limit);
+    }
 
     struct lg_ctl_request *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
+        lg_grant_free(grant);
         return -1;
+    }
+    r->grant = grant;
     r->route = rt;
     r->limit = limit;
     *con_cls = r;
@@ -251,6 +265,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r != NULL) {
         free(r->body);
         free(r->batch_results);
+        lg_grant_free(r->grant);
         free(r);
         *con_cls = NULL;
     }
@@ -331,11 +346,17 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
                                     uint16_t *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
-    if (resolve(&cfg->control_addr, &ss, err, errlen) != 0)
+    if (lg_control_check_bind(cfg, err, errlen) != 0 ||
+        resolve(&cfg->control_addr, &ss, err, errlen) != 0)
         return NULL;
     struct lg_control *c = calloc(1, sizeof *c);
     if (c == NULL) {
         snprintf(err, errlen, "out of memory starting the control port");
+        return NULL;
+    }
+    c->auth = lg_auth_create(cfg, err, errlen);
+    if (c->auth == NULL) {
+        free(c);
         return NULL;
     }
     c->cfg = cfg;
@@ -411,5 +432,6 @@ void lg_control_stop(struct lg_control *c)
         MHD_stop_daemon(c->daemon);
     lg_ctl_deadlines_destroy(c->deadlines);
     pthread_mutex_destroy(&c->err_lock);
+    lg_auth_destroy(c->auth);
     free(c);
 }

@@ -56,6 +56,10 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
                                     struct lg_pacer *pacer, const _Atomic int *lifecycle,
                                     uint16_t *bound_port, char *err, size_t errlen);
 
+/* Fail when cfg binds the control port off loopback without auth.control_token. Return value:
+ * 0, or -1 with err filled. lg_control_start() checks it first. */
+int lg_control_check_bind(const struct lg_config *cfg, char *err, size_t errlen);
+
 /* Answer every held publish (lg_pacer_stop), stop the daemon, join its threads and free c.
  * NULL is ignored. */
 /* Main thread, once a second: close the connections whose request is overdue

@@ -29,6 +29,9 @@ struct MHD_Connection;
 struct MHD_Daemon;
 struct lg_hub;
 struct lg_publish_result;
+struct lg_auth;
+struct lg_grant;
+struct lg_ctl_error;
 
 struct lg_ctl_deadlines;
 
@@ -39,6 +42,7 @@ struct lg_control {
     struct lg_hub *hub;           /* borrowed */
     struct lg_pacer *pacer;       /* borrowed: publishes waiting for a worker's room */
     const _Atomic int *lifecycle; /* borrowed; enum lg_lifecycle, loaded atomically */
+    struct lg_auth *auth;         /* the control port's verifier (auth.h), immutable */
     pthread_mutex_t err_lock;
     bool capturing;               /* {err_lock} lg_control_start() is running */
     char start_err[512];          /* {err_lock} the last MHD message while capturing */
@@ -66,6 +70,8 @@ struct lg_ctl_request {
     _Atomic int remote_state;
     enum lg_publish_status remote_status;
     struct lg_publish_result remote_res;
+    struct lg_grant *grant;   /* a publish token's grant (control_auth.c); NULL = the control
+                                 token or no auth */
 };
 
 /* A route's handler: queue exactly one response (or hold the request, see
@@ -84,6 +90,15 @@ struct lg_ctl_route {
     uint32_t (*limit_of)(const struct lg_config *cfg); /* NULL = no body expected */
     lg_ctl_handler *handle;
 };
+
+/* control_auth.c. Whether the request may go on: 0 with *answered false (and *grant set when
+ * a publish token let it in), or a 401 was queued (*answered true; return value as a
+ * handler's). publishes: the route publishes (a publish token may do). */
+int lg_ctl_authorize(struct lg_control *c, struct MHD_Connection *conn, bool publishes,
+                     struct lg_grant **grant, bool *answered);
+/* Whether r's grant covers topic[0..len); false with a 403 in e. */
+bool lg_ctl_may_publish(const struct lg_ctl_request *r, const char *topic, size_t len,
+                        struct lg_ctl_error *e);
 
 lg_ctl_handler lg_ctl_handle_topic_event; /* control_publish.c */
 lg_ctl_handler lg_ctl_handle_batch;

@@ -242,7 +242,8 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
     struct lg_publish_result res;
     int rc;
     enum lg_publish_status answer;
-    if (lg_parse_event(&in, c->cfg->limits.max_event_bytes, &ev, &e) != 0) {
+    if (lg_parse_event(&in, c->cfg->limits.max_event_bytes, &ev, &e) != 0 ||
+        !lg_ctl_may_publish(r, ev.req.topic, ev.req.topic_len, &e)) {
         rc = lg_ctl_reply_error(conn, &e, NULL);
     } else if (lg_hub_remote(c->hub)) {
         uint64_t generation = lg_pacer_generation(c->pacer);
@@ -381,7 +382,13 @@ int lg_ctl_handle_batch(struct lg_control *c, struct MHD_Connection *conn, const
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     struct lg_parsed_batch b;
     int rc;
-    if (lg_parse_batch(r->body, r->len, c->cfg->limits.max_event_bytes, &b, &e) != 0)
+    bool parsed = lg_parse_batch(r->body, r->len, c->cfg->limits.max_event_bytes, &b, &e) == 0;
+    for (size_t i = 0; parsed && r->batch_done == 0 && i < b.n; i++)
+        if (!lg_ctl_may_publish(r, b.reqs[i].topic, b.reqs[i].topic_len, &e)) {
+            e.index = (long)i; /* all or nothing: no item is published */
+            parsed = false;
+        }
+    if (!parsed)
         rc = lg_ctl_reply_error(conn, &e, NULL);
     else
         rc = batch_publish(c, conn, r, &b);

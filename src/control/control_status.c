@@ -67,6 +67,26 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
                             json_integer((json_int_t)LG_STAT_GET(redis_tail_stalls)));
     }
 #undef STAT
+    /* Authorization refusals by reason (docs/security.md), set beside the packed ones. */
+    static const struct {
+        const char *name;
+        _Atomic uint64_t *counter;
+    } auth_counters[] = {
+        {"auth_refused_missing", &lg_stats.auth_refused_missing},
+        {"auth_refused_malformed", &lg_stats.auth_refused_malformed},
+        {"auth_refused_expired", &lg_stats.auth_refused_expired},
+        {"auth_refused_not_yet_valid", &lg_stats.auth_refused_not_yet_valid},
+        {"auth_refused_bad_signature", &lg_stats.auth_refused_bad_signature},
+        {"auth_refused_wrong_algorithm", &lg_stats.auth_refused_wrong_algorithm},
+        {"auth_refused_topic", &lg_stats.auth_refused_topic},
+        {"auth_refused_origin", &lg_stats.auth_refused_origin},
+        {"auth_streams_expired", &lg_stats.auth_streams_expired},
+        {"auth_refreshed", &lg_stats.auth_refreshed},
+    };
+    for (size_t i = 0; body && i < sizeof auth_counters / sizeof auth_counters[0]; i++)
+        json_object_set_new(body, auth_counters[i].name,
+                            json_integer((json_int_t)atomic_load_explicit(
+                                auth_counters[i].counter, memory_order_relaxed)));
     return lg_ctl_reply_json(conn, 200, body);
 }
 

@@ -18,6 +18,8 @@ static enum lg_http_method method_of(unsigned m)
         return LG_HTTP_HEAD;
     case HTTP_POST:
         return LG_HTTP_POST;
+    case HTTP_OPTIONS:
+        return LG_HTTP_OPTIONS;
     default:
         return LG_HTTP_OTHER;
     }

@@ -37,7 +37,7 @@ enum lg_header_id {
     LG_HDR_COUNT_
 };
 
-enum lg_http_method { LG_HTTP_OTHER = 0, LG_HTTP_GET, LG_HTTP_HEAD, LG_HTTP_POST };
+enum lg_http_method { LG_HTTP_OTHER = 0, LG_HTTP_GET, LG_HTTP_HEAD, LG_HTTP_POST, LG_HTTP_OPTIONS };
 
 /* libhttp-parser's http.h cannot be included next to libwebsockets.h (both define enum
  * http_status), so its state is kept here as opaque, suitably aligned bytes. */

@@ -81,9 +81,12 @@ static const char *parse_op(struct lg_ws_message *m, bool *malformed, char *prob
         m->op = LG_WS_OP_UNSUBSCRIBE;
     else if (strcmp(op, "ping") == 0)
         m->op = LG_WS_OP_PING;
+    else if (strcmp(op, "auth") == 0 || strcmp(op, "refresh") == 0)
+        m->op = LG_WS_OP_AUTH;
     else
         return refuse(problem, cap, "unknown_op",
-                      "op must be \"subscribe\", \"unsubscribe\" or \"ping\"");
+                      "op must be \"subscribe\", \"unsubscribe\", \"auth\", \"refresh\" or "
+                      "\"ping\"");
     *malformed = false;
     return NULL;
 }
@@ -110,6 +113,12 @@ const char *lg_ws_message_parse(const char *text, size_t len, uint32_t max_topic
         return parse_subscribe(m->doc, max_topics, params, problem, problem_cap);
     if (m->op == LG_WS_OP_UNSUBSCRIBE)
         return parse_unsubscribe(m, problem, problem_cap);
+    if (m->op == LG_WS_OP_AUTH) {
+        m->token = json_object_get(m->doc, "token");
+        if (!json_is_string(m->token))
+            return refuse(problem, problem_cap, "bad_message",
+                          "auth and refresh need \"token\": a string");
+    }
     return NULL;
 }
 
@@ -118,4 +127,5 @@ void lg_ws_message_release(struct lg_ws_message *m)
     json_decref(m->doc);
     m->doc = NULL;
     m->topics = NULL;
+    m->token = NULL;
 }

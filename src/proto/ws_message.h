@@ -1,7 +1,7 @@
 /*
  * ws_message.h - the control messages a WebSocket client sends (docs/protocol.md,
  * "WebSocket"): {"op":"subscribe","topics":[...],"since":"..."}, {"op":"unsubscribe",
- * "topics":[...]} and {"op":"ping"}. Parsed and checked here as a pure function, so a fuzzer
+ * "topics":[...]}, {"op":"ping"}, and {"op":"auth"|"refresh","token":"..."} (docs/security.md). Parsed and checked here as a pure function, so a fuzzer
  * reaches it; transport_ws.c applies the result to the live connection.
  *
  * Owns:    a parsed message holds a reference to its JSON document (unsubscribe topics are
@@ -24,12 +24,13 @@
 
 #include "subscribe_params.h"
 
-enum lg_ws_op { LG_WS_OP_SUBSCRIBE, LG_WS_OP_UNSUBSCRIBE, LG_WS_OP_PING };
+enum lg_ws_op { LG_WS_OP_SUBSCRIBE, LG_WS_OP_UNSUBSCRIBE, LG_WS_OP_PING, LG_WS_OP_AUTH };
 
 struct lg_ws_message {
     enum lg_ws_op op;
     json_t *doc;    /* the parsed message, or NULL */
     json_t *topics; /* unsubscribe: an array of strings, borrowed from doc */
+    json_t *token;  /* auth (and refresh, the same): a string, borrowed from doc */
 };
 
 /*

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "dlist.h"
 #include "encode.h"
@@ -362,7 +363,14 @@ static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
     const struct lg_slice *key = &req->headers[LG_HDR_SEC_WEBSOCKET_KEY];
     const struct lg_slice *version = &req->headers[LG_HDR_SEC_WEBSOCKET_VERSION];
     const struct lg_slice *protocol = &req->headers[LG_HDR_SEC_WEBSOCKET_PROTOCOL];
-    if (!header_is(p->buf, &req->headers[LG_HDR_UPGRADE], "websocket"))
+    const struct lg_slice *origin = &req->headers[LG_HDR_ORIGIN];
+    if (lg_origin_check(&a->cfg->allowed_origins, p->buf + origin->off, origin->len) ==
+        LG_ORIGIN_REFUSED) {
+        /* A browser's cross-site upgrade (cross-site WebSocket hijacking): no frame is sent. */
+        LG_STAT_ADD(auth_refused_origin, 1);
+        pending_refuse(a, p, 403, "origin_not_allowed", "this Origin is not in allowed_origins",
+                       NULL);
+    } else if (!header_is(p->buf, &req->headers[LG_HDR_UPGRADE], "websocket"))
         pending_refuse(a, p, 400, "bad_request",
                        "/ws upgrades to websocket only (Upgrade: websocket)", NULL);
     else if (key->len != 24 || p->buf[key->off + 22] != '=' || p->buf[key->off + 23] != '=')

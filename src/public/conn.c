@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "client_addresses.h"
 #include "clock.h"
 #include "config.h"
@@ -66,6 +67,10 @@ void lg_conn_release(struct lg_conn *c)
     lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
     lg_buf_release(&c->out);
     lg_buf_release(&c->ws_msg);
+    lg_grant_free(c->grant);
+    c->grant = NULL;
+    free(c->cors);
+    c->cors = NULL;
     free(c->rx);
     c->rx = NULL;
     lg_worker_conn_closed(c->worker, c);
@@ -86,7 +91,10 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
                        "public port answered %d %s: %s", status, code, message);
     lg_buf_reset(&c->out);
     c->out_sent = 0;
-    lg_http_error_response(&c->out, status, code, message, extra_headers, false);
+    char headers[1024];
+    snprintf(headers, sizeof headers, "%s%s", extra_headers ? extra_headers : "",
+             c->cors ? c->cors : "");
+    lg_http_error_response(&c->out, status, code, message, headers, false);
     c->closing = true;
     c->keep_alive = false;
     lg_conn_want_write(c);

@@ -26,12 +26,14 @@
 #include "encode.h"
 #include "http_request.h"
 #include "http_response.h"
+#include "min_heap.h"
 #include "rate.h"
 #include "subscriber.h"
 #include "transport.h"
 
 struct lg_worker;
 struct lg_subscribe_params;
+struct lg_grant;
 
 /* A request head being read on a keep-alive connection. */
 struct lg_rx {
@@ -72,6 +74,10 @@ struct lg_conn {
     uint32_t ws_bad_messages; /* malformed control messages in a row */
     uint16_t ws_close_code;   /* when closing: the code to send (1001 at shutdown) */
     struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
+    struct lg_grant *grant;   /* its verified token (auth.h), NULL = none; conn_auth.c */
+    char *cors;               /* CORS header lines for its answers (malloc'd), NULL = none */
+    struct lg_heap_node expiry; /* in the worker's heap of streams whose token expires */
+    const char *ws_close_reason; /* with ws_close_code (a literal); NULL = "server shutting down" */
     struct lg_dlink conn_link;   /* the worker's list of every connection */
     struct lg_dlink dirty_link;  /* the worker's queue of connections given events to write */
     struct lg_dlink quiet_link;  /* heartbeat streams (SSE), in order of their last write */

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "http_routes.h"
 #include "log.h"
 #include "protocols.h"
@@ -38,12 +39,17 @@ static bool path_is(const char *buf, const struct lg_http_request *req, const ch
 static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
     c->keep_alive = req->keep_alive;
+    free(c->cors); /* the previous request's (keep-alive); /sse and /poll set their own */
+    c->cors = NULL;
     bool get = req->method == LG_HTTP_GET;
     if (req->http_major != 1)
         lg_conn_http_error(c, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
     else if (lg_worker_is_draining(c->worker))
         lg_conn_http_error(c, 503, "unavailable", "the gateway is shutting down",
                            "Retry-After: 1\r\n");
+    else if (req->method == LG_HTTP_OPTIONS &&
+             (path_is(buf, req, "/sse") || path_is(buf, req, "/poll")))
+        lg_conn_preflight(c, buf, req);
     else if (path_is(buf, req, "/sse"))
         get ? lg_sse_serve(c, buf, req)
             : lg_conn_http_error(c, 405, "method_not_allowed", "use GET for /sse", "Allow: GET\r\n");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "encode.h"
 #include "event.h"
 #include "http_routes.h"
@@ -34,8 +35,8 @@ static void answer_poll(struct lg_conn *c)
         c->keep_alive = false;
     lg_buf_appendf(&c->out,
                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                   "Cache-Control: no-store\r\nContent-Length: %zu\r\n%s\r\n",
-                   body.len, c->keep_alive ? "" : "Connection: close\r\n");
+                   "Cache-Control: no-store\r\nContent-Length: %zu\r\n%s%s\r\n",
+                   body.len, c->cors ? c->cors : "", c->keep_alive ? "" : "Connection: close\r\n");
     lg_buf_append(&c->out, body.data, body.len);
     lg_buf_release(&body);
     c->closing = !c->keep_alive;
@@ -53,6 +54,7 @@ void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_requ
     lg_subscriber_init(&c->sub, &lg_transport_poll, lg_worker_index(c->worker),
                        &cfg->client_queue);
     if (lg_conn_http_params(c, buf, req, "since", p) != 0 ||
+        lg_conn_authorize_http(c, buf, req, p) != 0 ||
         lg_conn_http_subscribe(c, p, true, cfg->poll.max_batch) != 0) {
         free(p);
         return;
@@ -60,6 +62,8 @@ void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_requ
     uint64_t timeout_ms = p->has_timeout ? p->timeout_ms : cfg->poll.default_timeout_ms;
     if (timeout_ms > cfg->poll.max_timeout_ms)
         timeout_ms = cfg->poll.max_timeout_ms;
+    if (timeout_ms > lg_conn_token_ms_left(c))
+        timeout_ms = lg_conn_token_ms_left(c); /* a held poll does not outlive its token */
     free(p);
     c->poll_max_batch = cfg->poll.max_batch;
     /* A topic whose Redis stream is still loading has an unknown replay: even a poll that

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "encode.h"
 #include "event.h"
 #include "http_routes.h"
@@ -30,13 +31,15 @@ void lg_sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_reque
     lg_subscriber_init(&c->sub, &lg_transport_sse, lg_worker_index(c->worker),
                        &cfg->client_queue);
     if (lg_conn_http_params(c, buf, req, "last_event_id", p) == 0 &&
+        lg_conn_authorize_http(c, buf, req, p) == 0 &&
         lg_conn_http_subscribe(c, p, true, SIZE_MAX) == 0) {
         lg_conn_set_transport(c, &lg_transport_sse);
+        lg_conn_arm_expiry(c);
         lg_buf_appendf(&c->out,
                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                       "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+                       "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n%s"
                        "Connection: close\r\n\r\nretry: %u\n\n",
-                       cfg->sse.retry_ms);
+                       c->cors ? c->cors : "", cfg->sse.retry_ms);
         /* An id-only block sets the browser's Last-Event-ID without firing an event, so a
          * client that reconnects before its first event still resumes from here. Not while
          * a topic's Redis stream loads: its position is not known yet. */
@@ -101,6 +104,30 @@ static int sse_write_events(struct lg_conn *c)
     return 0;
 }
 
+/* The lws timer: the token's exp. The stream ends with an error event that names the cursor
+ * to resume from (what was written), and the client reconnects with a fresh token. */
+static void sse_token_expired(struct lg_conn *c)
+{
+    if (c->closing || c->draining)
+        return;
+    if (lg_conn_token_ms_left(c) > 0) {
+        lg_conn_arm_expiry(c); /* the timer ran early */
+        return;
+    }
+    LG_STAT_ADD(auth_streams_expired, 1);
+    lg_buf_append_str(&c->out, "event: error\ndata: {\"code\":\"token_expired\",\"message\":"
+                               "\"the token expired: reconnect with a fresh token from this "
+                               "cursor\",\"cursor\":");
+    struct lg_buf cursor;
+    lg_buf_init(&cursor);
+    lg_subscriber_cursor(&c->sub, &cursor);
+    lg_encode_json_string(&c->out, cursor.data ? cursor.data : "", cursor.len);
+    lg_buf_release(&cursor);
+    lg_buf_append_str(&c->out, "}\n\n");
+    c->closing = true;
+    lg_conn_want_write(c);
+}
+
 static void sse_drain(struct lg_conn *c)
 {
     c->draining = true; /* the writable callback sends what is queued, then the retry hint */
@@ -155,5 +182,6 @@ const struct lg_transport_ops lg_transport_sse = {
     .render_slow = sse_render_slow,
     .write_events = sse_write_events,
     .writable = sse_writable,
+    .timer = sse_token_expired,
     .drain = sse_drain,
 };

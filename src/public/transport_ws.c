@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "conn.h"
+#include "conn_auth.h"
 #include "event.h"
 #include "hub.h"
 #include "log.h"
@@ -116,6 +118,19 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
     struct lg_hub *hub = lg_worker_hub(c->worker);
+    for (size_t i = 0; i < p->topic_count; i++) {
+        if (lg_auth_may_subscribe(lg_worker_auth(c->worker), c->grant, p->topics[i]))
+            continue;
+        char text[256];
+        snprintf(text, sizeof text, "topic %s is outside %s", p->topics[i],
+                 c->grant ? "the token's subscribe claim"
+                          : "auth.anonymous_subscribe: send {\"op\":\"auth\",\"token\":...} first");
+        if (c->grant)
+            LG_STAT_ADD(auth_refused_topic, 1);
+        else
+            lg_auth_count_refusal(LG_AUTH_MISSING);
+        return reply_error(c, c->grant ? "forbidden" : "token_missing", text);
+    }
     size_t fresh = 0;
     bool had[LG_CURSOR_MAX_ENTRIES] = {false};
     for (size_t i = 0; i < p->topic_count; i++) {
@@ -174,6 +189,66 @@ static int op_unsubscribe(struct lg_conn *c, json_t *topics)
     return reply(c, obj);
 }
 
+/* After a refresh: drop the subscriptions the new token no longer covers. Return value: the
+ * array of their names (to tell the client), NULL when out of memory. */
+static json_t *drop_uncovered(struct lg_conn *c)
+{
+    struct lg_hub *hub = lg_worker_hub(c->worker);
+    const struct lg_auth *auth = lg_worker_auth(c->worker);
+    struct lg_topic *gone[LG_CURSOR_MAX_ENTRIES];
+    size_t n = 0;
+    for (struct lg_subscription *s = c->sub.subs; s && n < LG_CURSOR_MAX_ENTRIES;
+         s = s->next_of_owner)
+        if (!lg_auth_may_subscribe(auth, c->grant, s->topic->name))
+            gone[n++] = s->topic;
+    json_t *names = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(names, json_string(gone[i]->name));
+        lg_subscriber_remove(&c->sub, hub, gone[i]);
+    }
+    return names;
+}
+
+/* {"op":"auth"} or {"op":"refresh"}: the connection's token becomes this one (its claims for
+ * every later subscribe, its exp for the connection's end). A refused token changes nothing. */
+static int op_auth(struct lg_conn *c, const json_t *token)
+{
+    struct lg_grant *g;
+    enum lg_auth_result r = lg_auth_verify(lg_worker_auth(c->worker), json_string_value(token),
+                                           json_string_length(token), lg_unix_ms() / 1000, &g);
+    if (r != LG_AUTH_OK) {
+        lg_auth_count_refusal(r);
+        return reply_error(c, lg_auth_result_code(r), lg_auth_result_message(r));
+    }
+    lg_grant_free(c->grant);
+    c->grant = g;
+    LG_STAT_ADD(auth_refreshed, 1);
+    lg_conn_arm_expiry(c);
+    json_t *obj = message("authorized");
+    json_object_set_new(obj, "exp", json_integer(g->exp_s));
+    json_object_set_new(obj, "unsubscribed", drop_uncovered(c));
+    return reply(c, obj);
+}
+
+/* The token's exp passed (the worker's tick, conn_auth.h): close with 4003 unless a refresh
+ * moved it. */
+static void ws_token_expired(struct lg_conn *c)
+{
+    if (!c->grant || c->closing)
+        return;
+    if (lg_conn_token_ms_left(c) > 0) {
+        lg_conn_arm_expiry(c); /* refreshed, or the timer ran early */
+        return;
+    }
+    LG_STAT_ADD(auth_streams_expired, 1);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_INFO, "closing a WebSocket client with 4003: token expired");
+    c->closing = true;
+    c->ws_close_code = 4003;
+    c->ws_close_reason = "token expired";
+    lg_conn_want_write(c);
+}
+
 /* A malformed message: answer it; close with 1008 after too many in a row. */
 static int bad_message(struct lg_conn *c, const char *code, const char *text)
 {
@@ -193,6 +268,8 @@ static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
         return op_unsubscribe(c, m->topics);
     case LG_WS_OP_PING:
         return reply(c, message("pong"));
+    case LG_WS_OP_AUTH:
+        return op_auth(c, m->token);
     }
     return -1;
 }
@@ -242,7 +319,21 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     }
     struct lg_client_address client;
     bool counted;
+    char *token = lg_worker_take_ws_token(w, lws_get_socket_fd(wsi));
     char *query = lg_worker_take_ws_upgrade(w, lws_get_socket_fd(wsi), &client, &counted);
+    enum lg_auth_result verdict = LG_AUTH_OK;
+    if (token && lg_auth_enabled(lg_worker_auth(w)))
+        verdict = lg_auth_verify(lg_worker_auth(w), token, strlen(token), lg_unix_ms() / 1000,
+                                 &c->grant);
+    if (token && !token[0] && lg_auth_enabled(lg_worker_auth(w)))
+        verdict = LG_AUTH_MALFORMED; /* an Authorization header of another scheme */
+    free(token);
+    if (verdict != LG_AUTH_OK) {
+        free(query);
+        lg_auth_count_refusal(verdict);
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, lg_auth_result_code(verdict));
+    }
+    lg_conn_arm_expiry(c);
     if (!lg_conn_claim_client(c, counted ? &client : NULL)) {
         free(query);
         LG_STAT_ADD(connections_refused_address, 1);
@@ -324,7 +415,8 @@ static int ws_write_events(struct lg_conn *c)
 static int on_writable(struct lg_conn *c)
 {
     if (c->closing)
-        return close_with(c, c->ws_close_code, "server shutting down");
+        return close_with(c, c->ws_close_code,
+                          c->ws_close_reason ? c->ws_close_reason : "server shutting down");
     if (c->sub.slow_disconnect)
         return close_with(c, 4000, c->sub.disconnect_reason);
     int rc = write_batch(c);
@@ -361,6 +453,9 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return on_receive(c, in, len);
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return on_writable(c);
+    case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback when the worker's heap is out of memory */
+        ws_token_expired(c);
+        return 0;
     case LWS_CALLBACK_CLOSED:
         lg_conn_release(c);
         return 0;
@@ -410,6 +505,7 @@ const struct lg_transport_ops lg_transport_ws = {
     .render_event = ws_render_event,
     .write_events = ws_write_events,
     .writable = on_writable,
+    .timer = ws_token_expired,
     .drain = ws_drain,
 };
 

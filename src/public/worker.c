@@ -10,9 +10,11 @@
 #include <ev.h>
 
 #include "acceptor.h"
+#include "auth.h"
 #include "client_address.h"
 #include "clock.h"
 #include "conn.h"
+#include "conn_auth.h"
 #include "dlist.h"
 #include "event.h"
 #include "hub.h"
@@ -63,7 +65,26 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
     lg_dlist_remove(&w->quiet, &c->quiet_link);
     lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
+    lg_min_heap_remove(&w->expiring, &c->expiry);
     lg_account_connection_closed();
+}
+
+int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms)
+{
+    return lg_min_heap_set(&w->expiring, &c->expiry, unix_ms);
+}
+
+/* Streams whose token expired: each transport ends them its way (SSE error event, WS 4003). */
+static void expire_tokens(struct lg_worker *w)
+{
+    int64_t now = lg_unix_ms();
+    struct lg_heap_node *n;
+    while ((n = lg_min_heap_top(&w->expiring)) && n->key <= now) {
+        struct lg_conn *c = lg_dlist_entry(n, struct lg_conn, expiry);
+        lg_min_heap_remove(&w->expiring, n);
+        if (c->transport && c->transport->timer)
+            c->transport->timer(c);
+    }
 }
 
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
@@ -90,6 +111,7 @@ char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_ad
         return NULL;
     struct ws_upgrade *u = &w->ws_upgrades[fd];
     char *q = u->query;
+    free(u->token);
     *client = u->client;
     *counted = u->counted;
     *u = (struct ws_upgrade){0};
@@ -97,6 +119,16 @@ char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_ad
 }
 
 struct lg_client_addresses *lg_worker_clients(struct lg_worker *w) { return w->shared.clients; }
+const struct lg_auth *lg_worker_auth(const struct lg_worker *w) { return w->shared.auth; }
+
+char *lg_worker_take_ws_token(struct lg_worker *w, int fd)
+{
+    if (fd < 0 || (size_t)fd >= w->ws_upgrades_cap)
+        return NULL;
+    char *token = w->ws_upgrades[fd].token;
+    w->ws_upgrades[fd].token = NULL;
+    return token;
+}
 
 /* ---- Handing classified sockets to lws -------------------------------------------------- */
 
@@ -109,7 +141,10 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
         return "too many open files";
     struct ws_upgrade *u = &w->ws_upgrades[fd];
     free(u->query);
+    free(u->token);
     *u = (struct ws_upgrade){.query = strndup(a->head + a->req->query.off, a->req->query.len),
+                             .token = lg_conn_request_token(a->head, a->req,
+                                                            lg_auth_cookie_name(w->shared.auth)),
                              .client = a->client, .counted = a->counted};
     char *copy = malloc(a->len);
     if (!copy || !u->query) {
@@ -267,6 +302,7 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     uint64_t now = lg_mono_ms();
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
+    expire_tokens(w);
     for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
         next = link->next; /* the check may close the connection */
         lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, backlog_link));
@@ -510,9 +546,10 @@ void lg_worker_destroy(struct lg_worker *w)
         ev_loop_destroy(w->loop);
     }
     for (size_t i = 0; i < w->ws_upgrades_cap; i++)
-        free(w->ws_upgrades[i].query);
+        free(w->ws_upgrades[i].query), free(w->ws_upgrades[i].token);
     free(w->ws_upgrades);
     lg_inbox_release(&w->inbox);
     lg_buf_release(&w->scratch);
+    lg_min_heap_release(&w->expiring);
     free(w);
 }

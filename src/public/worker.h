@@ -49,6 +49,7 @@ struct lg_worker;
 struct lg_hub;
 struct lg_client_address;
 struct lg_client_addresses;
+struct lg_auth;
 
 struct lg_worker_shared {
     const struct lg_config *cfg;
@@ -57,6 +58,7 @@ struct lg_worker_shared {
     struct lg_client_addresses *clients; /* connections per client address (every worker) */
     const struct lg_client_address *trusted; /* trusted proxies, [trusted_count] */
     size_t trusted_count;
+    const struct lg_auth *auth;  /* the token verifier (auth.h), immutable, shared */
 };
 
 /*

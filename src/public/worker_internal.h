@@ -23,11 +23,13 @@
 #include "dlist.h"
 #include "encode.h"
 #include "inbox.h"
+#include "min_heap.h"
 #include "worker.h"
 
 /* What a WebSocket upgrade brings to its connection once lws has established it. */
 struct ws_upgrade {
     char *query;                        /* the raw query string; NULL = none in flight */
+    char *token;                        /* its token (conn_auth.h), NULL = none */
     struct lg_client_address client;
     bool counted;
 };
@@ -57,6 +59,7 @@ struct lg_worker {
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
+    struct lg_min_heap expiring;        /* streams by their token's expiry (conn.h `expiry`) */
     struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
     struct ws_upgrade *ws_upgrades;     /* [fd]: a WebSocket upgrade handed to lws, not yet
                                            established */

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct lg_auth;
 struct lg_buf;
 struct lg_client_address;
 struct lg_client_addresses;
@@ -37,6 +38,9 @@ bool lg_worker_is_draining(const struct lg_worker *w);
 struct lg_buf *lg_worker_scratch(struct lg_worker *w);
 void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c);
 void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
+/* c's token expires at unix_ms: the tick calls c->transport->timer then (an SSE or
+ * WebSocket stream). Return value: 0, or -1 when out of memory (then not watched). */
+int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms);
 /* c wrote to its socket now: a heartbeat stream moves to the end of the heartbeat order. */
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
 /* After a write: whether c still holds queued events (its socket is full). */
@@ -46,6 +50,11 @@ void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
  * (*counted false: nobody). */
 char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_address *client,
                                 bool *counted);
+/* The token verifier, shared by every worker (immutable). */
+const struct lg_auth *lg_worker_auth(const struct lg_worker *w);
+/* The token a WebSocket upgrade on fd carried (malloc'd, the caller frees it; NULL if none).
+ * Take it before lg_worker_take_ws_upgrade(), which frees one nobody took. */
+char *lg_worker_take_ws_token(struct lg_worker *w, int fd);
 /* The connections held per client address, shared by every worker. */
 struct lg_client_addresses *lg_worker_clients(struct lg_worker *w);
 

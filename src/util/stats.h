@@ -46,7 +46,19 @@ struct lg_stats {
     _Atomic uint64_t publishes_refused_store; /* 503: Redis unreachable or redis.queue_max */
     _Atomic uint64_t redis_connections_lost;  /* the bridge lost Redis and began reconnecting */
     _Atomic uint64_t redis_tail_stalls;       /* a topic's tail paused: a worker inbox was full */
+    /* authorization (docs/security.md): refusals by reason, on every port and transport */
+    _Atomic uint64_t auth_refused_missing;       /* 401 / 1008: no token where one is needed */
+    _Atomic uint64_t auth_refused_malformed;     /* not a JWT of the documented shape */
+    _Atomic uint64_t auth_refused_expired;       /* exp passed (at connect or refresh) */
+    _Atomic uint64_t auth_refused_not_yet_valid; /* nbf not reached */
+    _Atomic uint64_t auth_refused_bad_signature; /* signature does not verify */
+    _Atomic uint64_t auth_refused_wrong_algorithm; /* alg not the configured one (none, confusion) */
+    _Atomic uint64_t auth_refused_topic;         /* 403 / WS error: topic outside the claims */
+    _Atomic uint64_t auth_refused_origin;        /* 403: Origin not in allowed_origins */
+    _Atomic uint64_t auth_streams_expired;       /* connections ended at their token's exp */
+    _Atomic uint64_t auth_refreshed;             /* WebSocket auth/refresh messages accepted */
 };
+
 
 extern struct lg_stats lg_stats;
 

@@ -1,0 +1,125 @@
+/*
+ * auth.h - bearer tokens (JWT) and what they allow: the verifier built once from the "auth"
+ * settings, a verified token's grant, the topic checks against it, and where a request
+ * carries a token (Authorization header, access_token query parameter, cookie).
+ *
+ * DESIGN
+ * The algorithm is pinned by the configured key (HS256 with auth.hs256_secret, RS256 with
+ * auth.rs256_public_key_file), never taken from the token: a header naming another algorithm
+ * ("none", HS256 against an RSA key) is refused before any signature check. The signature is
+ * checked with OpenSSL (HMAC-SHA256 compared in constant time; EVP_DigestVerify on an
+ * EVP_PKEY parsed once, here, at start); the claims are read with jansson. libjwt 1.10.2 is
+ * not on this path: it re-parses the PEM key on every call (1.2 ms per RS256 token, measured
+ * in shared/notes/platform-facts.md) and checks neither the algorithm nor exp/nbf.
+ * Claims: "exp" (required), "nbf" (optional), both with auth.leeway_s of slack, and
+ * "livegate": {"subscribe": [globs], "publish": [globs]} (topic_rules' glob grammar).
+ *
+ * Owns:    struct lg_auth: the key (secret bytes or EVP_PKEY) and copies of the settings it
+ *          needs; a struct lg_grant is one malloc'd block owned by whoever verify() gave it to.
+ * Frees:   lg_auth_destroy() (after every thread using it stopped); lg_grant_free().
+ * Threads: lg_auth is immutable after lg_auth_create() (main thread, before workers and the
+ *          control port start), so every thread may verify with it at once without a lock.
+ *          A grant belongs to one connection (or one control request) and its thread.
+ * Bounds:  a token is at most LG_AUTH_TOKEN_MAX bytes; a grant holds at most
+ *          LG_GRANT_PATTERNS_MAX patterns per list, each at most 128 bytes (a glob match costs
+ *          at most len(pattern) * len(topic) steps). Verification does no I/O.
+ */
+#ifndef LG_AUTH_H
+#define LG_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct lg_config;
+
+#define LG_AUTH_TOKEN_MAX 4096
+#define LG_GRANT_PATTERNS_MAX 64
+
+/* Why a token was refused (LG_AUTH_OK: it was not). Index of the counters in stats.h. */
+enum lg_auth_result {
+    LG_AUTH_OK = 0,
+    LG_AUTH_MISSING,        /* no token where one is needed */
+    LG_AUTH_MALFORMED,      /* not three base64url parts of JSON, or claims of the wrong shape */
+    LG_AUTH_EXPIRED,        /* now >= exp + leeway */
+    LG_AUTH_NOT_YET_VALID,  /* now < nbf - leeway */
+    LG_AUTH_BAD_SIGNATURE,  /* the signature does not verify with the configured key */
+    LG_AUTH_WRONG_ALGORITHM,/* the header's alg is not the configured one (none, confusion) */
+    LG_AUTH_RESULT_COUNT_
+};
+
+/* What a verified token allows, until exp_s. */
+struct lg_grant {
+    int64_t exp_s;                 /* the token's exp (seconds since the epoch) */
+    int64_t expires_at_s;          /* exp_s + auth.leeway_s: when connections must end */
+    size_t subscribe_count, publish_count;
+    const char **subscribe;        /* globs, inside this block */
+    const char **publish;
+};
+
+struct lg_auth;
+
+/* Build the verifier from cfg->auth: reads and parses the RS256 key file now. Auth off
+ * (lg_config_auth_enabled() false) still gives a verifier: it allows every subscription.
+ * Return value: the verifier, or NULL with err filled (unreadable key file, not an RSA
+ * public key of at least 2048 bits, out of memory). */
+struct lg_auth *lg_auth_create(const struct lg_config *cfg, char *err, size_t errlen);
+void lg_auth_destroy(struct lg_auth *a);
+
+/* Whether subscriptions are authorized at all (else every topic is open, as without auth). */
+bool lg_auth_enabled(const struct lg_auth *a);
+/* Whether a verification key is configured (tokens can be accepted). */
+bool lg_auth_has_key(const struct lg_auth *a);
+/* The cookie name that may carry a token. */
+const char *lg_auth_cookie_name(const struct lg_auth *a);
+
+/* Verify token[0..len) at now_s. Pure: no I/O, no global state. Return value: LG_AUTH_OK
+ * with *grant set (the caller frees it), or why not (*grant NULL). */
+enum lg_auth_result lg_auth_verify(const struct lg_auth *a, const char *token, size_t len,
+                                   int64_t now_s, struct lg_grant **grant);
+void lg_grant_free(struct lg_grant *g);
+
+/* Whether the holder of g (NULL: no token) may subscribe to topic: auth off, a pattern of
+ * auth.anonymous_subscribe, or one of g's subscribe patterns. */
+bool lg_auth_may_subscribe(const struct lg_auth *a, const struct lg_grant *g, const char *topic);
+/* Whether g's publish patterns cover topic (g NULL: no). */
+bool lg_grant_may_publish(const struct lg_grant *g, const char *topic);
+/* Whether a control token is configured, and whether token[0..len) is it (constant time). */
+bool lg_auth_has_control_token(const struct lg_auth *a);
+bool lg_auth_is_control_token(const struct lg_auth *a, const char *token, size_t len);
+
+/* Count a refusal in its stats.h counter (auth_refused_<reason>). */
+void lg_auth_count_refusal(enum lg_auth_result r);
+
+/* The machine-readable code ("token_expired", ...) and a sentence for a refusal. */
+const char *lg_auth_result_code(enum lg_auth_result r);
+const char *lg_auth_result_message(enum lg_auth_result r);
+/* The WWW-Authenticate header line (with CRLF) for a 401 of r (RFC 6750 section 3). */
+const char *lg_auth_challenge(enum lg_auth_result r);
+
+/* ---- Where a request carries its token (pure, over the caller's bytes) ---------------- */
+
+/* The token of an "Authorization: Bearer <token>" value h[0..len) (scheme case-insensitive).
+ * Return value: true with *tok, *tok_len inside h; false if h is not a Bearer credential. */
+bool lg_auth_bearer(const char *h, size_t len, const char **tok, size_t *tok_len);
+/* The value of cookie `name` in a Cookie header h[0..len). Same return convention. */
+bool lg_auth_cookie(const char *h, size_t len, const char *name, const char **tok,
+                    size_t *tok_len);
+
+/* ---- Origins (allowed_origins) ----------------------------------------------------------- */
+
+enum lg_origin_verdict {
+    LG_ORIGIN_ABSENT,   /* no Origin header (curl, servers): never refused for that */
+    LG_ORIGIN_UNCHECKED,/* allowed_origins is []: no check, no CORS headers */
+    LG_ORIGIN_ANY,      /* allowed_origins is ["*"]: Access-Control-Allow-Origin: *, no credentials */
+    LG_ORIGIN_LISTED,   /* echoed, with Access-Control-Allow-Credentials: true */
+    LG_ORIGIN_REFUSED,  /* 403 */
+};
+
+struct lg_string_list;
+/* The verdict for an Origin header value o[0..len) (len 0: absent) against allowed. Exact,
+ * case-sensitive comparison (browsers send the serialized origin). */
+enum lg_origin_verdict lg_origin_check(const struct lg_string_list *allowed, const char *o,
+                                       size_t len);
+
+#endif
