@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,6 +54,7 @@ static int spawn(struct lg_redis *r)
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that crashes takes its Redis with it */
         int null = open("/dev/null", 1);
         if (null >= 0) {
             dup2(null, 1);
