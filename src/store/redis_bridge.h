@@ -13,7 +13,10 @@
  *          else - the command functions and every callback - runs on the bridge thread only.
  * Bounds:  at most queue_max jobs wait; past it, or while Redis is not connected, post()
  *          refuses at once and the caller answers 503 (the publisher pays, nothing is
- *          accepted). A command connection that has not answered for command_timeout_ms is
+ *          accepted). Commands sent and not yet answered are bounded by their senders: each
+ *          publish waits for its answer on a suspended control connection (at most
+ *          limits.control_max_connections), each stream has at most one load in flight and
+ *          the tail one read. A command connection that has not answered for command_timeout_ms is
  *          dropped and reconnected, so no caller waits forever. Reconnect delays double from
  *          reconnect_min_ms to reconnect_max_ms, each with up to 50 % random jitter.
  */
