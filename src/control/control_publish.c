@@ -156,7 +156,7 @@ static void end_hold(struct lg_ctl_request *r, bool refused)
     }
 }
 
-/* ---- Remote store: answering once Redis did --------------------------------------------------- */
+/* ---- Remote store: answering once Redis did ----------------------------------------------- */
 
 enum { REMOTE_IDLE, REMOTE_SUBMITTING, REMOTE_WAITING, REMOTE_DONE };
 

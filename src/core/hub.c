@@ -325,7 +325,8 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     const char *problem = NULL;
     struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
     if (!t)
-        return lg_hub__refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM : LG_PUBLISH_TOO_MANY_TOPICS);
+        return lg_hub__refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
+                                                           : LG_PUBLISH_TOO_MANY_TOPICS);
 
     pthread_mutex_lock(&t->lock);
     struct lg_event *original =

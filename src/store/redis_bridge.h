@@ -16,9 +16,10 @@
  *          accepted). Commands sent and not yet answered are bounded by their senders: each
  *          publish waits for its answer on a suspended control connection (at most
  *          limits.control_max_connections), each stream has at most one load in flight and
- *          the tail one read. A command connection that has not answered for command_timeout_ms is
- *          dropped and reconnected, so no caller waits forever. Reconnect delays double from
- *          reconnect_min_ms to reconnect_max_ms, each with up to 50 % random jitter.
+ *          the tail one read. A command connection that has not answered for
+ *          command_timeout_ms is dropped and reconnected, so no caller waits forever.
+ *          Reconnect delays double from reconnect_min_ms to reconnect_max_ms, each shortened
+ *          by up to half at random (jitter).
  */
 #ifndef LG_REDIS_BRIDGE_H
 #define LG_REDIS_BRIDGE_H

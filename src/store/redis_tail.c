@@ -401,7 +401,8 @@ static void kick_all(struct redis_store *st)
 
 void lg_redis__run_kick(struct lg_redis_job *job, bool up)
 {
-    struct redis_store *st = (struct redis_store *)((char *)job - offsetof(struct redis_store, kick));
+    struct redis_store *st =
+        (struct redis_store *)((char *)job - offsetof(struct redis_store, kick));
     atomic_store(&st->kick_queued, false);
     if (up)
         kick_all(st);

@@ -371,7 +371,8 @@ struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
         st->has_hooks = true;
     }
     pthread_mutex_init(&st->streams_lock, NULL);
-    struct lg_redis_bridge_user user = {.arg = st, .up = lg_redis__on_up, .down = lg_redis__on_down};
+    struct lg_redis_bridge_user user = {.arg = st, .up = lg_redis__on_up,
+                                        .down = lg_redis__on_down};
     if (st->url && st->prefix)
         lg_redis_bridge_start(&st->opts, user, &st->bridge, err, err_cap);
     else

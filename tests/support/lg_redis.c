@@ -154,7 +154,8 @@ long long lg_redis_int(const struct lg_redis *r, const char *fmt, ...)
         else if (reply && reply->type == REDIS_REPLY_STRING)
             v = strtoll(reply->str, NULL, 10);
         else
-            fprintf(stderr, "lg_redis: %s: %s\n", fmt, reply && reply->str ? reply->str : "no answer");
+            fprintf(stderr, "lg_redis: %s: %s\n", fmt,
+                    reply && reply->str ? reply->str : "no answer");
         freeReplyObject(reply);
     }
     if (c)
