@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git curl ca-certificates
   libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev libjwt-dev
   check libsubunit-dev libssl-dev
+  libhiredis-dev redis-server
   valgrind procps util-linux
   clang libclang-rt-14-dev
   # promtool, which tests/integration/test_metrics.c runs on GET /metrics: Debian ships it only

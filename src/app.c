@@ -248,6 +248,8 @@ static void drain(struct lg_app *app)
 
 static void stop(struct lg_app *app)
 {
+    if (app->hub)
+        lg_hub_stop_store(app->hub); /* publishes waiting on Redis are answered 503 */
     lg_pacer_stop(app->pacer);     /* held publishes are answered 503, nothing published */
     lg_control_stop(app->control); /* no publish can reach an inbox after this */
     app->control = NULL;

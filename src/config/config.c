@@ -187,6 +187,26 @@ static const struct lg_setting lg_settings[] = {
            "bytes coalesced into one write to a client"),
     LG_U32("drain_timeout_ms", drain_timeout_ms, 0, 600000, 5000,
            "longest graceful shutdown before connections are cut"),
+    LG_U32("drain_window_ms", drain_window_ms, 0, 600000, 0,
+           "SIGTERM moves clients away over this window, each at a random moment; 0 = at once"),
+
+    { .key = "redis.url", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.url), .min = 0,
+      .max = 1024, .def_text = "",
+      .doc = "Redis for scale-out (redis://HOST:PORT or unix:///path); \"\" = in-memory store" },
+    { .key = "redis.key_prefix", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.key_prefix),
+      .min = 0, .max = 256, .def_text = "livegate:", .doc = "before every key livegate writes" },
+    LG_U32("redis.connect_timeout_ms", redis.connect_timeout_ms, 10, 600000, 1000,
+           "a connection attempt to Redis is given up after this"),
+    LG_U32("redis.command_timeout_ms", redis.command_timeout_ms, 10, 600000, 2000,
+           "a connection that answers nothing for this long is dropped and reconnected"),
+    LG_U32("redis.reconnect_min_ms", redis.reconnect_min_ms, 1, 600000, 100,
+           "first reconnect delay (doubles each failure, with jitter)"),
+    LG_U32("redis.reconnect_max_ms", redis.reconnect_max_ms, 1, 600000, 5000,
+           "longest reconnect delay"),
+    LG_U32("redis.queue_max", redis.queue_max, 1, 1000000, 4096,
+           "publishes waiting for the Redis bridge thread (503 above)"),
+    LG_U32("redis.idempotency_window_ms", redis.idempotency_window_ms, 1, 7u * LG_DAY_MS,
+           300000, "how long Redis remembers an Idempotency-Key"),
 
     { .key = "auth.hs256_secret", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.hs256_secret),
       .min = 0, .max = 4096, .def_text = "",
@@ -606,6 +626,8 @@ void lg_config_release(struct lg_config *cfg)
     lg_topic_rules_free(cfg->topic_rules, cfg->topic_rule_count);
     free(cfg->static_dir);
     free(cfg->trusted_proxies);
+    free(cfg->redis.url);
+    free(cfg->redis.key_prefix);
     free(cfg->auth.hs256_secret);
     free(cfg->auth.rs256_public_key_file);
     free(cfg->auth.control_token);

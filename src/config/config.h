@@ -93,6 +93,17 @@ struct lg_config {
     uint32_t socket_send_buffer_bytes;  /* SO_SNDBUF on accepted sockets (0 = kernel) */
     uint32_t write_batch_bytes;         /* bytes coalesced into one write to a client */
     uint32_t drain_timeout_ms;          /* longest graceful shutdown */
+    uint32_t drain_window_ms;           /* clients are moved away over this, jittered */
+    struct {
+        char *url;                      /* "" = the memory store; else redis://H:P, unix:///p */
+        char *key_prefix;               /* before every key livegate writes */
+        uint32_t connect_timeout_ms;
+        uint32_t command_timeout_ms;    /* an unanswered connection is dropped after this */
+        uint32_t reconnect_min_ms;      /* first reconnect delay; doubles up to max */
+        uint32_t reconnect_max_ms;
+        uint32_t queue_max;             /* publishes waiting for the Redis bridge (503 above) */
+        uint32_t idempotency_window_ms; /* how long Redis remembers an idempotency key */
+    } redis;
 
     /* "auth" (docs/security.md): subscribing and publishing are authorized when a key is set
      * (hs256_secret or rs256_public_key_file, not both) or anonymous_subscribe is not empty;

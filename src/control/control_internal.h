@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "histogram.h"
+#include "hub.h"
 #include "publish_pacer.h"
 
 struct MHD_Connection;
@@ -74,6 +75,12 @@ struct lg_ctl_request {
     uint64_t held_since_ms;   /* monotonic; 0 = never held */
     size_t batch_done;        /* batch items accepted before the request was held */
     struct lg_publish_result *batch_results; /* [batch size], kept across holds */
+    /* Remote store: the publish handed to it, answered on its thread (control_publish.c). The
+     * completion writes remote_status/remote_res, then remote_state (release), then resumes. */
+    struct MHD_Connection *remote_conn;
+    _Atomic int remote_state;
+    enum lg_publish_status remote_status;
+    struct lg_publish_result remote_res;
     struct lg_grant *grant;   /* a publish token's grant (control_auth.c); NULL = the control
                                  token or no auth */
     /* Admin calls to the workers (control_admin.c), held the same way until answered. */

@@ -8,6 +8,7 @@
  * the answer. Results are written with encode.c's JSON writer (the hot path of publishing);
  * everything else with jansson. No answer is built by editing bytes already written.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,12 @@ static int refusal(const struct lg_control *c, enum lg_publish_status s, const c
         break;
     case LG_PUBLISH_OOM:
         lg_ctl_fail(e, 503, "unavailable", "the gateway is out of memory; retry");
+        break;
+    case LG_PUBLISH_STORE_UNAVAILABLE:
+        lg_ctl_fail(e, 503, "unavailable",
+             "the store (Redis) is unreachable or its queue (redis.queue_max) is full: the "
+             "event was not published, or not known to be; retry with the same "
+             "Idempotency-Key");
         break;
     default:
         return lg_ctl_fail(e, 500, "internal_error", "unexpected hub answer %d (%s)", (int)s,
@@ -154,6 +161,54 @@ static void end_hold(struct lg_ctl_request *r, bool refused)
     }
 }
 
+/* ---- Remote store: answering once Redis did ----------------------------------------------- */
+
+enum { REMOTE_IDLE, REMOTE_SUBMITTING, REMOTE_WAITING, REMOTE_DONE };
+
+/* The store's thread: the append completed. */
+static void on_remote_done(void *arg, enum lg_publish_status s,
+                           const struct lg_publish_result *res)
+{
+    struct lg_ctl_request *r = arg;
+    r->remote_status = s;
+    if (s == LG_PUBLISH_OK)
+        r->remote_res = *res;
+    if (atomic_exchange(&r->remote_state, REMOTE_DONE) == REMOTE_WAITING)
+        MHD_resume_connection(r->remote_conn);
+}
+
+/* Hand req to the remote store and suspend the connection until it answers (the handler runs
+ * again then). Return value: true if it waits, false with *s the refusal given at once. */
+static bool remote_submit(struct lg_control *c, struct MHD_Connection *conn,
+                          struct lg_ctl_request *r, const struct lg_publish_req *req,
+                          enum lg_publish_status *s)
+{
+    r->remote_conn = conn;
+    atomic_store(&r->remote_state, REMOTE_SUBMITTING);
+    *s = lg_hub_publish_async(c->hub, req, on_remote_done, r);
+    if (*s != LG_PUBLISH_OK) {
+        atomic_store(&r->remote_state, REMOTE_IDLE);
+        return false;
+    }
+    MHD_suspend_connection(conn);
+    int expected = REMOTE_SUBMITTING;
+    if (!atomic_compare_exchange_strong(&r->remote_state, &expected, REMOTE_WAITING))
+        MHD_resume_connection(conn); /* answered already, before the suspension */
+    return true;
+}
+
+/* The answer of the remote publish in flight, once it came. Return value: true if it did. */
+static bool remote_take(struct lg_ctl_request *r, enum lg_publish_status *s,
+                        struct lg_publish_result *res)
+{
+    if (atomic_load(&r->remote_state) != REMOTE_DONE)
+        return false;
+    *s = r->remote_status;
+    *res = r->remote_res;
+    atomic_store(&r->remote_state, REMOTE_IDLE);
+    return true;
+}
+
 /* ---- POST /v1/topics/{topic}/events -------------------------------------------------------- */
 
 static struct lg_raw_value query_value(struct MHD_Connection *conn, const char *name)
@@ -192,9 +247,25 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
     struct lg_parsed_event ev;
     struct lg_publish_result res;
     int rc;
+    enum lg_publish_status answer;
     if (lg_parse_event(&in, c->cfg->limits.max_event_bytes, &ev, &e) != 0 ||
         !lg_ctl_may_publish(r, ev.req.topic, ev.req.topic_len, &e)) {
         rc = lg_ctl_reply_error(conn, &e, NULL);
+    } else if (lg_hub_remote(c->hub)) {
+        uint64_t generation = lg_pacer_generation(c->pacer);
+        if (!remote_take(r, &answer, &res) && remote_submit(c, conn, r, &ev.req, &answer)) {
+            rc = 0; /* answered when the store did */
+        } else if (answer == LG_PUBLISH_WORKERS_BEHIND &&
+                   hold_for_room(c, conn, r, generation)) {
+            rc = 0; /* submitted again when resumed */
+        } else if (answer == LG_PUBLISH_OK) {
+            end_hold(r, false);
+            rc = queue_result(conn, &ev.req, &res);
+        } else {
+            end_hold(r, answer == LG_PUBLISH_WORKERS_BEHIND);
+            refusal(c, answer, ev.req.topic, ev.req.topic_len, &e);
+            rc = lg_ctl_reply_error(conn, &e, NULL);
+        }
     } else {
         uint64_t generation = lg_pacer_generation(c->pacer);
         enum lg_publish_status s = lg_hub_publish(c->hub, &ev.req, &res);
@@ -276,6 +347,26 @@ static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
         return lg_ctl_reply_error(conn, &e, NULL);
     }
     enum lg_publish_status s = LG_PUBLISH_OK;
+    if (lg_hub_remote(c->hub)) {
+        /* one item at a time, each answered by Redis before the next: a prefix is published */
+        struct lg_publish_result one;
+        uint64_t generation = lg_pacer_generation(c->pacer);
+        if (remote_take(r, &s, &one) && s == LG_PUBLISH_OK) {
+            res[r->batch_done++] = one;
+            end_hold(r, false);
+        }
+        if (s == LG_PUBLISH_OK && r->batch_done < b->n &&
+            remote_submit(c, conn, r, &b->reqs[r->batch_done], &s))
+            return 0;
+        if (s == LG_PUBLISH_WORKERS_BEHIND && hold_for_room(c, conn, r, generation))
+            return 0;
+        end_hold(r, s == LG_PUBLISH_WORKERS_BEHIND);
+        if (r->batch_done == b->n)
+            return lg_ctl_reply_text(conn, 200, batch_answer(b, res, b->n, NULL), NULL, false);
+        batch_refusal(c, b, r->batch_done, s, &e);
+        return lg_ctl_reply_text(conn, e.status, batch_answer(b, res, r->batch_done, &e), NULL,
+                                 e.retry);
+    }
     uint64_t generation = lg_pacer_generation(c->pacer);
     size_t done = r->batch_done;
     size_t accepted = done + lg_hub_publish_many(c->hub, b->reqs + done, b->n - done,

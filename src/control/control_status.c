@@ -4,6 +4,7 @@
 #include "control.h"
 #include "control_internal.h"
 #include "control_reply.h"
+#include "hub.h"
 #include "accounting.h"
 #include "stats.h"
 
@@ -22,8 +23,16 @@ int lg_ctl_handle_readyz(struct lg_control *c, struct MHD_Connection *conn, cons
     const char *name = state == LG_LIFECYCLE_READY      ? "ready"
                        : state == LG_LIFECYCLE_DRAINING ? "draining"
                                                         : "starting";
-    return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY ? 200 : 503,
-                             json_pack("{s:s}", "status", name));
+    if (!lg_hub_remote(c->hub))
+        return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY ? 200 : 503,
+                                 json_pack("{s:s}", "status", name));
+    /* With Redis a node that cannot reach it cannot accept publishes: not ready */
+    bool store_up = lg_hub_store_ready(c->hub);
+    if (state == LG_LIFECYCLE_READY && !store_up)
+        name = "store_unavailable";
+    return lg_ctl_reply_json(conn, state == LG_LIFECYCLE_READY && store_up ? 200 : 503,
+                             json_pack("{s:s,s:s}", "status", name, "store",
+                                       lg_hub_store_state(c->hub)));
 }
 
 /* A JSON snapshot of lg_stats: what the operator (and the tests) can see of the data plane
@@ -31,7 +40,7 @@ int lg_ctl_handle_readyz(struct lg_control *c, struct MHD_Connection *conn, cons
 int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const char *url,
                         struct lg_ctl_request *r)
 {
-    (void)c, (void)url, (void)r;
+    (void)url, (void)r;
 #define STAT(name) #name, (json_int_t)LG_STAT_GET(name)
     json_t *body = json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
@@ -50,6 +59,14 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         STAT(topic_creations_refused), STAT(ws_closed_message_rate),
         STAT(control_connections_timed_out), STAT(sys_stats_published),
         STAT(sys_stats_skipped));
+    if (body && lg_hub_remote(c->hub)) {
+        json_object_set_new(body, "publishes_refused_store",
+                            json_integer((json_int_t)LG_STAT_GET(publishes_refused_store)));
+        json_object_set_new(body, "redis_connections_lost",
+                            json_integer((json_int_t)LG_STAT_GET(redis_connections_lost)));
+        json_object_set_new(body, "redis_tail_stalls",
+                            json_integer((json_int_t)LG_STAT_GET(redis_tail_stalls)));
+    }
 #undef STAT
     /* Authorization refusals by reason (docs/security.md), set beside the packed ones. */
     static const struct {

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "stats.h"
 #include "store_memory.h"
+#include "store_redis.h"
 #include "topic.h"
 
 static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
@@ -52,7 +53,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         return NULL;
     hub->cfg = cfg;
     hub->workers = workers;
-    hub->store = lg_memory_store_create();
+    hub->store = cfg->redis.url && cfg->redis.url[0] ? lg_hub__remote_store(hub)
+                                                     : lg_memory_store_create();
     size_t buckets = 64;
     while (buckets < cfg->limits.max_topics / 2 && buckets < (1u << 20))
         buckets <<= 1;
@@ -79,6 +81,7 @@ void lg_hub_destroy(struct lg_hub *hub)
 {
     if (!hub)
         return;
+    lg_hub_stop_store(hub); /* no tail delivery while topics go */
     for (size_t b = 0; b <= hub->bucket_mask; b++) {
         struct lg_topic *t = hub->buckets[b];
         while (t) {
@@ -169,6 +172,8 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
                                          hub->workers)
                        : NULL;
             if (t) {
+                if (hub->store->ops->bind)
+                    hub->store->ops->bind(stream, t);
                 lg_topic_ref(t); /* the caller's, beside the registry's */
                 t->next_in_bucket = hub->buckets[h & hub->bucket_mask];
                 hub->buckets[h & hub->bucket_mask] = t;
@@ -211,6 +216,8 @@ const char *lg_publish_status_message(enum lg_publish_status s)
         return "retained events reached limits.max_retained_bytes; retry shortly";
     case LG_PUBLISH_OOM:
         return "out of memory";
+    case LG_PUBLISH_STORE_UNAVAILABLE:
+        return "the store (Redis) is unreachable";
     }
     return "unknown";
 }
@@ -219,7 +226,7 @@ _Static_assert(LG_MAX_WORKERS <= 64, "the reservation and wake masks are 64-bit"
 
 /* Reserve an inbox slot on every worker listening to t. Caller holds t->lock.
  * Return value: true with *reserved set, or false with nothing reserved. */
-static bool reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved)
+bool lg_hub__reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved)
 {
     *reserved = 0;
     for (uint32_t w = 0; w < hub->workers; w++) {
@@ -237,7 +244,7 @@ static bool reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *re
     return true;
 }
 
-static void release_reservations(struct lg_hub *hub, uint64_t reserved)
+void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved)
 {
     for (uint32_t w = 0; w < hub->workers; w++)
         if (reserved & (UINT64_C(1) << w))
@@ -250,7 +257,7 @@ static void release_reservations(struct lg_hub *hub, uint64_t reserved)
  * first; only memory pinned elsewhere (other topics, client queues) makes the publish fail.
  * Caller holds t->lock. Return value: true if the event fits.
  */
-static bool make_room(struct lg_hub *hub, struct lg_topic *t)
+bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t)
 {
     int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes;
     while (lg_account_event_bytes() > limit && lg_stream_evict_oldest(t->stream))
@@ -258,7 +265,7 @@ static bool make_room(struct lg_hub *hub, struct lg_topic *t)
     return lg_account_event_bytes() <= limit;
 }
 
-static enum lg_publish_status refuse(enum lg_publish_status s)
+enum lg_publish_status lg_hub__refuse(enum lg_publish_status s)
 {
     static struct lg_ratelimit rl;
     LG_STAT_ADD(publishes_refused, 1);
@@ -272,7 +279,7 @@ static enum lg_publish_status refuse(enum lg_publish_status s)
     return s;
 }
 
-static void fill_result(struct lg_publish_result *res, const struct lg_event *ev, bool duplicate)
+void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev, bool duplicate)
 {
     res->seq = ev->seq;
     res->epoch = ev->epoch;
@@ -296,7 +303,7 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
 {
     struct publish_call *call = arg;
     struct lg_hub *hub = call->hub;
-    if (status != LG_APPEND_OK || !make_room(hub, call->t)) {
+    if (status != LG_APPEND_OK || !lg_hub__make_room(hub, call->t)) {
         call->status = status != LG_APPEND_OK ? LG_PUBLISH_OOM : LG_PUBLISH_MEMORY_FULL;
         return false;
     }
@@ -307,13 +314,12 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
         if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
             *call->wake_mask |= UINT64_C(1) << w;
     }
-    fill_result(call->res, ev, false);
+    lg_hub__fill_result(call->res, ev, false);
     call->status = LG_PUBLISH_OK;
     return true;
 }
 
-static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_publish_req *req,
-                                          struct lg_publish_result *res, uint64_t *wake_mask)
+enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req)
 {
     if (lg_topic_name_problem(req->topic, req->topic_len))
         return LG_PUBLISH_BAD_TOPIC;
@@ -321,14 +327,25 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         return LG_PUBLISH_RESERVED_TOPIC;
     if (!req->data_is_json && !lg_utf8_valid(req->data, req->data_len))
         return LG_PUBLISH_BAD_DATA;
+    return LG_PUBLISH_OK;
+}
+
+static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_publish_req *req,
+                                          struct lg_publish_result *res, uint64_t *wake_mask)
+{
+    enum lg_publish_status bad = lg_hub__check_request(req);
+    if (bad != LG_PUBLISH_OK)
+        return bad;
+    if (hub->store->ops->remote)
+        return LG_PUBLISH_STORE_UNAVAILABLE; /* lg_hub_publish_async() is the remote path */
 
     const char *problem = NULL;
     struct lg_topic *t;
     for (;;) {
         t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
         if (!t)
-            return refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
-                                                       : LG_PUBLISH_TOO_MANY_TOPICS);
+            return lg_hub__refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
+                                                               : LG_PUBLISH_TOO_MANY_TOPICS);
         pthread_mutex_lock(&t->lock);
         if (!atomic_load_explicit(&t->deleted, memory_order_relaxed))
             break;
@@ -342,14 +359,14 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
             ? lg_stream_find_key(t->stream, req->idempotency_key, req->idempotency_key_len)
             : NULL;
     if (original) {
-        fill_result(res, original, true);
+        lg_hub__fill_result(res, original, true);
         pthread_mutex_unlock(&t->lock);
         lg_hub_topic_done(hub, t);
         LG_STAT_ADD(publishes_deduplicated, 1);
         return LG_PUBLISH_OK;
     }
     struct publish_call call = {.hub = hub, .t = t, .wake_mask = wake_mask, .res = res};
-    if (!reserve_inboxes(hub, t, &call.reserved)) {
+    if (!lg_hub__reserve_inboxes(hub, t, &call.reserved)) {
         pthread_mutex_unlock(&t->lock);
         lg_hub_topic_done(hub, t);
         return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
@@ -372,17 +389,17 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     };
     lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
     if (call.status != LG_PUBLISH_OK)
-        release_reservations(hub, call.reserved);
+        lg_hub__release_reservations(hub, call.reserved);
     pthread_mutex_unlock(&t->lock);
     lg_hub_topic_done(hub, t);
     if (call.status != LG_PUBLISH_OK)
-        return refuse(call.status);
+        return lg_hub__refuse(call.status);
     if (!req->gateway_own)
         LG_STAT_ADD(events_published, 1);
     return LG_PUBLISH_OK;
 }
 
-static void wake_workers(struct lg_hub *hub, uint64_t mask)
+void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask)
 {
     for (uint32_t w = 0; mask && w < hub->workers; w++)
         if (mask & (UINT64_C(1) << w))
@@ -394,7 +411,7 @@ enum lg_publish_status lg_hub_publish(struct lg_hub *hub, const struct lg_publis
 {
     uint64_t wake_mask = 0;
     enum lg_publish_status s = publish_one(hub, req, res, &wake_mask);
-    wake_workers(hub, wake_mask);
+    lg_hub__wake_workers(hub, wake_mask);
     return s;
 }
 
@@ -409,7 +426,7 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
         if (*status != LG_PUBLISH_OK)
             break;
     }
-    wake_workers(hub, wake_mask);
+    lg_hub__wake_workers(hub, wake_mask);
     return done;
 }
 
@@ -443,6 +460,16 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         pthread_mutex_unlock(&t->lock);
         *problem = "the topic was deleted while subscribing; retry";
         return -1;
+    }
+    if (!lg_stream_ready(t->stream)) {
+        /* A remote stream still loading: the subscription waits for its first event */
+        out->pending = true;
+        out->epoch = since ? since->epoch : 0;
+        out->position = since ? since->seq : 0;
+        if (listen)
+            t->slots[w].subscribers++;
+        pthread_mutex_unlock(&t->lock);
+        return 0;
     }
     uint32_t epoch = lg_stream_epoch(t->stream);
     uint64_t newest = lg_stream_newest(t->stream);
@@ -510,11 +537,12 @@ static bool collectable(struct lg_topic *t)
     return never_published;
 }
 
-static size_t collect_idle(struct lg_hub *hub)
+/* Drop the deleted topics nobody holds any more and, when idle is true, the idle ones. */
+static size_t collect_idle(struct lg_hub *hub, bool idle)
 {
     size_t collected = 0;
     pthread_rwlock_wrlock(&hub->registry_lock);
-    for (size_t b = 0; b <= hub->bucket_mask; b++) {
+    for (size_t b = 0; idle && b <= hub->bucket_mask; b++) {
         for (struct lg_topic **pp = &hub->buckets[b]; *pp;) {
             struct lg_topic *t = *pp;
             if (!collectable(t)) {
@@ -544,6 +572,7 @@ static size_t collect_idle(struct lg_hub *hub)
 
 size_t lg_hub_expire(struct lg_hub *hub)
 {
+    bool collect = !hub->store->ops->remote; /* a remote store tails every topic it opened */
     uint64_t now = lg_mono_ns();
     size_t idle = 0;
     pthread_rwlock_rdlock(&hub->registry_lock);
@@ -561,5 +590,6 @@ size_t lg_hub_expire(struct lg_hub *hub)
     }
     bool graves = hub->graveyard != NULL;
     pthread_rwlock_unlock(&hub->registry_lock);
-    return idle || graves ? collect_idle(hub) : 0; /* the write lock only when there is work */
+    /* the write lock only when there is work */
+    return (idle && collect) || graves ? collect_idle(hub, collect) : 0;
 }

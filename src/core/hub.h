@@ -51,6 +51,9 @@ enum lg_publish_status {
                                   (lg_hub_on_room) or refuses (503) */
     LG_PUBLISH_MEMORY_FULL,    /* limits.max_retained_bytes reached (503) */
     LG_PUBLISH_OOM,            /* allocation failed (503) */
+    LG_PUBLISH_STORE_UNAVAILABLE, /* the remote store (Redis) is unreachable or its bridge
+                                     queue is full: not published, or not known to be (503;
+                                     a retry with the same idempotency key is safe) */
 };
 
 struct lg_publish_req {
@@ -105,6 +108,30 @@ size_t lg_hub_publish_many(struct lg_hub *hub, const struct lg_publish_req *reqs
 
 const char *lg_publish_status_message(enum lg_publish_status s);
 
+/*
+ * The remote store (Redis, hub_remote.c). lg_hub_publish() and _many() refuse with
+ * LG_PUBLISH_STORE_UNAVAILABLE there: publishes are asynchronous. lg_hub_publish_async()
+ * hands one publish to the store's thread and returns at once: LG_PUBLISH_OK when it was
+ * handed over (done is then called exactly once, later, on the store's thread, with the
+ * result: the id Redis assigned, or the original one for an idempotency key Redis still
+ * remembers; possibly before lg_hub_publish_async() returned), or a refusal (done is not
+ * called). The fan-out of every event, the publisher's
+ * own included, comes from the store's tail, in sequence order, not from this completion.
+ */
+typedef void lg_publish_done(void *arg, enum lg_publish_status s,
+                             const struct lg_publish_result *res);
+bool lg_hub_remote(const struct lg_hub *hub);
+enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_publish_req *req,
+                                            lg_publish_done *done, void *arg);
+/* The store's state: "memory", or the remote store's "up", "down", "connecting", "stopped"
+ * (any thread; for /readyz and the metrics). */
+const char *lg_hub_store_state(const struct lg_hub *hub);
+/* Whether publishes can be accepted: the memory store always, a remote store when "up". */
+bool lg_hub_store_ready(const struct lg_hub *hub);
+/* Stop the remote store's thread (pending publishes complete as unavailable): before the
+ * control port stops. Idempotent; nothing for the memory store. */
+void lg_hub_stop_store(struct lg_hub *hub);
+
 /* Find a topic, creating it when create is set. Return value: the topic with a reference
  * the caller gives back with lg_hub_topic_done() (a subscription takes its own), or NULL
  * with *problem set (bad name, or too many topics). */
@@ -120,6 +147,9 @@ struct lg_replay {
     uint64_t gap_from;       /* first seq no longer retained (0 = no gap) */
     uint64_t gap_to;         /* last seq no longer retained */
     bool more;               /* replay was cut at max_events/max_bytes; more is in history */
+    bool pending;            /* a remote stream still loading: nothing computed yet; the
+                                subscription resolves on the topic's first event
+                                (lg_subscriber_offer) */
     struct lg_event **events;/* new references, oldest first; caller frees the array */
     size_t count;
 };
@@ -136,6 +166,12 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
                      const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
                      bool listen, struct lg_replay *out, const char **problem);
 void lg_replay_release(struct lg_replay *r);
+
+/* The position of t just before wall-clock time unix_ms: after its newest retained event
+ * published before then (INT64_MAX: its newest). How a subscription made "from now" while a
+ * remote stream loaded finds where "now" was (worker threads). */
+void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix_ms,
+                            struct lg_cursor_entry *out);
 
 /* Undo one listening subscription of worker w on topic t. */
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);

@@ -1,15 +1,18 @@
 /*
- * hub_internal.h - the hub's state, shared by the two files that implement it: hub.c (the
- * registry, publishing, subscribing, expiry) and hub_admin.c (the admin API's listing,
- * deletion and worker calls). No other file includes it.
+ * hub_internal.h - the hub's state, shared by the three files that implement it: hub.c (the
+ * registry, the in-memory publish path, subscribing, expiry), hub_admin.c (the admin API's
+ * listing, deletion and worker calls) and hub_remote.c (the publish path and the fan-out of a
+ * remote store, store_redis.h). No other file includes it.
  *
  * Owns/Frees/Threads/Bounds: as hub.h says. The graveyard holds deleted topics (unlinked from
  * the registry) until only its own reference is left; lg_hub_expire() then frees them.
+ * tail_wake is the remote store's thread's alone (the tail hooks run only there).
  */
 #ifndef LG_HUB_INTERNAL_H
 #define LG_HUB_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,8 +38,24 @@ struct lg_hub {
     size_t bucket_mask;
     size_t topic_count;             /* {registry_lock} */
     struct lg_topic *graveyard;     /* {registry_lock} deleted topics, via next_in_bucket */
+    uint64_t tail_wake;             /* {remote store thread} workers to wake after a delivery */
 };
 
 uint32_t lg_hub_hash_name(const char *s, size_t len);
+
+/* hub.c's helpers, for hub_remote.c. Each needs t->lock held where it names t. */
+bool lg_hub__reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved);
+void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved);
+bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t);
+enum lg_publish_status lg_hub__refuse(enum lg_publish_status s);
+void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev,
+                         bool duplicate);
+void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask);
+/* The validation every publish starts with. Return value: LG_PUBLISH_OK or the problem. */
+enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req);
+
+/* hub_remote.c: the Redis store for cfg->redis, its tail delivering through hub. Return
+ * value: the store, or NULL (logged why). */
+struct lg_store *lg_hub__remote_store(struct lg_hub *hub);
 
 #endif

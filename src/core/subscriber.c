@@ -180,11 +180,38 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
     lg_stats_note_queue_depth(s->ring.live);
 }
 
+static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn);
+
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
                          struct lg_event *ev, uint64_t now_ns)
 {
+    if (sn->pending) {
+        resolve_pending(s, sn); /* the replay includes ev, or starts after it */
+        return;
+    }
+    if (ev->epoch != sn->epoch && !sn->replay_next) {
+        /* The stream began a new life (a remote store lost it): what the client holds is
+         * void; it gets a reset, then the new life's events */
+        sn->epoch = ev->epoch;
+        sn->sent_seq = sn->queued_seq = ev->seq - 1;
+        lg_client_ring_remove_topic(&s->ring, sn->topic);
+        if (!sn->reset_owed) {
+            sn->reset_owed = true;
+            if (sn->gap_from == 0)
+                s->notices_owed++;
+        }
+    }
     if (sn->replay_next || ev->seq <= sn->queued_seq || ev->epoch != sn->epoch)
         return; /* part of the replay, queued or still to be paged in from history */
+    if (ev->seq > sn->queued_seq + 1) {
+        /* Positions are dense (store.h): a live event past a hole means the ones between
+         * were lost before this node read them (a Redis tail that fell behind retention).
+         * Notices go out before queued events, so the gap covers what is still queued of the
+         * topic too: the client's positions never go back. */
+        lg_client_ring_remove_topic(&s->ring, sn->topic);
+        owe_gap(s, sn, sn->sent_seq + 1);
+        owe_gap(s, sn, ev->seq - 1);
+    }
     sn->queued_seq = ev->seq;
     queue_event(s, sn, ev, now_ns);
 }
@@ -248,6 +275,36 @@ static void page_replays(struct lg_subscriber *s)
     }
 }
 
+/* The remote stream sn waited for has loaded (an event of it arrived): compute the replay
+ * the subscription would have had, as lg_subscriber_add() does. */
+static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
+{
+    sn->pending = false;
+    struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->sent_seq};
+    if (sn->pending_from_now)
+        lg_hub_position_before(s->hub, sn->topic, sn->pending_since_ms, &since);
+    struct lg_replay page;
+    const char *problem = NULL;
+    if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, ring_room(s), ring_room_bytes(s),
+                         false, &page, &problem) != 0) {
+        lg_warn("topic %s: cursor refused once the topic loaded (%s): a reset is sent",
+                sn->topic->name, problem);
+        lg_hub_position_before(s->hub, sn->topic, INT64_MAX, &since);
+        page = (struct lg_replay){.reset = true, .epoch = since.epoch, .position = since.seq};
+    }
+    sn->epoch = page.epoch;
+    if (page.reset) {
+        sn->sent_seq = sn->queued_seq = page.position;
+        if (!sn->reset_owed) {
+            sn->reset_owed = true;
+            if (sn->gap_from == 0)
+                s->notices_owed++;
+        }
+    }
+    take_page(s, sn, &page);
+    lg_replay_release(&page);
+}
+
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
                       const struct lg_cursor_entry *since, bool listen, size_t max_replay,
                       const char **problem)
@@ -298,6 +355,9 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         owe_gap(s, sn, replay.gap_from);
         owe_gap(s, sn, replay.gap_to);
     }
+    sn->pending = replay.pending;
+    sn->pending_from_now = replay.pending && !since;
+    sn->pending_since_ms = lg_unix_ms();
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
     if (listen)
@@ -382,6 +442,14 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
     s->subs = NULL;
     s->sub_count = 0;
     lg_client_ring_release(&s->ring);
+}
+
+bool lg_subscriber_pending(const struct lg_subscriber *s)
+{
+    for (const struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
+        if (sn->pending)
+            return true;
+    return false;
 }
 
 bool lg_subscriber_has_output(const struct lg_subscriber *s)

@@ -59,6 +59,10 @@ struct lg_subscription {
     uint64_t replay_next;     /* next seq to page in from history, 0 = caught up (live) */
     bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
     bool end_owed;            /* the topic was deleted: owed an end notice, then removed */
+    bool pending;             /* the topic's remote stream was loading when it subscribed:
+                                 the replay is computed on the topic's first event */
+    bool pending_from_now;    /* ... and it subscribed without a cursor, */
+    int64_t pending_since_ms; /* ... at this wall-clock time */
 };
 
 struct lg_subscriber {
@@ -141,6 +145,9 @@ void lg_subscriber_kick(struct lg_subscriber *s, const char *reason);
 
 /* Apply max_lag_ms to what is queued (called from the worker's periodic tick). */
 void lg_subscriber_check_lag(struct lg_subscriber *s, uint64_t now_ns);
+
+/* Some subscription waits for its topic's remote stream to load (its replay is not known). */
+bool lg_subscriber_pending(const struct lg_subscriber *s);
 
 /* Anything to send: events, notices, or the slow-consumer reason. */
 bool lg_subscriber_has_output(const struct lg_subscriber *s);

@@ -56,6 +56,10 @@ struct lg_conn {
     struct lg_client_address client;
     bool closing;             /* send what is in `out`, then close */
     bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */
+    bool drain_fired;         /* its drain ran (a windowed drain fires each at its moment) */
+    uint64_t drain_at_ms;     /* windowed drain (drain_window_ms): its random moment */
+    uint32_t drain_retry_ms;  /* windowed drain, SSE: the jittered retry: sent (0 = sse.retry_ms) */
+    bool drain_restart;       /* windowed drain, WebSocket: close 1012 (service restart) */
     bool keep_alive;          /* after `out` is sent, read the next request */
     bool heartbeat_owed;      /* a heartbeat transport (SSE): send a comment line */
     bool lingering;           /* answered and half-closed: reading and discarding until the

@@ -18,6 +18,8 @@
 #include "transport.h"
 #include "worker_services.h"
 
+#define LOAD_WAIT_MS 1000
+
 /* ---- The request and its answer ---------------------------------------------------------- */
 
 static void answer_poll(struct lg_conn *c)
@@ -64,10 +66,16 @@ void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_requ
         timeout_ms = lg_conn_token_ms_left(c); /* a held poll does not outlive its token */
     free(p);
     c->poll_max_batch = cfg->poll.max_batch;
-    if (timeout_ms == 0 || lg_subscriber_has_output(&c->sub) || lg_worker_is_draining(c->worker)) {
+    /* A topic whose Redis stream is still loading has an unknown replay: even a poll that
+     * asks for no wait holds until it is known (its first event), at most LOAD_WAIT_MS. */
+    bool loading = lg_subscriber_pending(&c->sub);
+    if ((timeout_ms == 0 && !loading) || lg_subscriber_has_output(&c->sub) ||
+        lg_worker_is_draining(c->worker)) {
         answer_poll(c);
         return;
     }
+    if (timeout_ms == 0)
+        timeout_ms = LOAD_WAIT_MS;
     lg_conn_set_transport(c, &lg_transport_poll); /* held */
     lws_set_timer_usecs(c->wsi, (lws_usec_t)timeout_ms * LWS_US_PER_MS);
 }

@@ -38,12 +38,16 @@ void lg_sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_reque
         lg_buf_appendf(&c->out,
                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                        "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n%s"
-                       "Connection: close\r\n\r\nretry: %u\n\nid: ",
+                       "Connection: close\r\n\r\nretry: %u\n\n",
                        c->cors ? c->cors : "", cfg->sse.retry_ms);
         /* An id-only block sets the browser's Last-Event-ID without firing an event, so a
-         * client that reconnects before its first event still resumes from here. */
-        lg_subscriber_cursor(&c->sub, &c->out);
-        lg_buf_append_str(&c->out, "\n\n");
+         * client that reconnects before its first event still resumes from here. Not while
+         * a topic's Redis stream loads: its position is not known yet. */
+        if (!lg_subscriber_pending(&c->sub)) {
+            lg_buf_append_str(&c->out, "id: ");
+            lg_subscriber_cursor(&c->sub, &c->out);
+            lg_buf_append_str(&c->out, "\n\n");
+        }
         lg_conn_want_write(c);
     }
     free(p);
@@ -79,7 +83,9 @@ static int sse_writable(struct lg_conn *c)
         return -1;
     if (c->draining && !lg_subscriber_has_output(&c->sub) && !c->closing) {
         /* Everything accepted before the shutdown is out: the retry hint ends the stream. */
-        lg_buf_appendf(&c->out, "retry: %u\n\n", lg_worker_config(c->worker)->sse.retry_ms);
+        lg_buf_appendf(&c->out, "retry: %u\n\n", c->drain_retry_ms
+                                                    ? c->drain_retry_ms
+                                                    : lg_worker_config(c->worker)->sse.retry_ms);
         c->closing = true;
     }
     if (c->closing || lg_subscriber_has_output(&c->sub))

@@ -315,7 +315,8 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     lg_subscriber_init(&c->sub, &lg_transport_ws, lg_worker_index(w), &cfg->client_queue);
     if (lg_worker_is_draining(w)) {
         c->closing = true;
-        c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
+        c->ws_close_code = c->drain_restart ? 1012 /* service restart: reconnect elsewhere */
+                                            : LWS_CLOSE_STATUS_GOINGAWAY;
         lg_conn_want_write(c);
         return 0;
     }
@@ -430,7 +431,8 @@ static int on_writable(struct lg_conn *c)
     if (c->draining && !lg_subscriber_has_output(&c->sub)) {
         /* Everything accepted before the shutdown is out: close once lws has sent it. */
         c->closing = true;
-        c->ws_close_code = LWS_CLOSE_STATUS_GOINGAWAY;
+        c->ws_close_code = c->drain_restart ? 1012 /* service restart: reconnect elsewhere */
+                                            : LWS_CLOSE_STATUS_GOINGAWAY;
     }
     if (c->closing || lg_subscriber_has_output(&c->sub))
         lg_conn_want_write(c);

@@ -216,14 +216,66 @@ static void close_file_wsi(struct lws **wsi)
     }
 }
 
+static uint32_t jitter(struct lg_worker *w, uint32_t below)
+{
+    uint64_t x = w->jitter_state ? w->jitter_state : (lg_mono_ns() | 1) * 0x9E3779B97F4A7C15u;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    w->jitter_state = x;
+    return below ? (uint32_t)(x % below) : 0;
+}
+
+static void fire_drain(struct lg_worker *w, struct lg_conn *c, bool windowed)
+{
+    if (c->drain_fired)
+        return;
+    c->drain_fired = true;
+    if (windowed) {
+        uint32_t retry = w->shared.cfg->sse.retry_ms;
+        c->drain_retry_ms = retry / 2 + jitter(w, retry / 2 + 1); /* reconnects spread too */
+        c->drain_restart = true;
+    }
+    lg_conn_drain(c);
+}
+
+#define DRAIN_STEP_S 0.02
+
+/* Windowed drain: move away the connections whose moment came (all of them at the end). */
+static void on_drain_step(struct ev_loop *loop, ev_timer *timer, int revents)
+{
+    (void)revents;
+    struct lg_worker *w = timer->data;
+    uint64_t now = lg_mono_ms();
+    for (struct lg_dlink *l = w->conns.first, *next; l; l = next) {
+        next = l->next; /* drain may close the connection */
+        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, conn_link);
+        if (c->drain_at_ms <= now || now >= w->drain_end_ms)
+            fire_drain(w, c, true);
+    }
+    if (now >= w->drain_end_ms)
+        ev_timer_stop(loop, timer);
+}
+
+/* Stop accepting and move every client away: at once, or each at a random moment within
+ * drain_window_ms, so the nodes they reconnect to see no storm (docs/scaling.md). */
 static void begin_drain(struct lg_worker *w)
 {
     w->draining = true;
     close_file_wsi(&w->listen_wsi);
     lg_acceptor_refuse_all(w->acceptor, "the gateway is shutting down; retry on another node");
+    uint32_t window = w->shared.cfg->drain_window_ms;
+    if (window > 0) {
+        uint64_t now = lg_mono_ms();
+        w->drain_end_ms = now + window;
+        for (struct lg_dlink *l = w->conns.first; l; l = l->next)
+            lg_dlist_entry(l, struct lg_conn, conn_link)->drain_at_ms = now + jitter(w, window);
+        ev_timer_init(&w->drain_step, on_drain_step, DRAIN_STEP_S, DRAIN_STEP_S);
+        w->drain_step.data = w;
+        ev_timer_start(w->loop, &w->drain_step);
+        return;
+    }
     for (struct lg_dlink *l = w->conns.first, *next; l; l = next) {
         next = l->next; /* drain may close the connection */
-        lg_conn_drain(lg_dlist_entry(l, struct lg_conn, conn_link));
+        fire_drain(w, lg_dlist_entry(l, struct lg_conn, conn_link), false);
     }
 }
 
@@ -505,6 +557,7 @@ void lg_worker_destroy(struct lg_worker *w)
     lg_acceptor_destroy(w->acceptor); /* its pending sockets; lws closes the adopted fds */
     if (w->ctx) {
         lws_sul_cancel(&w->tick);
+        ev_timer_stop(w->loop, &w->drain_step);
         lws_sul_cancel(&w->accept_resume);
         lws_context_destroy(w->ctx);
     }

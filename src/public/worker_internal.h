@@ -67,6 +67,11 @@ struct lg_worker {
     size_t ws_upgrades_cap;
     lws_sorted_usec_list_t tick;
     lws_sorted_usec_list_t accept_resume; /* the listener paused at EMFILE comes back */
+    ev_timer drain_step;                /* windowed drain: fires the connections due (an
+                                           ev_timer: a lws sul scheduled outside lws' own
+                                           callbacks waits for lws' next timer) */
+    uint64_t drain_end_ms;              /* windowed drain: every connection fired by then */
+    uint64_t jitter_state;              /* xorshift64 for drain moments (this thread only) */
 };
 
 /* Wake worker arg from any thread (the hub's wake function). */

@@ -6,8 +6,10 @@
  * default); a Redis Streams store shares this table (docs/architecture.md, "Stores").
  *
  * Positions. A stream assigns each appended event a position (seq), strictly increasing, and
- * an id "<topic>@<epoch>:<seq>". The memory store's positions are dense (1, 2, 3, ...); a
- * store may leave holes, so callers compare positions, never count them. The epoch belongs to
+ * an id "<topic>@<epoch>:<seq>". Positions are dense (1, 2, 3, ...) in both stores (Redis
+ * INCRs them in the script that appends), so a live event past a hole tells a subscriber that
+ * the events between were lost before it could get them (a gap notice); everything else
+ * compares positions and never counts them. The epoch belongs to
  * the stream: a stream recreated under the same name gets a new epoch, so a cursor into its
  * old life resolves to `reset`, while every node reading the same shared stream agrees on it.
  *
@@ -41,6 +43,9 @@ struct lg_stream;
 enum lg_append_status {
     LG_APPEND_OK = 0,
     LG_APPEND_OOM,        /* the event could not be allocated */
+    LG_APPEND_DUPLICATE,  /* remote stores: ev is the event its idempotency key names already
+                             (the retry's fields with the original position) */
+    LG_APPEND_UNAVAILABLE,/* remote stores: not appended, or not known to be (store down) */
 };
 
 /*
@@ -100,6 +105,21 @@ struct lg_store_ops {
     void (*drop)(struct lg_stream *s);
 
     void (*destroy)(struct lg_store *store);
+
+    /* Remote stores only (NULL in the memory store). A remote store's append may be called
+     * from any thread without the caller's lock; it completes later on the store's thread,
+     * which also delivers every event of every open stream, in position order, through the
+     * tail hooks its creator gave it (store_redis.h). */
+    bool remote;
+    /* Name the owner (the hub's topic) the tail hooks are called with for s. */
+    void (*bind)(struct lg_stream *s, void *owner);
+    /* Whether epoch, positions and retained events are known yet (loaded from the remote
+     * store). */
+    bool (*ready)(const struct lg_stream *s);
+    /* "up", "down", "connecting", "stopped": for readiness and metrics. */
+    const char *(*state)(const struct lg_store *store);
+    /* Stop the store's thread: pending appends complete as LG_APPEND_UNAVAILABLE. */
+    void (*stop)(struct lg_store *store);
 };
 
 struct lg_store {
@@ -148,6 +168,10 @@ static inline bool lg_stream_evict_oldest(struct lg_stream *s)
 static inline uint32_t lg_stream_expire(struct lg_stream *s, uint64_t now_mono_ns)
 {
     return s->store->ops->expire(s, now_mono_ns);
+}
+static inline bool lg_stream_ready(const struct lg_stream *s)
+{
+    return s->store->ops->ready == NULL || s->store->ops->ready(s);
 }
 static inline void lg_stream_close(struct lg_stream *s)
 {

@@ -42,6 +42,10 @@ struct lg_stats {
     _Atomic uint64_t topic_creations_refused;/* limits.topic_creations_per_s reached */
     _Atomic uint64_t ws_closed_message_rate; /* websocket.max_messages_per_s reached: 1008 */
     _Atomic uint64_t control_connections_timed_out; /* control request past its deadline */
+    /* the Redis store (docs/scaling.md) */
+    _Atomic uint64_t publishes_refused_store; /* 503: Redis unreachable or redis.queue_max */
+    _Atomic uint64_t redis_connections_lost;  /* the bridge lost Redis and began reconnecting */
+    _Atomic uint64_t redis_tail_stalls;       /* a topic's tail paused: a worker inbox was full */
     /* authorization (docs/security.md): refusals by reason, on every port and transport */
     _Atomic uint64_t auth_refused_missing;       /* 401 / 1008: no token where one is needed */
     _Atomic uint64_t auth_refused_malformed;     /* not a JWT of the documented shape */

@@ -3,17 +3,27 @@
  * `stores` below: positions, ids and epochs, withdrawal, paged reads after a position,
  * idempotency lookups, retention by count and age, eviction. A new store (Redis) joins the
  * table and must pass the same cases; what is the memory store's own (dense positions, one
- * epoch per process) is asserted only where the store says it holds.
+ * epoch per process) is asserted only where the store says it holds. The Redis store runs
+ * against a real redis-server this binary starts (tests/support/lg_redis.c), each test under
+ * its own key prefix; its appends complete on its own thread, so the helpers wait for them.
+ * Withdrawal and ages on the caller's monotonic clock are the memory store's alone (a remote
+ * store ignores the completion's answer and ages events from their wall-clock publish time).
  */
 #include <check.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "event.h"
 #include "store.h"
+#include "clock.h"
+#include "lg_redis.h"
 #include "store_memory.h"
+#include "store_redis.h"
 
 #include "check_main.h"
 
@@ -23,9 +33,33 @@ struct store_impl {
     bool dense; /* positions are 1, 2, 3, ... */
 };
 
+static struct lg_redis redis; /* started by main(), before check forks the tests */
+
+static struct lg_store *redis_store_create(void)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "test-store-%d:", (int)getpid()); /* one process per test */
+    struct lg_redis_options o = {.url = redis.url, .key_prefix = prefix,
+                                 .connect_timeout_ms = 1000, .command_timeout_ms = 2000,
+                                 .reconnect_min_ms = 10, .reconnect_max_ms = 100,
+                                 .queue_max = 1024, .idempotency_window_ms = 60000};
+    char err[256];
+    struct lg_store *st = lg_redis_store_create(&o, NULL, err, sizeof err);
+    ck_assert_msg(st != NULL, "redis store: %s", err);
+    return st;
+}
+
 static const struct store_impl stores[] = {
     {"memory", lg_memory_store_create, true},
+    {"redis", redis_store_create, true},
 };
+
+/* Wait (<= 5 s) for cond. */
+#define WAIT_FOR(cond)                                                                             \
+    do {                                                                                           \
+        for (int w_ = 0; w_ < 500 && !(cond); w_++)                                                \
+            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);                      \
+    } while (0)
 
 static const struct store_impl *impl;
 static struct lg_store *store;
@@ -50,12 +84,15 @@ static struct lg_stream *open_stream(const char *name, uint32_t max_events, uint
                                   .max_age_ms = max_age_ms};
     struct lg_stream *s = store->ops->stream_open(store, name, strlen(name), b);
     ck_assert_ptr_nonnull(s);
+    WAIT_FOR(lg_stream_ready(s)); /* a remote stream loads first */
+    ck_assert(lg_stream_ready(s));
     return s;
 }
 
 struct appended {
-    int calls;
+    _Atomic int calls;  /* written last, on the store's thread */
     bool accept;
+    enum lg_append_status status;
     uint64_t seq;
     char id[160];
 };
@@ -63,11 +100,14 @@ struct appended {
 static bool on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
 {
     struct appended *a = arg;
-    a->calls++;
-    ck_assert_int_eq(status, LG_APPEND_OK);
-    a->seq = ev->seq;
-    snprintf(a->id, sizeof a->id, "%s", ev->id);
-    return a->accept;
+    a->status = status;
+    if (ev) {
+        a->seq = ev->seq;
+        snprintf(a->id, sizeof a->id, "%s", ev->id);
+    }
+    bool accept = a->accept;
+    atomic_fetch_add(&a->calls, 1); /* last: the test may reuse *a at once */
+    return accept;
 }
 
 /* Append data (and an idempotency key, or NULL) published at mono_ns; returns its position. */
@@ -85,7 +125,12 @@ static uint64_t append_at(struct lg_stream *s, const char *data, const char *key
     };
     struct appended a = {.accept = accept};
     lg_stream_append(s, &f, on_appended, &a);
+    if (store->ops->remote)
+        WAIT_FOR(atomic_load(&a.calls) > 0);
     ck_assert_int_eq(a.calls, 1); /* the memory store completes before append() returns */
+    ck_assert_int_eq(a.status, LG_APPEND_OK);
+    if (store->ops->remote)
+        WAIT_FOR(lg_stream_newest(s) >= a.seq); /* the tail mirrors it */
     char want[160];
     snprintf(want, sizeof want, "t@%08" PRIx32 ":%" PRIu64, lg_stream_epoch(s), a.seq);
     ck_assert_str_eq(a.id, want);
@@ -262,6 +307,33 @@ START_TEST(expire_drops_what_is_older_than_max_age)
 }
 END_TEST
 
+/* The Redis store ages an event from its wall-clock publish time (every node agrees on it). */
+START_TEST(redis_ages_events_from_their_publish_time)
+{
+    setup_store(_i);
+    struct lg_stream *s = open_stream("t", 10, 300); /* 300 ms */
+    struct lg_event_fields f = {.topic_name = "t", .topic_name_len = 1, .data = "old",
+                                .data_len = 3, .published_unix_ms = lg_unix_ms() - 1000};
+    struct appended a = {.accept = true};
+    lg_stream_append(s, &f, on_appended, &a);
+    WAIT_FOR(atomic_load(&a.calls) > 0 && lg_stream_newest(s) >= a.seq);
+    uint64_t old = a.seq;
+    ck_assert_uint_eq(lg_stream_expire(s, lg_mono_ns()), 1); /* published a second ago */
+    ck_assert_uint_eq(lg_stream_oldest(s), old + 1);
+    f.data = "young";
+    f.data_len = 5;
+    f.published_unix_ms = lg_unix_ms();
+    struct appended b = {.accept = true};
+    lg_stream_append(s, &f, on_appended, &b);
+    WAIT_FOR(atomic_load(&b.calls) > 0 && lg_stream_newest(s) >= b.seq);
+    ck_assert_uint_gt(b.seq, old);
+    ck_assert_uint_eq(lg_stream_expire(s, lg_mono_ns()), 0);
+    ck_assert_uint_eq(lg_stream_oldest(s), b.seq);
+    lg_stream_close(s);
+    teardown_store();
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -269,13 +341,22 @@ static Suite *store_suite(void)
     int n = (int)(sizeof stores / sizeof stores[0]);
     tcase_add_loop_test(tc, an_empty_stream, 0, n);
     tcase_add_loop_test(tc, positions_increase_and_ids_name_them, 0, n);
-    tcase_add_loop_test(tc, a_withdrawn_event_uses_no_position, 0, n);
+    tcase_add_loop_test(tc, a_withdrawn_event_uses_no_position, 0, 1); /* memory */
     tcase_add_loop_test(tc, read_after_pages_by_count_and_bytes, 0, n);
     tcase_add_loop_test(tc, retention_keeps_the_newest_max_events, 0, n);
     tcase_add_loop_test(tc, idempotency_keys_find_retained_events, 0, n);
-    tcase_add_loop_test(tc, expire_drops_what_is_older_than_max_age, 0, n);
+    tcase_add_loop_test(tc, expire_drops_what_is_older_than_max_age, 0, 1); /* memory */
+    tcase_add_loop_test(tc, redis_ages_events_from_their_publish_time, 1, 2);
+    tcase_set_timeout(tc, 30);
     suite_add_tcase(s, tc);
     return s;
 }
 
-LG_CHECK_MAIN(store_suite)
+int main(void)
+{
+    if (lg_redis_start(&redis, false) != 0)
+        return EXIT_FAILURE;
+    int rc = lg_check_run(store_suite());
+    lg_redis_stop(&redis);
+    return rc;
+}

@@ -1,0 +1,237 @@
+/*
+ * hub_remote.c - the hub over a remote store (store_redis.h): the asynchronous publish path
+ * and the fan-out of what the store's tail reads.
+ *
+ * DESIGN
+ * With the memory store the publishing thread appends and fans out under the topic lock, so
+ * order in the stream and in every inbox is one. With Redis the position is assigned by Redis
+ * and several nodes append to one stream, so the only order every node can agree on is the
+ * stream's: every node (the publishing one too) fans out exactly what its tail reads, in
+ * stream order, on the store's thread, under the topic lock - the same critical section a
+ * subscriber's replay is computed in, so nothing falls between replay and live delivery. The
+ * append completion only answers the publisher; an event is delivered once per node, by the
+ * tail, whichever node published it. No Redis call runs on a worker or under a topic lock:
+ * the publisher hands its append to the store's bounded queue (full or Redis down: 503, the
+ * publisher pays) and the tail blocks only the store's own thread. A worker inbox with no room
+ * stops that topic's tail briefly (the store reads it again from the last delivered position),
+ * so the pressure goes back to Redis, which retains the stream, not to other topics' memory.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "event.h"
+#include "hub_internal.h"
+#include "inbox.h"
+#include "log.h"
+#include "stats.h"
+#include "store_redis.h"
+#include "topic.h"
+
+/* ---- Tail hooks (the store's thread) ------------------------------------------------------- */
+
+static void tail_lock(void *arg, void *owner)
+{
+    (void)arg;
+    pthread_mutex_lock(&((struct lg_topic *)owner)->lock);
+}
+
+static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
+{
+    struct lg_hub *hub = arg;
+    struct lg_topic *t = owner;
+    uint64_t reserved;
+    if (!lg_hub__reserve_inboxes(hub, t, &reserved))
+        return false;
+    /* Redis holds the event already: this node gives its own history way, but cannot refuse */
+    lg_hub__make_room(hub, t);
+    for (uint32_t w = 0; w < hub->workers; w++) {
+        if (!(reserved & (UINT64_C(1) << w)))
+            continue;
+        lg_topic_ref(t); /* given back by the worker once it dispatched the event */
+        if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+            hub->tail_wake |= UINT64_C(1) << w;
+    }
+    return true;
+}
+
+static void tail_unlock(void *arg, void *owner)
+{
+    struct lg_hub *hub = arg;
+    pthread_mutex_unlock(&((struct lg_topic *)owner)->lock);
+    uint64_t wake = hub->tail_wake;
+    hub->tail_wake = 0;
+    lg_hub__wake_workers(hub, wake);
+}
+
+struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
+{
+    const struct lg_config *cfg = hub->cfg;
+    struct lg_redis_options opts = {
+        .url = cfg->redis.url,
+        .key_prefix = cfg->redis.key_prefix ? cfg->redis.key_prefix : "",
+        .connect_timeout_ms = cfg->redis.connect_timeout_ms,
+        .command_timeout_ms = cfg->redis.command_timeout_ms,
+        .reconnect_min_ms = cfg->redis.reconnect_min_ms,
+        .reconnect_max_ms = cfg->redis.reconnect_max_ms,
+        .queue_max = cfg->redis.queue_max,
+        .idempotency_window_ms = cfg->redis.idempotency_window_ms,
+    };
+    struct lg_redis_hooks hooks = {.arg = hub, .lock = tail_lock, .deliver = tail_deliver,
+                                   .unlock = tail_unlock};
+    char err[256];
+    struct lg_store *store = lg_redis_store_create(&opts, &hooks, err, sizeof err);
+    if (!store)
+        lg_err("redis store: %s", err);
+    return store;
+}
+
+/* ---- Publishing ------------------------------------------------------------------------------ */
+
+enum { CALL_SUBMITTING, CALL_HANDED, CALL_COMPLETED_EARLY };
+
+struct remote_call {
+    struct lg_hub *hub;
+    struct lg_topic *t;        /* a lookup reference, given back on completion */
+    lg_publish_done *done;
+    void *arg;
+    _Atomic int state;         /* did the completion run before append() returned? */
+    enum lg_publish_status status;
+    struct lg_publish_result res;
+};
+
+static enum lg_publish_status status_of(enum lg_append_status a)
+{
+    switch (a) {
+    case LG_APPEND_OK:
+    case LG_APPEND_DUPLICATE:
+        return LG_PUBLISH_OK;
+    case LG_APPEND_OOM:
+        return LG_PUBLISH_OOM;
+    case LG_APPEND_UNAVAILABLE:
+        break;
+    }
+    return LG_PUBLISH_STORE_UNAVAILABLE;
+}
+
+static bool on_remote_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+{
+    struct remote_call *call = arg;
+    call->status = status_of(status);
+    if (call->status == LG_PUBLISH_OK) {
+        lg_hub__fill_result(&call->res, ev, status == LG_APPEND_DUPLICATE);
+        if (status == LG_APPEND_DUPLICATE)
+            LG_STAT_ADD(publishes_deduplicated, 1);
+        else
+            LG_STAT_ADD(events_published, 1);
+    } else {
+        if (call->status == LG_PUBLISH_STORE_UNAVAILABLE)
+            LG_STAT_ADD(publishes_refused_store, 1);
+        lg_hub__refuse(call->status);
+    }
+    int expected = CALL_SUBMITTING;
+    if (atomic_compare_exchange_strong(&call->state, &expected, CALL_COMPLETED_EARLY))
+        return true; /* lg_hub_publish_async() has not returned yet: it answers */
+    call->done(call->arg, call->status, &call->res);
+    lg_hub_topic_done(call->hub, call->t);
+    free(call);
+    return true;
+}
+
+bool lg_hub_remote(const struct lg_hub *hub)
+{
+    return hub->store->ops->remote;
+}
+
+enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_publish_req *req,
+                                            lg_publish_done *done, void *arg)
+{
+    enum lg_publish_status bad = lg_hub__check_request(req);
+    if (bad != LG_PUBLISH_OK)
+        return bad;
+    const char *problem = NULL;
+    struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
+    if (!t)
+        return lg_hub__refuse(strcmp(problem, "out of memory") == 0 ? LG_PUBLISH_OOM
+                                                                  : LG_PUBLISH_TOO_MANY_TOPICS);
+    /* Overload pacing as with the memory store: this node's workers with no room hold the
+     * publisher (the tail that would deliver the event pauses on them anyway) */
+    uint64_t reserved;
+    pthread_mutex_lock(&t->lock);
+    bool room = lg_hub__reserve_inboxes(hub, t, &reserved);
+    if (room)
+        lg_hub__release_reservations(hub, reserved);
+    pthread_mutex_unlock(&t->lock);
+    if (!room) {
+        lg_hub_topic_done(hub, t);
+        return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
+    }
+    struct remote_call *call = calloc(1, sizeof *call);
+    if (!call) {
+        lg_hub_topic_done(hub, t);
+        return lg_hub__refuse(LG_PUBLISH_OOM);
+    }
+    *call = (struct remote_call){.hub = hub, .t = t, .done = done, .arg = arg};
+    struct lg_event_fields f = {
+        .topic = t,
+        .topic_name = t->name,
+        .topic_name_len = t->name_len,
+        .type = req->type,
+        .type_len = req->type_len,
+        .key = req->key,
+        .key_len = req->key_len,
+        .data = req->data,
+        .data_len = req->data_len,
+        .data_is_json = req->data_is_json,
+        .idempotency_key = req->idempotency_key,
+        .idempotency_key_len = req->idempotency_key_len,
+        .published_unix_ms = lg_unix_ms(),
+        .published_mono_ns = lg_mono_ns(),
+    };
+    lg_stream_append(t->stream, &f, on_remote_appended, call); /* no lock: the store's queue */
+    int expected = CALL_SUBMITTING;
+    if (atomic_compare_exchange_strong(&call->state, &expected, CALL_HANDED))
+        return LG_PUBLISH_OK; /* done() comes later */
+    /* Completed before append() returned: refused at once, or answered that fast */
+    enum lg_publish_status s = call->status;
+    if (s == LG_PUBLISH_OK)
+        done(arg, s, &call->res);
+    lg_hub_topic_done(hub, t);
+    free(call);
+    return s;
+}
+
+const char *lg_hub_store_state(const struct lg_hub *hub)
+{
+    return hub->store->ops->state ? hub->store->ops->state(hub->store) : "memory";
+}
+
+bool lg_hub_store_ready(const struct lg_hub *hub)
+{
+    return !hub->store->ops->remote || strcmp(lg_hub_store_state(hub), "up") == 0;
+}
+
+void lg_hub_stop_store(struct lg_hub *hub)
+{
+    if (hub->store->ops->stop)
+        hub->store->ops->stop(hub->store);
+}
+
+void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix_ms,
+                            struct lg_cursor_entry *out)
+{
+    (void)hub;
+    struct lg_store_page page = {0};
+    pthread_mutex_lock(&t->lock);
+    out->epoch = lg_stream_epoch(t->stream);
+    out->seq = lg_stream_newest(t->stream);
+    if (lg_stream_read_after(t->stream, 0, SIZE_MAX, UINT64_MAX, &page) == 0 && page.count) {
+        out->seq = page.events[0]->seq - 1; /* every retained event is later: all of them */
+        for (size_t i = 0; i < page.count && page.events[i]->published_unix_ms < unix_ms; i++)
+            out->seq = page.events[i]->seq;
+    }
+    pthread_mutex_unlock(&t->lock);
+    lg_store_page_release(&page);
+}

@@ -1,0 +1,454 @@
+/* redis_bridge.c - see redis_bridge.h. */
+#include "redis_bridge.h"
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "clock.h"
+#include "log.h"
+#include "stats.h"
+
+#define WATCHDOG_S 0.05
+#define TAIL_GRACE_MS 1000 /* a blocking read may stay unanswered for its BLOCK time too */
+
+struct lg_redis_bridge {
+    struct lg_redis_options opts;
+    char host[256];         /* TCP host, or "" with unix_path set */
+    int port;
+    char unix_path[256];
+    struct lg_redis_bridge_user user;
+
+    pthread_t thread;
+    bool thread_started;
+    struct ev_loop *loop;
+    ev_async wake;
+    ev_timer reconnect, watchdog, later;
+    void (*later_fn)(void *);
+    void *later_arg;
+
+    /* Bridge thread only. */
+    redisAsyncContext *cmd, *tail;
+    bool cmd_ready, tail_ready, up;
+    uint64_t connect_started_ms;
+    uint32_t backoff_ms;
+    uint32_t cmd_inflight, tail_inflight;
+    uint64_t cmd_progress_ms, tail_sent_ms;
+
+    _Atomic int state;      /* enum lg_redis_state, read by any thread */
+    _Atomic bool stopping;
+
+    pthread_mutex_t lock;   /* the queue */
+    struct lg_redis_job *head, *tail_job; /* {lock} */
+    uint32_t queued;                       /* {lock} */
+};
+
+struct pending {
+    struct lg_redis_bridge *b;
+    lg_redis_reply_fn *cb;
+    void *priv;
+    bool on_tail;
+};
+
+const char *lg_redis_state_name(enum lg_redis_state s)
+{
+    switch (s) {
+    case LG_REDIS_CONNECTING:
+        return "connecting";
+    case LG_REDIS_UP:
+        return "up";
+    case LG_REDIS_DOWN:
+        return "down";
+    case LG_REDIS_STOPPED:
+        return "stopped";
+    }
+    return "unknown";
+}
+
+static int parse_url(struct lg_redis_bridge *b, const char *url, char *err, size_t cap)
+{
+    if (strncmp(url, "unix://", 7) == 0) {
+        snprintf(b->unix_path, sizeof b->unix_path, "%s", url + 7);
+        return b->unix_path[0] == '/' ? 0
+                                      : (snprintf(err, cap, "redis.url %s: unix:// needs an "
+                                                  "absolute path", url), -1);
+    }
+    if (strncmp(url, "redis://", 8) != 0) {
+        snprintf(err, cap, "redis.url %s: must start with redis:// or unix://", url);
+        return -1;
+    }
+    const char *h = url + 8, *colon = strrchr(h, ':');
+    size_t hl = colon ? (size_t)(colon - h) : strcspn(h, "/");
+    b->port = 6379;
+    if (colon) {
+        char *end;
+        long p = strtol(colon + 1, &end, 10);
+        if (p < 1 || p > 65535 || (*end && *end != '/')) {
+            snprintf(err, cap, "redis.url %s: bad port", url);
+            return -1;
+        }
+        b->port = (int)p;
+    }
+    if (hl == 0 || hl >= sizeof b->host) {
+        snprintf(err, cap, "redis.url %s: no host", url);
+        return -1;
+    }
+    memcpy(b->host, h, hl);
+    b->host[hl] = '\0';
+    return 0;
+}
+
+static void set_state(struct lg_redis_bridge *b, enum lg_redis_state s)
+{
+    atomic_store_explicit(&b->state, s, memory_order_release);
+}
+
+enum lg_redis_state lg_redis_bridge_state(const struct lg_redis_bridge *b)
+{
+    return (enum lg_redis_state)atomic_load_explicit(&b->state, memory_order_acquire);
+}
+
+bool lg_redis_bridge_up(const struct lg_redis_bridge *b)
+{
+    return b->up;
+}
+
+/* ---- Connections ------------------------------------------------------------------------ */
+
+static void schedule_reconnect(struct lg_redis_bridge *b)
+{
+    if (atomic_load(&b->stopping) || ev_is_active(&b->reconnect))
+        return;
+    uint32_t base = b->backoff_ms ? b->backoff_ms : b->opts.reconnect_min_ms;
+    uint32_t jitter = 0;
+    if (getrandom(&jitter, sizeof jitter, 0) != (ssize_t)sizeof jitter)
+        jitter = (uint32_t)lg_mono_ns();
+    uint32_t delay = base - (base / 2 ? jitter % (base / 2 + 1) : 0);
+    b->backoff_ms = base * 2 > b->opts.reconnect_max_ms ? b->opts.reconnect_max_ms : base * 2;
+    ev_timer_set(&b->reconnect, delay / 1000.0, 0.);
+    ev_timer_start(b->loop, &b->reconnect);
+}
+
+/* Drop both connections (their pending replies are failed) and reconnect later. */
+static void fail_session(struct lg_redis_bridge *b, const char *why)
+{
+    redisAsyncContext *c = b->cmd, *t = b->tail;
+    bool was_up = b->up;
+    b->cmd = b->tail = NULL;
+    b->up = b->cmd_ready = b->tail_ready = false;
+    b->cmd_inflight = b->tail_inflight = 0;
+    if (was_up || c || t)
+        set_state(b, atomic_load(&b->stopping) ? LG_REDIS_STOPPED : LG_REDIS_DOWN);
+    if (was_up) {
+        LG_STAT_ADD(redis_connections_lost, 1);
+        lg_warn("redis %s%s%d: connection lost (%s); publishes answer 503 until it is back",
+                b->unix_path[0] ? b->unix_path : b->host, b->unix_path[0] ? "" : ":",
+                b->unix_path[0] ? 0 : b->port, why);
+    }
+    if (c)
+        redisAsyncFree(c);
+    if (t)
+        redisAsyncFree(t);
+    if (was_up && b->user.down)
+        b->user.down(b->user.arg);
+    schedule_reconnect(b);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct lg_redis_bridge *b = ac->data;
+    if (ac == b->cmd)
+        b->cmd = NULL;
+    else if (ac == b->tail)
+        b->tail = NULL;
+    else
+        return; /* freed by fail_session already */
+    fail_session(b, status == REDIS_OK ? "closed" : ac->errstr);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct lg_redis_bridge *b = ac->data;
+    if (status != REDIS_OK) {
+        /* hiredis frees ac after this callback and calls no disconnect callback */
+        if (ac == b->cmd)
+            b->cmd = NULL;
+        else if (ac == b->tail)
+            b->tail = NULL;
+        lg_debug("redis: connect failed: %s", ac->errstr);
+        fail_session(b, ac->errstr);
+        return;
+    }
+    if (ac == b->cmd)
+        b->cmd_ready = true;
+    else if (ac == b->tail)
+        b->tail_ready = true;
+    if (b->cmd_ready && b->tail_ready && !b->up) {
+        b->up = true;
+        b->backoff_ms = 0;
+        b->cmd_progress_ms = lg_mono_ms();
+        set_state(b, LG_REDIS_UP);
+        lg_info("redis: connected");
+        if (b->user.up)
+            b->user.up(b->user.arg);
+    }
+}
+
+static redisAsyncContext *open_one(struct lg_redis_bridge *b)
+{
+    redisAsyncContext *ac = b->unix_path[0] ? redisAsyncConnectUnix(b->unix_path)
+                                            : redisAsyncConnect(b->host, b->port);
+    if (!ac)
+        return NULL;
+    if (ac->err) {
+        lg_debug("redis: connect: %s", ac->errstr);
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = b;
+    redisLibevAttach(b->loop, ac);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    return ac;
+}
+
+static void connect_now(struct lg_redis_bridge *b)
+{
+    b->connect_started_ms = lg_mono_ms();
+    b->cmd = open_one(b);
+    b->tail = b->cmd ? open_one(b) : NULL;
+    if (!b->cmd || !b->tail)
+        fail_session(b, "connect failed");
+}
+
+static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    connect_now(w->data);
+}
+
+static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    struct lg_redis_bridge *b = w->data;
+    uint64_t now = lg_mono_ms();
+    if (!b->up && (b->cmd || b->tail) &&
+        now - b->connect_started_ms > b->opts.connect_timeout_ms)
+        fail_session(b, "connect timeout (redis.connect_timeout_ms)");
+    else if (b->up && b->cmd_inflight && now - b->cmd_progress_ms > b->opts.command_timeout_ms)
+        fail_session(b, "no answer within redis.command_timeout_ms");
+    else if (b->up && b->tail_inflight &&
+             now - b->tail_sent_ms > b->opts.command_timeout_ms + TAIL_GRACE_MS)
+        fail_session(b, "tail read unanswered past redis.command_timeout_ms");
+}
+
+/* ---- Commands ---------------------------------------------------------------------------- */
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct pending *p = privdata;
+    struct lg_redis_bridge *b = p->b;
+    (void)ac;
+    if (reply) {
+        if (p->on_tail) {
+            if (b->tail_inflight)
+                b->tail_inflight--;
+        } else {
+            if (b->cmd_inflight)
+                b->cmd_inflight--;
+            b->cmd_progress_ms = lg_mono_ms();
+        }
+    }
+    lg_redis_reply_fn *cb = p->cb;
+    void *priv = p->priv;
+    free(p);
+    cb(reply, priv);
+}
+
+static int send_on(struct lg_redis_bridge *b, redisAsyncContext *ac, bool on_tail,
+                   lg_redis_reply_fn *cb, void *priv, int argc, const char **argv,
+                   const size_t *lens)
+{
+    if (!ac || !b->up)
+        return -1;
+    struct pending *p = malloc(sizeof *p);
+    if (!p)
+        return -1;
+    *p = (struct pending){.b = b, .cb = cb, .priv = priv, .on_tail = on_tail};
+    if (redisAsyncCommandArgv(ac, on_reply, p, argc, argv, lens) != REDIS_OK) {
+        free(p);
+        return -1;
+    }
+    if (on_tail) {
+        b->tail_inflight++;
+        b->tail_sent_ms = lg_mono_ms();
+    } else {
+        if (b->cmd_inflight++ == 0)
+            b->cmd_progress_ms = lg_mono_ms();
+    }
+    return 0;
+}
+
+int lg_redis_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
+                     const char **argv, const size_t *lens)
+{
+    return send_on(b, b->cmd, false, cb, priv, argc, argv, lens);
+}
+
+int lg_redis_tail_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
+                          const char **argv, const size_t *lens)
+{
+    return send_on(b, b->tail, true, cb, priv, argc, argv, lens);
+}
+
+static void on_later(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    struct lg_redis_bridge *b = w->data;
+    if (b->later_fn)
+        b->later_fn(b->later_arg);
+}
+
+void lg_redis_bridge_later(struct lg_redis_bridge *b, uint32_t ms, void (*fn)(void *), void *arg)
+{
+    b->later_fn = fn;
+    b->later_arg = arg;
+    ev_timer_stop(b->loop, &b->later);
+    ev_timer_set(&b->later, ms / 1000.0, 0.);
+    ev_timer_start(b->loop, &b->later);
+}
+
+/* ---- Jobs and the thread ---------------------------------------------------------------- */
+
+bool lg_redis_bridge_post(struct lg_redis_bridge *b, struct lg_redis_job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&b->lock);
+    bool ok = !atomic_load(&b->stopping) && lg_redis_bridge_state(b) == LG_REDIS_UP &&
+              b->queued < b->opts.queue_max;
+    if (ok) {
+        if (b->tail_job)
+            b->tail_job->next = job;
+        else
+            b->head = job;
+        b->tail_job = job;
+        b->queued++;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (ok)
+        ev_async_send(b->loop, &b->wake);
+    return ok;
+}
+
+static void run_jobs(struct lg_redis_bridge *b, bool up)
+{
+    pthread_mutex_lock(&b->lock);
+    struct lg_redis_job *job = b->head;
+    b->head = b->tail_job = NULL;
+    b->queued = 0;
+    pthread_mutex_unlock(&b->lock);
+    while (job) {
+        struct lg_redis_job *next = job->next;
+        job->run(job, up);
+        job = next;
+    }
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
+{
+    (void)revents;
+    struct lg_redis_bridge *b = w->data;
+    if (!atomic_load(&b->stopping)) {
+        run_jobs(b, b->up);
+        return;
+    }
+    b->up = false; /* callbacks run by the frees below see a stopping bridge */
+    run_jobs(b, false);
+    fail_session(b, "stopping");
+    ev_timer_stop(loop, &b->reconnect);
+    ev_timer_stop(loop, &b->watchdog);
+    ev_timer_stop(loop, &b->later);
+    ev_async_stop(loop, &b->wake);
+    set_state(b, LG_REDIS_STOPPED);
+}
+
+static void *bridge_main(void *arg)
+{
+    struct lg_redis_bridge *b = arg;
+    connect_now(b);
+    ev_run(b->loop, 0); /* returns once on_wake stopped every watcher */
+    return NULL;
+}
+
+int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_bridge_user user,
+                          struct lg_redis_bridge **out, char *err, size_t err_cap)
+{
+    *out = NULL;
+    struct lg_redis_bridge *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, err_cap, "out of memory");
+        return -1;
+    }
+    b->opts = *opts;
+    b->user = user;
+    if (parse_url(b, opts->url, err, err_cap) != 0) {
+        free(b);
+        return -1;
+    }
+    pthread_mutex_init(&b->lock, NULL);
+    b->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+    if (!b->loop) {
+        snprintf(err, err_cap, "cannot create the redis bridge's event loop");
+        lg_redis_bridge_destroy(b);
+        return -1;
+    }
+    ev_async_init(&b->wake, on_wake);
+    b->wake.data = b;
+    ev_async_start(b->loop, &b->wake);
+    ev_timer_init(&b->reconnect, on_reconnect, 0., 0.);
+    b->reconnect.data = b;
+    ev_timer_init(&b->later, on_later, 0., 0.);
+    b->later.data = b;
+    ev_timer_init(&b->watchdog, on_watchdog, WATCHDOG_S, WATCHDOG_S);
+    b->watchdog.data = b;
+    ev_timer_start(b->loop, &b->watchdog);
+    set_state(b, LG_REDIS_CONNECTING);
+    *out = b;
+    if (pthread_create(&b->thread, NULL, bridge_main, b) != 0) {
+        snprintf(err, err_cap, "cannot start the redis bridge thread");
+        lg_redis_bridge_destroy(b);
+        *out = NULL;
+        return -1;
+    }
+    b->thread_started = true;
+    return 0;
+}
+
+void lg_redis_bridge_stop(struct lg_redis_bridge *b)
+{
+    if (!b || !b->thread_started)
+        return;
+    atomic_store(&b->stopping, true);
+    ev_async_send(b->loop, &b->wake);
+    pthread_join(b->thread, NULL);
+    b->thread_started = false;
+}
+
+void lg_redis_bridge_destroy(struct lg_redis_bridge *b)
+{
+    if (!b)
+        return;
+    lg_redis_bridge_stop(b);
+    if (b->loop)
+        ev_loop_destroy(b->loop);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}

@@ -1,0 +1,94 @@
+/*
+ * redis_bridge.h - the one thread of a node that talks to Redis: a libev loop owning two
+ * hiredis async connections (commands, and a dedicated one for blocking tail reads), with
+ * reconnection by exponential backoff and jitter, a command watchdog, and a bounded queue of
+ * jobs that other threads hand it. The Redis store (store_redis.h) is its only user.
+ *
+ * Owns:    the thread (lg-redis), its loop, both connections, the job queue.
+ * Frees:   lg_redis_bridge_stop() runs every queued job as failed, drops both connections
+ *          (hiredis then calls every pending reply callback with a NULL reply) and joins the
+ *          thread; lg_redis_bridge_destroy() frees it. The store owns both calls.
+ * Threads: lg_redis_bridge_post() and lg_redis_bridge_state() from any thread (the queue has
+ *          its own mutex, held only to link a job; ev_async_send wakes the loop). Everything
+ *          else - the command functions and every callback - runs on the bridge thread only.
+ * Bounds:  at most queue_max jobs wait; past it, or while Redis is not connected, post()
+ *          refuses at once and the caller answers 503 (the publisher pays, nothing is
+ *          accepted). Commands sent and not yet answered are bounded by their senders: each
+ *          publish waits for its answer on a suspended control connection (at most
+ *          limits.control_max_connections), each stream has at most one load in flight and
+ *          the tail one read. A command connection that has not answered for
+ *          command_timeout_ms is dropped and reconnected, so no caller waits forever.
+ *          Reconnect delays double from reconnect_min_ms to reconnect_max_ms, each shortened
+ *          by up to half at random (jitter).
+ */
+#ifndef LG_REDIS_BRIDGE_H
+#define LG_REDIS_BRIDGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct redisAsyncContext;
+struct lg_redis_bridge;
+
+/* The connection settings ("redis" section of the config, without the store's own). */
+struct lg_redis_options {
+    const char *url;               /* redis://HOST[:PORT] or unix:///path */
+    const char *key_prefix;        /* before every key the store writes */
+    uint32_t connect_timeout_ms;
+    uint32_t command_timeout_ms;
+    uint32_t reconnect_min_ms;
+    uint32_t reconnect_max_ms;
+    uint32_t queue_max;            /* jobs waiting for the bridge thread */
+    uint32_t idempotency_window_ms;/* how long an idempotency key is remembered */
+};
+
+enum lg_redis_state {
+    LG_REDIS_CONNECTING = 0, /* never connected yet */
+    LG_REDIS_UP,             /* both connections ready */
+    LG_REDIS_DOWN,           /* lost; reconnecting with backoff */
+    LG_REDIS_STOPPED,
+};
+const char *lg_redis_state_name(enum lg_redis_state s);
+
+/* A piece of work run on the bridge thread. up is false when the bridge is stopping or Redis
+ * is not connected: the job must then fail its caller (and not issue commands). */
+struct lg_redis_job {
+    void (*run)(struct lg_redis_job *job, bool up);
+    struct lg_redis_job *next; /* the queue's */
+};
+
+/* What the bridge tells its user, on the bridge thread. */
+struct lg_redis_bridge_user {
+    void *arg;
+    void (*up)(void *arg);   /* both connections are (again) ready: resync, restart tailing */
+    void (*down)(void *arg); /* the connections are gone (pending replies were failed) */
+};
+
+/* Parse the URL and start the thread; *out is set before the thread starts (the user's
+ * callbacks may use it). Return value: 0, or -1 with err filled and *out NULL. */
+int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_bridge_user user,
+                          struct lg_redis_bridge **out, char *err, size_t err_cap);
+void lg_redis_bridge_stop(struct lg_redis_bridge *b);
+void lg_redis_bridge_destroy(struct lg_redis_bridge *b);
+
+enum lg_redis_state lg_redis_bridge_state(const struct lg_redis_bridge *b);
+
+/* Queue job for the bridge thread. Return value: false (nothing queued) when the queue is
+ * full, the bridge is stopping, or Redis is not connected. */
+bool lg_redis_bridge_post(struct lg_redis_bridge *b, struct lg_redis_job *job);
+
+/* Bridge thread only. Reply callbacks get (the reply or NULL when the connection failed, priv).
+ * Return value: 0, or -1 (not connected: cb is not called). */
+typedef void lg_redis_reply_fn(void *reply, void *priv);
+int lg_redis_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
+                     const char **argv, const size_t *lens);
+/* The same on the tail connection (blocking reads). */
+int lg_redis_tail_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
+                          const char **argv, const size_t *lens);
+/* Call fn(arg) on the bridge thread after ms (one timer; a later call replaces the first). */
+void lg_redis_bridge_later(struct lg_redis_bridge *b, uint32_t ms, void (*fn)(void *), void *arg);
+/* Whether the current connections are up (bridge thread). */
+bool lg_redis_bridge_up(const struct lg_redis_bridge *b);
+
+#endif

@@ -1,0 +1,387 @@
+/* store_redis.c - see store_redis.h. The reading side (loading, tail) is redis_tail.c. */
+#include "store_redis.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "event.h"
+#include "history.h"
+#include "log.h"
+#include "store_redis_internal.h"
+
+#define KEY_MAX 1024
+
+/* KEYS: stream, counter, epoch[, idempotency]; ARGV: epoch if new, maxlen, window ms, fields */
+static const char append_script[] =
+    "redis.call('SET', KEYS[3], ARGV[1], 'NX') "
+    "local e = redis.call('GET', KEYS[3]) "
+    "if #KEYS == 4 then local old = redis.call('GET', KEYS[4]) "
+    "  if old then return {e, old, 1} end end "
+    "local n = redis.call('INCR', KEYS[2]) "
+    "redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, unpack(ARGV, 4)) "
+    "if #KEYS == 4 then redis.call('SET', KEYS[4], n, 'PX', ARGV[3], 'NX') end "
+    "return {e, tostring(n), 0}";
+
+static struct redis_stream *rs(const struct lg_stream *s)
+{
+    return (struct redis_stream *)s;
+}
+
+/* ---- Appends ------------------------------------------------------------------------------- */
+
+struct append_job {
+    struct lg_redis_job job;
+    struct redis_stream *s;
+    struct lg_event_fields f;  /* strings point into text[] */
+    lg_append_done *done;
+    void *arg;
+    char text[];
+};
+
+static void append_finish(struct append_job *a, enum lg_append_status status, uint32_t epoch,
+                          uint64_t seq)
+{
+    struct lg_event *ev = NULL;
+    if (status == LG_APPEND_OK || status == LG_APPEND_DUPLICATE) {
+        a->f.epoch = epoch;
+        a->f.seq = seq;
+        ev = lg_event_create(&a->f);
+        if (!ev)
+            status = LG_APPEND_OOM;
+    }
+    a->done(a->arg, status, ev);
+    if (ev)
+        lg_event_unref(&ev);
+    free(a);
+}
+
+static void on_append_reply(void *reply, void *priv)
+{
+    struct append_job *a = priv;
+    redisReply *r = reply;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
+        if (r)
+            lg_warn("redis: append to %s failed: %s", a->s->name,
+                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+        append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
+        return;
+    }
+    bool duplicate = r->element[2]->type == REDIS_REPLY_INTEGER && r->element[2]->integer == 1;
+    append_finish(a, duplicate ? LG_APPEND_DUPLICATE : LG_APPEND_OK,
+                  (uint32_t)strtoul(r->element[0]->str, NULL, 10),
+                  strtoull(r->element[1]->str, NULL, 10));
+}
+
+static void run_append(struct lg_redis_job *job, bool up)
+{
+    struct append_job *a = (struct append_job *)job;
+    struct redis_stream *s = a->s;
+    const struct lg_event_fields *f = &a->f;
+    char epoch[16], maxlen[16], window[16], unix_ms[24], idem[KEY_MAX];
+    snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch());
+    snprintf(maxlen, sizeof maxlen, "%" PRIu32, s->bounds.max_events);
+    snprintf(window, sizeof window, "%" PRIu32, s->store->opts.idempotency_window_ms);
+    snprintf(unix_ms, sizeof unix_ms, "%" PRId64, f->published_unix_ms);
+    const char *argv[24];
+    size_t lens[24], n = 0;
+#define ARG(p, l) (argv[n] = (p), lens[n] = (l), n++)
+#define ARGS(p) ARG(p, strlen(p))
+    ARGS("EVAL"), ARGS(append_script), ARGS(f->idempotency_key ? "4" : "3");
+    ARGS(s->key_stream), ARGS(s->key_counter), ARGS(s->key_epoch);
+    if (f->idempotency_key) {
+        int l = snprintf(idem, sizeof idem, "%.*s:i:%.*s", (int)s->prefix_len, s->key_stream,
+                         (int)f->idempotency_key_len, f->idempotency_key);
+        ARG(idem, (size_t)l < sizeof idem ? (size_t)l : sizeof idem - 1);
+    }
+    ARGS(epoch), ARGS(maxlen), ARGS(window);
+    if (f->type)
+        ARGS("y"), ARG(f->type, f->type_len);
+    if (f->key)
+        ARGS("k"), ARG(f->key, f->key_len);
+    ARGS("d"), ARG(f->data, f->data_len);
+    ARGS("j"), ARGS(f->data_is_json ? "1" : "0");
+    ARGS("u"), ARGS(unix_ms);
+    if (f->idempotency_key)
+        ARGS("i"), ARG(f->idempotency_key, f->idempotency_key_len);
+#undef ARGS
+#undef ARG
+    if (!up || lg_redis_command(s->store->bridge, on_append_reply, a, (int)n, argv, lens) != 0)
+        append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
+}
+
+static char *copy_into(char **at, const char *p, size_t len)
+{
+    if (!p)
+        return NULL;
+    char *dst = *at;
+    memcpy(dst, p, len);
+    dst[len] = '\0';
+    *at += len + 1;
+    return dst;
+}
+
+static void append(struct lg_stream *base, struct lg_event_fields *f, lg_append_done *done,
+                   void *arg)
+{
+    struct redis_stream *s = rs(base);
+    size_t text = f->topic_name_len + f->type_len + f->key_len + f->data_len +
+                  f->idempotency_key_len + 5;
+    struct append_job *a = malloc(sizeof *a + text);
+    if (!a) {
+        done(arg, LG_APPEND_OOM, NULL);
+        return;
+    }
+    *a = (struct append_job){.job = {.run = run_append}, .s = s, .f = *f, .done = done,
+                             .arg = arg};
+    char *at = a->text;
+    a->f.topic_name = copy_into(&at, f->topic_name, f->topic_name_len);
+    a->f.type = copy_into(&at, f->type, f->type_len);
+    a->f.key = copy_into(&at, f->key, f->key_len);
+    a->f.data = copy_into(&at, f->data, f->data_len);
+    a->f.idempotency_key = copy_into(&at, f->idempotency_key, f->idempotency_key_len);
+    if (!lg_redis_bridge_post(s->store->bridge, &a->job)) {
+        free(a);
+        done(arg, LG_APPEND_UNAVAILABLE, NULL);
+    }
+}
+
+/* ---- Streams ------------------------------------------------------------------------------- */
+
+static char *key_of(const struct redis_store *st, const char *name, size_t len, const char *what)
+{
+    size_t cap = strlen(st->prefix) + len + 8;
+    char *k = malloc(cap);
+    if (k)
+        snprintf(k, cap, "%s{%.*s}:%s", st->prefix, (int)len, name, what);
+    return k;
+}
+
+static void stream_free(struct redis_stream *s)
+{
+    lg_history_release(&s->history);
+    pthread_mutex_destroy(&s->lock);
+    free(s->name), free(s->key_stream), free(s->key_counter), free(s->key_epoch);
+    free(s);
+}
+
+static struct lg_stream *stream_open(struct lg_store *store, const char *name, size_t len,
+                                     struct lg_history_bounds bounds)
+{
+    struct redis_store *st = (struct redis_store *)store;
+    struct redis_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->base.store = store;
+    s->store = st;
+    s->name = strndup(name, len);
+    s->name_len = len;
+    s->bounds = bounds;
+    s->key_stream = key_of(st, name, len, "s");
+    s->key_counter = key_of(st, name, len, "n");
+    s->key_epoch = key_of(st, name, len, "e");
+    pthread_mutex_init(&s->lock, NULL);
+    lg_history_init(&s->history, bounds);
+    if (!s->name || !s->key_stream || !s->key_counter || !s->key_epoch) {
+        stream_free(s);
+        return NULL;
+    }
+    s->prefix_len = strlen(s->key_stream) - 2;
+    pthread_mutex_lock(&st->streams_lock);
+    s->id = ++st->next_id;
+    s->next = st->streams;
+    st->streams = s;
+    pthread_mutex_unlock(&st->streams_lock);
+    if (!st->has_hooks)
+        lg_redis__kick(st); /* else once bound */
+    return &s->base;
+}
+
+static void stream_close(struct lg_stream *base)
+{
+    struct redis_stream *s = rs(base);
+    struct redis_store *st = s->store;
+    /* Unlinked, nothing on the bridge can reach it (loads name it by id, the tail reads the
+     * list under the lock). Appends must not be pending (the hub closes streams only after
+     * the bridge stopped: it collects no Redis topic while it runs). */
+    pthread_mutex_lock(&st->streams_lock);
+    for (struct redis_stream **pp = &st->streams; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->streams_lock);
+    stream_free(s);
+}
+
+static void stream_bind(struct lg_stream *base, void *owner)
+{
+    struct redis_stream *s = rs(base);
+    pthread_mutex_lock(&s->lock);
+    s->owner = owner;
+    pthread_mutex_unlock(&s->lock);
+    lg_redis__kick(s->store); /* load it */
+}
+
+#define MIRROR_READ(type, expr)                                                                   \
+    struct redis_stream *s = rs(base);                                                           \
+    pthread_mutex_lock(&s->lock);                                                                \
+    type v = (expr);                                                                             \
+    pthread_mutex_unlock(&s->lock);                                                              \
+    return v
+
+static uint32_t epoch_of(const struct lg_stream *base) { MIRROR_READ(uint32_t, s->epoch); }
+static uint64_t newest(const struct lg_stream *base) { MIRROR_READ(uint64_t, s->newest); }
+static bool ready(const struct lg_stream *base) { MIRROR_READ(bool, s->ready); }
+static uint64_t oldest(const struct lg_stream *base)
+{
+    MIRROR_READ(uint64_t, s->history.count ? lg_history_first_seq(&s->history) : s->newest + 1);
+}
+
+/* Linear in the retained events: the hub asks Redis (the append script), not this. */
+static struct lg_event *find_key(const struct lg_stream *base, const char *key, size_t len)
+{
+    struct redis_stream *s = rs(base);
+    struct lg_event *found = NULL;
+    pthread_mutex_lock(&s->lock);
+    for (uint32_t i = 0; i < s->history.count && !found; i++) {
+        struct lg_event *ev = lg_history_at(&s->history, i);
+        if (ev->idempotency_key && strlen(ev->idempotency_key) == len &&
+            memcmp(ev->idempotency_key, key, len) == 0)
+            found = ev;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+static int read_after(const struct lg_stream *base, uint64_t after, size_t max,
+                      uint64_t max_bytes, struct lg_store_page *page)
+{
+    struct redis_stream *s = rs(base);
+    *page = (struct lg_store_page){0};
+    pthread_mutex_lock(&s->lock);
+    const struct lg_history *h = &s->history;
+    uint32_t index = 0;
+    while (index < h->count && lg_history_at(h, index)->seq <= after)
+        index++;
+    size_t available = h->count - index, n = 0;
+    uint64_t bytes = 0;
+    while (n < available && n < max) {
+        bytes += lg_history_at(h, index + (uint32_t)n)->size;
+        if (n > 0 && bytes > max_bytes)
+            break;
+        n++;
+    }
+    page->more = available > n;
+    int rc = 0;
+    if (n > 0) {
+        page->events = malloc(n * sizeof *page->events);
+        if (page->events) {
+            for (size_t i = 0; i < n; i++)
+                page->events[i] = lg_event_ref(lg_history_at(h, index + (uint32_t)i));
+            page->count = n;
+        } else {
+            page->more = false;
+            rc = -1;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static bool evict_oldest(struct lg_stream *base)
+{
+    struct redis_stream *s = rs(base);
+    pthread_mutex_lock(&s->lock);
+    bool any = s->history.count > 0;
+    if (any)
+        lg_history_evict_oldest(&s->history);
+    pthread_mutex_unlock(&s->lock);
+    return any;
+}
+
+static uint32_t expire(struct lg_stream *base, uint64_t now_mono_ns)
+{
+    MIRROR_READ(uint32_t, lg_history_expire(&s->history, now_mono_ns));
+}
+
+static const char *state(const struct lg_store *store)
+{
+    return lg_redis_state_name(lg_redis_bridge_state(((const struct redis_store *)store)->bridge));
+}
+
+static void stop(struct lg_store *store)
+{
+    lg_redis_bridge_stop(((struct redis_store *)store)->bridge);
+}
+
+static void destroy(struct lg_store *store)
+{
+    struct redis_store *st = (struct redis_store *)store;
+    lg_redis_bridge_destroy(st->bridge);
+    pthread_mutex_destroy(&st->streams_lock);
+    free(st->url), free(st->prefix);
+    free(st);
+}
+
+static const struct lg_store_ops redis_ops = {
+    .name = "redis",
+    .stream_open = stream_open,
+    .stream_close = stream_close,
+    .epoch = epoch_of,
+    .newest = newest,
+    .oldest = oldest,
+    .find_key = find_key,
+    .append = append,
+    .read_after = read_after,
+    .evict_oldest = evict_oldest,
+    .expire = expire,
+    .destroy = destroy,
+    .remote = true,
+    .bind = stream_bind,
+    .ready = ready,
+    .state = state,
+    .stop = stop,
+};
+
+struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
+                                       const struct lg_redis_hooks *hooks, char *err,
+                                       size_t err_cap)
+{
+    struct redis_store *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(err, err_cap, "out of memory");
+        return NULL;
+    }
+    st->base.ops = &redis_ops;
+    st->opts = *opts;
+    st->url = strdup(opts->url);
+    st->prefix = strdup(opts->key_prefix);
+    st->opts.url = st->url;
+    st->opts.key_prefix = st->prefix;
+    st->kick.run = lg_redis__run_kick;
+    if (hooks) {
+        st->hooks = *hooks;
+        st->has_hooks = true;
+    }
+    pthread_mutex_init(&st->streams_lock, NULL);
+    struct lg_redis_bridge_user user = {.arg = st, .up = lg_redis__on_up,
+                                        .down = lg_redis__on_down};
+    if (st->url && st->prefix)
+        lg_redis_bridge_start(&st->opts, user, &st->bridge, err, err_cap);
+    else
+        snprintf(err, err_cap, "out of memory");
+    if (!st->bridge) {
+        pthread_mutex_destroy(&st->streams_lock);
+        free(st->url), free(st->prefix);
+        free(st);
+        return NULL;
+    }
+    return &st->base;
+}

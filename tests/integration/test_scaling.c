@@ -1,0 +1,611 @@
+/*
+ * test_scaling.c - several livegate nodes over one real redis-server (issue 14): the same ids
+ * in the same order on every node and transport, one total order for publishers on different
+ * nodes, a node killed with SIGKILL (its clients resume on another with nothing lost or
+ * repeated), Redis restarted mid-stream (503 meanwhile, nothing acknowledged lost), an
+ * idempotent retry on the other node, and a drained node moving its clients over a window.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lg_redis.h"
+#include "lg_test.h"
+
+#include "check_main.h"
+
+#define WAIT_MS 5000
+#define ID_MAX 96
+
+static struct lg_redis redis;
+
+/* Start a node on the test's Redis; extra: more top-level settings, extra_redis: more of the
+ * redis section (either NULL). */
+static void node_start_with(struct lg_server *s, const char *extra, const char *extra_redis)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 2, \"redis\": {\"url\": \"%s\", \"reconnect_min_ms\": 20, "
+             "\"reconnect_max_ms\": 200%s%s}%s%s}",
+             redis.url, extra_redis ? ", " : "", extra_redis ? extra_redis : "",
+             extra ? ", " : "", extra ? extra : "");
+    lg_server_must_start(s, cfg);
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    struct lg_http_response r;
+    int status = 0;
+    while (status != 200 && lg_now_ms() < deadline) {
+        if (lg_http_request(s->control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0) {
+            status = r.status;
+            lg_http_response_free(&r);
+        }
+        if (status != 200)
+            usleep(10000);
+    }
+    ck_assert_msg(status == 200, "node never became ready (redis store up)");
+}
+
+static void node_start(struct lg_server *s, const char *extra)
+{
+    node_start_with(s, extra, NULL);
+}
+
+static void setup(void)
+{
+    ck_assert_int_eq(lg_redis_start(&redis, true), 0);
+}
+
+static void teardown(void)
+{
+    lg_redis_stop(&redis);
+}
+
+/* Publish data on a node; the answer's id into id (may be NULL). Return value: the status. */
+static int publish(const struct lg_server *s, const char *topic, const char *data, char *id)
+{
+    return lg_publish(s->control_port, topic, data, id, ID_MAX);
+}
+
+/* ---- Collecting what clients saw ---------------------------------------------------------- */
+
+struct seen {
+    int n;
+    char id[256][ID_MAX];
+    char data[256][32];
+};
+
+static void seen_add(struct seen *v, const char *id, const char *data, size_t len)
+{
+    ck_assert_int_lt(v->n, 256);
+    snprintf(v->id[v->n], ID_MAX, "%.*s", ID_MAX - 1, id);
+    snprintf(v->data[v->n], sizeof v->data[0], "%.*s", (int)len, data);
+    v->n++;
+}
+
+/* Read SSE events into v until it holds want of them. */
+static void sse_collect(struct lg_sse_client *c, struct seen *v, int want)
+{
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    while (v->n < want) {
+        struct lg_sse_event ev;
+        int rc = lg_sse_next(c, &ev, lg_left_ms(deadline));
+        ck_assert_msg(rc == 1, "SSE: %d of %d events, then %s", v->n, want,
+                      rc == 0 ? "timeout" : "end of stream");
+        if (strcmp(ev.event, "message") == 0)
+            seen_add(v, ev.id, ev.data, ev.data_len);
+        lg_sse_event_free(&ev);
+    }
+}
+
+/* The value of "key":"..." in a JSON text, into out. */
+static bool json_str(const char *json, const char *key, char *out, size_t cap)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"%s\":\"", key);
+    const char *p = strstr(json, needle);
+    if (!p)
+        return false;
+    p += strlen(needle);
+    size_t n = strcspn(p, "\"");
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), p);
+    return true;
+}
+
+static void ws_collect(struct lg_ws_client *c, struct seen *v, int want)
+{
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    while (v->n < want) {
+        char *m = NULL;
+        int rc = lg_ws_next(c, &m, lg_left_ms(deadline));
+        ck_assert_msg(rc == 1, "WS: %d of %d events, then %d", v->n, want, rc);
+        char id[ID_MAX], data[32];
+        if (strstr(m, "\"type\":\"event\"") && json_str(m, "id", id, sizeof id) &&
+            json_str(m, "data", data, sizeof data))
+            seen_add(v, id, data, strlen(data));
+        free(m);
+    }
+}
+
+/* Long-poll topic on port from cursor since ("" = now) until v holds want events. */
+static void poll_collect(uint16_t port, const char *topic, const char *since, struct seen *v,
+                         int want)
+{
+    char cursor[ID_MAX * 2];
+    snprintf(cursor, sizeof cursor, "%s", since);
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    while (v->n < want && lg_now_ms() < deadline) {
+        char path[512];
+        snprintf(path, sizeof path, "/poll?topic=%s&timeout=2%s%s", topic,
+                 cursor[0] ? "&since=" : "", cursor);
+        struct lg_http_response r;
+        ck_assert_int_eq(lg_http_request(port, "GET", path, NULL, NULL, 0, &r, 4000), 0);
+        ck_assert_int_eq(r.status, 200);
+        for (const char *p = strstr(r.body, "{\"type\":\"event\""); p;
+             p = strstr(p + 1, "{\"type\":\"event\"")) {
+            char id[ID_MAX], data[32];
+            ck_assert(json_str(p, "id", id, sizeof id) && json_str(p, "data", data, sizeof data));
+            seen_add(v, id, data, strlen(data));
+        }
+        ck_assert(json_str(r.body, "cursor", cursor, sizeof cursor));
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(v->n, want);
+}
+
+/* v saw exactly the ids of acked[0..n), in that order. */
+static void expect_ids(const char *who, const struct seen *v, char acked[][ID_MAX], int n)
+{
+    ck_assert_msg(v->n == n, "%s saw %d events, %d were acknowledged", who, v->n, n);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(strcmp(v->id[i], acked[i]) == 0, "%s: event %d is %s, want %s", who, i,
+                      v->id[i], acked[i]);
+}
+
+/* ---- Same ids, same order, every node and transport ---------------------------------------- */
+
+START_TEST(two_nodes_same_ids_over_sse_ws_poll)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    struct lg_sse_client sse_a, sse_b;
+    struct lg_ws_client ws_a, ws_b;
+    lg_sse_must_open(&sse_a, a.public_port, "/sse?topic=news", NULL);
+    lg_sse_must_open(&sse_b, b.public_port, "/sse?topic=news", NULL);
+    lg_ws_must_subscribe(&ws_a, a.public_port, "/ws?topic=news", NULL, NULL, 0);
+    lg_ws_must_subscribe(&ws_b, b.public_port, "/ws?topic=news", NULL, NULL, 0);
+    static char acked[20][ID_MAX];
+    for (int i = 0; i < 20; i++) {
+        char data[16];
+        snprintf(data, sizeof data, "n%d", i);
+        ck_assert_int_eq(publish(&a, "news", data, acked[i]), 201);
+        ck_assert_uint_eq(lg_seq_of(acked[i]), (uint64_t)i + 1);
+    }
+    static struct seen v[5];
+    memset(v, 0, sizeof v);
+    sse_collect(&sse_a, &v[0], 20);
+    sse_collect(&sse_b, &v[1], 20);
+    ws_collect(&ws_a, &v[2], 20);
+    ws_collect(&ws_b, &v[3], 20);
+    /* a poller on B that starts from before the first event: B serves A's cursor */
+    char epoch[16], since[ID_MAX];
+    lg_epoch_of(acked[0], epoch, sizeof epoch);
+    snprintf(since, sizeof since, "news@%s:0", epoch);
+    poll_collect(b.public_port, "news", since, &v[4], 20);
+    const char *who[] = {"SSE on A", "SSE on B", "WS on A", "WS on B", "poll on B"};
+    for (int k = 0; k < 5; k++) {
+        expect_ids(who[k], &v[k], acked, 20);
+        for (int i = 0; i < 20; i++) {
+            char data[16];
+            snprintf(data, sizeof data, "n%d", i);
+            ck_assert_str_eq(v[k].data[i], data);
+        }
+    }
+    lg_sse_close(&sse_a), lg_sse_close(&sse_b), lg_ws_close(&ws_a), lg_ws_close(&ws_b);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+START_TEST(alternating_publishers_one_total_order)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    struct lg_sse_client sa, sb;
+    lg_sse_must_open(&sa, a.public_port, "/sse?topic=alt", NULL);
+    lg_sse_must_open(&sb, b.public_port, "/sse?topic=alt", NULL);
+    static char acked[40][ID_MAX];
+    for (int i = 0; i < 40; i++) {
+        char data[16];
+        snprintf(data, sizeof data, "%c%d", i % 2 ? 'B' : 'A', i);
+        ck_assert_int_eq(publish(i % 2 ? &b : &a, "alt", data, acked[i]), 201);
+        ck_assert_uint_eq(lg_seq_of(acked[i]), (uint64_t)i + 1); /* one counter for both */
+    }
+    static struct seen va, vb;
+    memset(&va, 0, sizeof va), memset(&vb, 0, sizeof vb);
+    sse_collect(&sa, &va, 40);
+    sse_collect(&sb, &vb, 40);
+    expect_ids("SSE on A", &va, acked, 40);
+    expect_ids("SSE on B", &vb, acked, 40);
+    for (int i = 0; i < 40; i++)
+        ck_assert_str_eq(va.data[i], vb.data[i]);
+    lg_sse_close(&sa), lg_sse_close(&sb);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+/* ---- A node killed with SIGKILL ----------------------------------------------------------- */
+
+#define KILL_SUBS 4
+
+START_TEST(kill9_node_clients_resume_on_the_other)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    static struct lg_sse_client subs[KILL_SUBS];
+    for (int k = 0; k < KILL_SUBS; k++)
+        lg_sse_must_open(&subs[k], a.public_port, "/sse?topic=k9", NULL);
+    static char acked[30][ID_MAX];
+    for (int i = 0; i < 15; i++)
+        ck_assert_int_eq(publish(&a, "k9", "x", acked[i]), 201);
+    kill(a.pid, SIGKILL); /* mid-stream: its clients may not have everything yet */
+    waitpid(a.pid, NULL, 0);
+    for (int i = 15; i < 30; i++)
+        ck_assert_int_eq(publish(&b, "k9", "x", acked[i]), 201);
+    for (int k = 0; k < KILL_SUBS; k++) {
+        static struct seen v;
+        memset(&v, 0, sizeof v);
+        for (;;) { /* what arrived before the node died */
+            struct lg_sse_event ev;
+            int rc = lg_sse_next(&subs[k], &ev, WAIT_MS);
+            if (rc != 1)
+                break;
+            if (strcmp(ev.event, "message") == 0)
+                seen_add(&v, ev.id, ev.data, ev.data_len);
+            lg_sse_event_free(&ev);
+        }
+        lg_sse_close(&subs[k]);
+        int before = v.n;
+        char epoch[16], path[256];
+        lg_epoch_of(acked[0], epoch, sizeof epoch);
+        if (before) /* resume on B with its last id; nothing reached it: from before the first */
+            snprintf(path, sizeof path, "/sse?topic=k9&last_event_id=%s", v.id[before - 1]);
+        else
+            snprintf(path, sizeof path, "/sse?topic=k9&last_event_id=k9@%s:0", epoch);
+        struct lg_sse_client c;
+        lg_server_pump_log(&b);
+        ck_assert_msg(kill(b.pid, 0) == 0, "node B died: %s", b.log);
+        lg_sse_must_open(&c, b.public_port, path, NULL);
+        sse_collect(&c, &v, 30);
+        char who[64];
+        snprintf(who, sizeof who, "subscriber %d (%d before the kill)", k, before);
+        expect_ids(who, &v, acked, 30); /* the union is the acknowledged sequence, once */
+        lg_sse_close(&c);
+    }
+    ck_assert_int_eq(lg_redis_int(&redis, "XLEN livegate:{k9}:s"), 30);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+/* ---- Redis restarted mid-stream ----------------------------------------------------------- */
+
+START_TEST(redis_restart_503_meanwhile_nothing_acknowledged_lost)
+{
+    struct lg_server a;
+    node_start(&a, NULL);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, a.public_port, "/sse?topic=rr", NULL);
+    static char acked[10][ID_MAX];
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(publish(&a, "rr", "before", acked[i]), 201);
+    lg_redis_halt(&redis, false);
+    /* unreachable: readyz not ready, publishes 503 + Retry-After, nothing accepted */
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    struct lg_http_response r = {0};
+    int ready = 200;
+    while (ready == 200 && lg_now_ms() < deadline) {
+        ck_assert_int_eq(lg_http_request(a.control_port, "GET", "/readyz", NULL, NULL, 0, &r,
+                                         1000), 0);
+        ready = r.status;
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(ready, 503);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(lg_http_request(a.control_port, "POST", "/v1/topics/rr/events", NULL,
+                                         "during", 6, &r, 5000), 0);
+        lg_expect_error(&r, 503, "unavailable", LG_ERROR_JSON_TYPE);
+        char retry[16];
+        ck_assert(lg_http_header(&r, "Retry-After", retry, sizeof retry));
+        lg_http_response_free(&r);
+    }
+    ck_assert_int_eq(lg_redis_restart(&redis), 0);
+    deadline = lg_now_ms() + WAIT_MS;
+    int status = 0;
+    for (int i = 5; i < 10; i++) {
+        while ((status = publish(&a, "rr", "after", acked[i])) == 503 && lg_now_ms() < deadline)
+            usleep(20000); /* until the bridge reconnected */
+        ck_assert_int_eq(status, 201);
+    }
+    ck_assert_uint_eq(lg_seq_of(acked[9]), 10); /* the 503s used no position */
+    static struct seen v;
+    memset(&v, 0, sizeof v);
+    sse_collect(&c, &v, 10); /* the same connection throughout */
+    expect_ids("SSE across the outage", &v, acked, 10);
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+}
+END_TEST
+
+/* Redis stops answering (SIGSTOP; the kernel still accepts its connections): every publish
+ * meanwhile is answered 503 once redis.command_timeout_ms passed with no answer (the bridge
+ * drops the connection and reconnects); it recovers on SIGCONT. */
+START_TEST(redis_hangs_publish_answers_503_after_the_command_timeout)
+{
+    struct lg_server a;
+    node_start_with(&a, NULL, "\"command_timeout_ms\": 300");
+    char id[ID_MAX];
+    ck_assert_int_eq(publish(&a, "hang", "before", id), 201);
+    kill(redis.pid, SIGSTOP);
+    int64_t t0 = lg_now_ms();
+    ck_assert_int_eq(publish(&a, "hang", "stuck", NULL), 503);
+    ck_assert_int_lt(lg_now_ms() - t0, 3000); /* bounded by the timeout, not by Redis */
+    ck_assert_int_eq(publish(&a, "hang", "meanwhile", NULL), 503);
+    kill(redis.pid, SIGCONT);
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    int status;
+    while ((status = publish(&a, "hang", "after", id)) == 503 && lg_now_ms() < deadline)
+        usleep(20000);
+    ck_assert_int_eq(status, 201);
+    lg_server_must_stop(&a);
+}
+END_TEST
+
+/* Redis restarted without its data: the topic begins a new life (a new epoch), and its
+ * connected subscribers get a reset, then the new life's events. */
+START_TEST(redis_loses_its_data_subscribers_get_a_reset)
+{
+    struct lg_server a;
+    node_start(&a, NULL);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, a.public_port, "/sse?topic=lost", NULL);
+    char old_id[ID_MAX], new_id[ID_MAX];
+    ck_assert_int_eq(publish(&a, "lost", "old", old_id), 201);
+    lg_redis_halt(&redis, false);
+    redis.persist = false; /* comes back empty */
+    ck_assert_int_eq(lg_redis_restart(&redis), 0);
+    int64_t deadline = lg_now_ms() + WAIT_MS;
+    int status;
+    while ((status = publish(&a, "lost", "new", new_id)) == 503 && lg_now_ms() < deadline)
+        usleep(20000);
+    ck_assert_int_eq(status, 201);
+    char e1[16], e2[16];
+    lg_epoch_of(old_id, e1, sizeof e1);
+    lg_epoch_of(new_id, e2, sizeof e2);
+    ck_assert_str_ne(e1, e2);
+    ck_assert_uint_eq(lg_seq_of(new_id), 1);
+    const char *want[] = {"message", "reset", "message"};
+    const char *want_data[] = {"old", NULL, "new"};
+    for (int i = 0; i < 3; i++) {
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+        ck_assert_str_eq(ev.event, want[i]);
+        if (want_data[i])
+            ck_assert_str_eq(ev.data, want_data[i]);
+        if (i == 2)
+            ck_assert_str_eq(ev.id, new_id);
+        lg_sse_event_free(&ev);
+    }
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+}
+END_TEST
+
+/* A node whose tail falls behind the stream's retention (stopped while another node
+ * publishes far more than history.max_events): its connected subscriber gets a gap naming
+ * exactly what Redis trimmed before the node read it, then every event after. */
+START_TEST(a_tail_behind_retention_sends_a_gap)
+{
+    struct lg_server a, b;
+    const char *small = "\"history\": {\"max_events\": 5}";
+    node_start(&a, small);
+    node_start(&b, small);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, a.public_port, "/sse?topic=trim", NULL);
+    static char acked[400][ID_MAX];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(publish(&b, "trim", "x", acked[i]), 201);
+    static struct seen v;
+    memset(&v, 0, sizeof v);
+    sse_collect(&c, &v, 3);
+    kill(a.pid, SIGSTOP);
+    for (int i = 3; i < 400; i++)
+        ck_assert_int_eq(publish(&b, "trim", "x", acked[i]), 201);
+    long long kept = lg_redis_int(&redis, "XLEN livegate:{trim}:s");
+    ck_assert_int_lt(kept, 300); /* MAXLEN ~ 5 trimmed whole stream nodes */
+    kill(a.pid, SIGCONT);
+    /* What A read before it stopped (its blocked read was answered at once), then the gap up
+     * to the oldest entry still retained, then everything from there */
+    uint64_t next = 4;
+    bool gap_seen = false;
+    while (next <= 400) {
+        struct lg_sse_event ev;
+        ck_assert_msg(lg_sse_next(&c, &ev, WAIT_MS) == 1, "stream stopped before %llu",
+                      (unsigned long long)next);
+        if (strcmp(ev.event, "gap") == 0) {
+            ck_assert(!gap_seen);
+            gap_seen = true;
+            char want[64];
+            snprintf(want, sizeof want, "\"from\":%llu,\"to\":%lld",
+                     (unsigned long long)next, 400 - kept);
+            ck_assert_msg(strstr(ev.data, want) != NULL, "gap %s, want %s", ev.data, want);
+            next = (uint64_t)(400 - kept) + 1;
+        } else {
+            ck_assert_str_eq(ev.event, "message");
+            ck_assert_str_eq(ev.id, acked[next - 1]);
+            next++;
+        }
+        lg_sse_event_free(&ev);
+    }
+    ck_assert_msg(gap_seen, "no gap: the tail read every event before they were trimmed");
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+/* ---- Idempotency across nodes ------------------------------------------------------------- */
+
+static int publish_keyed(const struct lg_server *s, const char *key, struct lg_http_response *r)
+{
+    char headers[128];
+    snprintf(headers, sizeof headers, "Idempotency-Key: %s\r\n", key);
+    ck_assert_int_eq(lg_http_request(s->control_port, "POST", "/v1/topics/idem/events", headers,
+                                     "once", 4, r, 5000), 0);
+    return r->status;
+}
+
+START_TEST(idempotent_retry_on_the_other_node_is_one_event)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, b.public_port, "/sse?topic=idem", NULL);
+    struct lg_http_response first, retry;
+    ck_assert_int_eq(publish_keyed(&a, "order-17", &first), 201);
+    ck_assert_int_eq(publish_keyed(&b, "order-17", &retry), 201);
+    char id1[ID_MAX], id2[ID_MAX];
+    ck_assert(json_str(first.body, "id", id1, sizeof id1));
+    ck_assert(json_str(retry.body, "id", id2, sizeof id2));
+    ck_assert_str_eq(id1, id2);
+    ck_assert_ptr_null(strstr(first.body, "duplicate"));
+    ck_assert_ptr_nonnull(strstr(retry.body, "\"duplicate\":true"));
+    lg_http_response_free(&first), lg_http_response_free(&retry);
+    char marker[ID_MAX];
+    ck_assert_int_eq(publish(&b, "idem", "marker", marker), 201);
+    ck_assert_uint_eq(lg_seq_of(marker), 2);
+    static struct seen v;
+    memset(&v, 0, sizeof v);
+    sse_collect(&c, &v, 2);
+    ck_assert_str_eq(v.id[0], id1);
+    ck_assert_str_eq(v.data[0], "once");
+    ck_assert_str_eq(v.id[1], marker);
+    ck_assert_int_eq(lg_redis_int(&redis, "XLEN livegate:{idem}:s"), 2);
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+/* ---- Draining one of two nodes ------------------------------------------------------------ */
+
+#define DRAIN_SUBS 200
+#define DRAIN_WINDOW_MS 1500
+
+START_TEST(drain_moves_200_clients_over_the_window_without_loss)
+{
+    struct lg_server a, b;
+    node_start(&a, "\"drain_window_ms\": 1500, \"drain_timeout_ms\": 10000");
+    node_start(&b, NULL);
+    static struct lg_sse_client subs[DRAIN_SUBS];
+    static struct seen v[DRAIN_SUBS];
+    static int64_t ended_ms[DRAIN_SUBS];
+    static bool moved[DRAIN_SUBS];
+    memset(v, 0, sizeof v), memset(moved, 0, sizeof moved);
+    for (int k = 0; k < DRAIN_SUBS; k++)
+        lg_sse_must_open(&subs[k], a.public_port, "/sse?topic=dr", NULL);
+    static char acked[10][ID_MAX];
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(publish(&a, "dr", "x", acked[i]), 201);
+    char epoch[16];
+    lg_epoch_of(acked[0], epoch, sizeof epoch);
+    kill(a.pid, SIGTERM);
+    int64_t start = lg_now_ms(), deadline = start + DRAIN_WINDOW_MS + 8000;
+    int published = 5, left = DRAIN_SUBS;
+    while (left > 0 && lg_now_ms() < deadline) {
+        if (published < 10 && lg_now_ms() - start > (published - 4) * 200)
+            ck_assert_int_eq(publish(&b, "dr", "x", acked[published++]), 201); /* meanwhile */
+        for (int k = 0; k < DRAIN_SUBS; k++) {
+            if (moved[k])
+                continue;
+            struct lg_sse_event ev;
+            int rc;
+            while ((rc = lg_sse_next(&subs[k], &ev, 0)) == 1) {
+                if (strcmp(ev.event, "message") == 0)
+                    seen_add(&v[k], ev.id, ev.data, ev.data_len);
+                lg_sse_event_free(&ev);
+            }
+            if (rc != -1)
+                continue;
+            /* A ended the stream: the client reconnects to B with its last id */
+            ck_assert_msg(subs[k].retry_ms >= 1500 && subs[k].retry_ms <= 3000,
+                          "drained with retry: %d", subs[k].retry_ms);
+            ended_ms[k] = lg_now_ms() - start;
+            lg_sse_close(&subs[k]);
+            char path[256];
+            if (v[k].n)
+                snprintf(path, sizeof path, "/sse?topic=dr&last_event_id=%s", v[k].id[v[k].n - 1]);
+            else
+                snprintf(path, sizeof path, "/sse?topic=dr&last_event_id=dr@%s:0", epoch);
+            lg_sse_must_open(&subs[k], b.public_port, path, NULL);
+            moved[k] = true;
+            left--;
+        }
+        usleep(2000);
+    }
+    ck_assert_msg(left == 0, "%d clients were never moved", left);
+    while (published < 10)
+        ck_assert_int_eq(publish(&b, "dr", "x", acked[published++]), 201);
+    for (int k = 0; k < DRAIN_SUBS; k++) {
+        sse_collect(&subs[k], &v[k], 10);
+        char who[48];
+        snprintf(who, sizeof who, "client %d (moved at %lld ms)", k, (long long)ended_ms[k]);
+        expect_ids(who, &v[k], acked, 10);
+        lg_sse_close(&subs[k]);
+    }
+    /* The spread: the moves cover most of the window and no tenth of it holds a crowd. */
+    int64_t first = ended_ms[0], last = ended_ms[0];
+    int bucket[10] = {0};
+    for (int k = 0; k < DRAIN_SUBS; k++) {
+        first = ended_ms[k] < first ? ended_ms[k] : first;
+        last = ended_ms[k] > last ? ended_ms[k] : last;
+    }
+    for (int k = 0; k < DRAIN_SUBS; k++) {
+        int i = last > first ? (int)((ended_ms[k] - first) * 10 / (last - first + 1)) : 0;
+        bucket[i]++;
+    }
+    for (int i = 0; i < 10; i++)
+        ck_assert_msg(bucket[i] <= DRAIN_SUBS / 4, "tenth %d of the moves holds %d of %d clients",
+                      i, bucket[i], DRAIN_SUBS);
+    ck_assert_msg(last - first >= DRAIN_WINDOW_MS / 2, "moves spread over %lld ms only",
+                  (long long)(last - first));
+    int status;
+    ck_assert_int_eq(waitpid(a.pid, &status, 0), a.pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "node A exited %d", status);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+static Suite *scaling_suite(void)
+{
+    Suite *s = suite_create("scaling");
+    TCase *tc = LG_TCASE(s, "redis", setup, teardown, two_nodes_same_ids_over_sse_ws_poll,
+                         alternating_publishers_one_total_order,
+                         kill9_node_clients_resume_on_the_other,
+                         redis_restart_503_meanwhile_nothing_acknowledged_lost,
+                         redis_loses_its_data_subscribers_get_a_reset,
+                         redis_hangs_publish_answers_503_after_the_command_timeout,
+                         a_tail_behind_retention_sends_a_gap,
+                         idempotent_retry_on_the_other_node_is_one_event,
+                         drain_moves_200_clients_over_the_window_without_loss);
+    tcase_set_timeout(tc, 60);
+    return s;
+}
+
+LG_CHECK_MAIN(scaling_suite)
