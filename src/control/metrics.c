@@ -47,6 +47,8 @@ struct metric_row {
 #define FN(n, t, h, l, fn) {.name = n, .type = t, .help = h, .labels = l, .value = fn}
 
 static double one(const struct lg_control *c) { (void)c; return 1; }
+static double store_remote(const struct lg_control *c) { return lg_hub_remote(c->hub); }
+static double store_ready(const struct lg_control *c) { return lg_hub_store_ready(c->hub); }
 static double connections(const struct lg_control *c)
 {
     (void)c;
@@ -82,8 +84,18 @@ static const struct metric_row rows[] = {
        "version=\"" LG_VERSION "\"", one),
     FN("livegate_start_time_seconds", "gauge", "When the process started, Unix seconds.", NULL,
        start_time),
-    FN("livegate_store_info", "gauge", "The store keeping the topics' streams (always 1).",
-       "store=\"memory\",state=\"up\"", one),
+    FN("livegate_store_remote", "gauge",
+       "1 when topics are kept in Redis (the redis section), 0 for the memory store.", NULL,
+       store_remote),
+    FN("livegate_store_ready", "gauge",
+       "1 when the store accepts publishes (memory: always; Redis: the bridge is connected).",
+       NULL, store_ready),
+    COUNTER("livegate_redis_connections_lost_total",
+            "Connections to Redis lost (the bridge reconnects with backoff).", NULL,
+            redis_connections_lost),
+    COUNTER("livegate_redis_tail_stalls_total",
+            "Times the Redis tail answered nothing within redis.command_timeout_ms.", NULL,
+            redis_tail_stalls),
     GAUGE("livegate_clients", clients_help, "transport=\"sse\"", clients_sse),
     GAUGE("livegate_clients", clients_help, "transport=\"websocket\"", clients_ws),
     GAUGE("livegate_clients", clients_help, "transport=\"poll\"", clients_poll),
@@ -125,6 +137,8 @@ static const struct metric_row rows[] = {
             "reason=\"max_retained_bytes\"", publishes_refused_memory),
     COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"out_of_memory\"",
             publishes_refused_oom),
+    COUNTER("livegate_publishes_refused_total", refused_pub_help,
+            "reason=\"store_unavailable\"", publishes_refused_store),
     COUNTER("livegate_publishes_held_total",
             "Publishes held for a worker's room (overload pacing), by reason.",
             "reason=\"workers_behind\"", publishes_held),

@@ -53,15 +53,16 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         return NULL;
     hub->cfg = cfg;
     hub->workers = workers;
-    hub->store = cfg->redis.url && cfg->redis.url[0] ? lg_hub__remote_store(hub)
-                                                     : lg_memory_store_create();
+    bool remote = cfg->redis.url && cfg->redis.url[0];
+    hub->store = remote ? lg_hub__remote_store(hub) : lg_memory_store_create();
+    hub->local = remote ? lg_memory_store_create() : hub->store;
     size_t buckets = 64;
     while (buckets < cfg->limits.max_topics / 2 && buckets < (1u << 20))
         buckets <<= 1;
     hub->bucket_mask = buckets - 1;
     hub->buckets = calloc(buckets, sizeof *hub->buckets);
     hub->links = calloc(workers ? workers : 1, sizeof *hub->links);
-    if (!hub->store || !hub->buckets || !hub->links ||
+    if (!hub->store || !hub->local || !hub->buckets || !hub->links ||
         pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
     for (uint32_t w = 0; w < workers; w++)
@@ -69,6 +70,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
             abort(); /* a mutex with default attributes does not fail to initialise */
     return hub;
 err:
+    if (hub->local && hub->local != hub->store)
+        hub->local->ops->destroy(hub->local);
     if (hub->store)
         hub->store->ops->destroy(hub->store);
     free(hub->buckets);
@@ -98,6 +101,8 @@ void lg_hub_destroy(struct lg_hub *hub)
     for (uint32_t w = 0; w < hub->workers; w++)
         lg_mailbox_release(&hub->links[w].calls, w); /* calls a stopped worker never took */
     pthread_rwlock_destroy(&hub->registry_lock);
+    if (hub->local != hub->store)
+        hub->local->ops->destroy(hub->local);
     hub->store->ops->destroy(hub->store); /* after every topic closed its stream */
     free(hub->buckets);
     free(hub->links);
@@ -166,14 +171,16 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
             char copy[LG_TOPIC_NAME_MAX + 1];
             memcpy(copy, name, len);
             copy[len] = '\0';
-            struct lg_stream *stream = hub->store->ops->stream_open(
-                hub->store, name, len, lg_config_history_for(hub->cfg, copy));
+            /* The gateway's own topics stay on this node: no other node publishes them. */
+            struct lg_store *store = name[0] == '$' ? hub->local : hub->store;
+            struct lg_stream *stream = store->ops->stream_open(
+                store, name, len, lg_config_history_for(hub->cfg, copy));
             t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->cfg, copy), stream,
                                          hub->workers)
                        : NULL;
             if (t) {
-                if (hub->store->ops->bind)
-                    hub->store->ops->bind(stream, t);
+                if (store->ops->bind)
+                    store->ops->bind(stream, t);
                 lg_topic_ref(t); /* the caller's, beside the registry's */
                 t->next_in_bucket = hub->buckets[h & hub->bucket_mask];
                 hub->buckets[h & hub->bucket_mask] = t;
@@ -336,8 +343,10 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     enum lg_publish_status bad = lg_hub__check_request(req);
     if (bad != LG_PUBLISH_OK)
         return bad;
-    if (hub->store->ops->remote)
-        return LG_PUBLISH_STORE_UNAVAILABLE; /* lg_hub_publish_async() is the remote path */
+    /* A remote store's topics are published by lg_hub_publish_async(); only the gateway's
+     * own topics, always local, come here in Redis mode. */
+    if (hub->store->ops->remote && req->topic[0] != '$')
+        return LG_PUBLISH_STORE_UNAVAILABLE;
 
     const char *problem = NULL;
     struct lg_topic *t;

@@ -32,7 +32,10 @@ struct lg_hub {
     struct lg_worker_link *links;   /* [workers], set before publishing starts */
     lg_room_proc *room;             /* set before publishing starts */
     void *room_arg;
-    struct lg_store *store;         /* where every topic's stream is kept */
+    struct lg_store *store;
+    struct lg_store *local;         /* the gateway's own topics ($sys/...): always a memory
+                                       store, node-local even when store is remote; == store
+                                       in memory mode */         /* where every topic's stream is kept */
     pthread_rwlock_t registry_lock;
     struct lg_topic **buckets;      /* {registry_lock} chained hash table */
     size_t bucket_mask;
