@@ -79,6 +79,22 @@ static const char auth_refused_help[] =
 static const char refused_pub_help[] = "Publishes refused with 503, by reason.";
 static const char notices_help[] = "Notices written to clients, by kind.";
 
+
+/* The families: one name, one help text, a label per row. */
+#define FAMILY(n, h, label, value, field) COUNTER(n, h, label "=\"" value "\"", field)
+#define CLIENTS(v, f) GAUGE("livegate_clients", clients_help, "transport=\"" v "\"", f)
+#define CLOSED(v, f) FAMILY("livegate_connections_closed_total", closed_help, "reason", v, f)
+#define CONN_REFUSED(v, f) \
+    FAMILY("livegate_connections_refused_total", refused_conn_help, "reason", v, f)
+#define PUBLISH_REFUSED(v, f) \
+    FAMILY("livegate_publishes_refused_total", refused_pub_help, "reason", v, f)
+#define DELIVERED(v, f) \
+    FAMILY("livegate_events_delivered_total", delivered_help, "transport", v, f)
+#define DROPPED(v, f) FAMILY("livegate_events_dropped_total", dropped_help, "reason", v, f)
+#define NOTICES(v, f) FAMILY("livegate_notices_sent_total", notices_help, "kind", v, f)
+#define AUTH_REFUSED(v, f) \
+    FAMILY("livegate_auth_refused_total", auth_refused_help, "reason", v, f)
+
 static const struct metric_row rows[] = {
     FN("livegate_build_info", "gauge", "The running build (always 1).",
        "version=\"" LG_VERSION "\"", one),
@@ -96,28 +112,20 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_redis_tail_stalls_total",
             "Times the Redis tail answered nothing within redis.command_timeout_ms.", NULL,
             redis_tail_stalls),
-    GAUGE("livegate_clients", clients_help, "transport=\"sse\"", clients_sse),
-    GAUGE("livegate_clients", clients_help, "transport=\"websocket\"", clients_ws),
-    GAUGE("livegate_clients", clients_help, "transport=\"poll\"", clients_poll),
+    CLIENTS("sse", clients_sse),
+    CLIENTS("websocket", clients_ws),
+    CLIENTS("poll", clients_poll),
     FN("livegate_connections", "gauge", "Public-port connections open now (any state).", NULL,
        connections),
     COUNTER("livegate_connections_opened_total", opened_help, NULL, connections_opened),
-    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"client\"",
-            connections_closed_client),
-    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"slow_consumer\"",
-            connections_closed_slow),
-    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"policy\"",
-            connections_closed_policy),
-    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"drain\"",
-            connections_closed_drain),
-    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"error\"",
-            connections_closed_error),
-    COUNTER("livegate_connections_closed_total", closed_help, "reason=\"admin\"",
-            connections_closed_admin),
-    COUNTER("livegate_connections_refused_total", refused_conn_help,
-            "reason=\"max_connections\"", connections_refused),
-    COUNTER("livegate_connections_refused_total", refused_conn_help,
-            "reason=\"max_connections_per_address\"", connections_refused_address),
+    CLOSED("client", connections_closed_client),
+    CLOSED("slow_consumer", connections_closed_slow),
+    CLOSED("policy", connections_closed_policy),
+    CLOSED("drain", connections_closed_drain),
+    CLOSED("error", connections_closed_error),
+    CLOSED("admin", connections_closed_admin),
+    CONN_REFUSED("max_connections", connections_refused),
+    CONN_REFUSED("max_connections_per_address", connections_refused_address),
     COUNTER("livegate_requests_rejected_total",
             "Public-port requests answered with an error status (4xx/5xx).", NULL,
             requests_rejected),
@@ -129,33 +137,23 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_publishes_deduplicated_total",
             "Publishes answered with an earlier event (idempotency key in history).", NULL,
             publishes_deduplicated),
-    COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"overload\"",
-            publishes_refused_overload),
-    COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"max_topics\"",
-            publishes_refused_topics),
-    COUNTER("livegate_publishes_refused_total", refused_pub_help,
-            "reason=\"max_retained_bytes\"", publishes_refused_memory),
-    COUNTER("livegate_publishes_refused_total", refused_pub_help, "reason=\"out_of_memory\"",
-            publishes_refused_oom),
-    COUNTER("livegate_publishes_refused_total", refused_pub_help,
-            "reason=\"store_unavailable\"", publishes_refused_store),
+    PUBLISH_REFUSED("overload", publishes_refused_overload),
+    PUBLISH_REFUSED("max_topics", publishes_refused_topics),
+    PUBLISH_REFUSED("max_retained_bytes", publishes_refused_memory),
+    PUBLISH_REFUSED("out_of_memory", publishes_refused_oom),
+    PUBLISH_REFUSED("store_unavailable", publishes_refused_store),
     COUNTER("livegate_publishes_held_total",
             "Publishes held for a worker's room (overload pacing), by reason.",
             "reason=\"workers_behind\"", publishes_held),
-    COUNTER("livegate_events_delivered_total", delivered_help, "transport=\"sse\"",
-            events_delivered_sse),
-    COUNTER("livegate_events_delivered_total", delivered_help, "transport=\"websocket\"",
-            events_delivered_ws),
-    COUNTER("livegate_events_delivered_total", delivered_help, "transport=\"poll\"",
-            events_delivered_poll),
-    COUNTER("livegate_events_dropped_total", dropped_help, "reason=\"overflow\"",
-            events_dropped_overflow),
-    COUNTER("livegate_events_dropped_total", dropped_help, "reason=\"lag\"", events_dropped_lag),
-    COUNTER("livegate_events_dropped_total", dropped_help, "reason=\"conflated\"",
-            events_conflated),
-    COUNTER("livegate_notices_sent_total", notices_help, "kind=\"gap\"", gaps_sent),
-    COUNTER("livegate_notices_sent_total", notices_help, "kind=\"reset\"", resets_sent),
-    COUNTER("livegate_notices_sent_total", notices_help, "kind=\"end\"", ends_sent),
+    DELIVERED("sse", events_delivered_sse),
+    DELIVERED("websocket", events_delivered_ws),
+    DELIVERED("poll", events_delivered_poll),
+    DROPPED("overflow", events_dropped_overflow),
+    DROPPED("lag", events_dropped_lag),
+    DROPPED("conflated", events_conflated),
+    NOTICES("gap", gaps_sent),
+    NOTICES("reset", resets_sent),
+    NOTICES("end", ends_sent),
     GAUGE("livegate_client_queue_depth_max",
           "Deepest client queue seen since start, in events.", NULL, max_queue_depth),
     FN("livegate_backlog_events", "gauge",
@@ -178,22 +176,14 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_control_connections_timed_out_total",
             "Control-port connections shut down past their request deadline.", NULL,
             control_connections_timed_out),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"missing\"",
-            auth_refused_missing),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"malformed\"",
-            auth_refused_malformed),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"expired\"",
-            auth_refused_expired),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"not_yet_valid\"",
-            auth_refused_not_yet_valid),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"bad_signature\"",
-            auth_refused_bad_signature),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"wrong_algorithm\"",
-            auth_refused_wrong_algorithm),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"topic\"",
-            auth_refused_topic),
-    COUNTER("livegate_auth_refused_total", auth_refused_help, "reason=\"origin\"",
-            auth_refused_origin),
+    AUTH_REFUSED("missing", auth_refused_missing),
+    AUTH_REFUSED("malformed", auth_refused_malformed),
+    AUTH_REFUSED("expired", auth_refused_expired),
+    AUTH_REFUSED("not_yet_valid", auth_refused_not_yet_valid),
+    AUTH_REFUSED("bad_signature", auth_refused_bad_signature),
+    AUTH_REFUSED("wrong_algorithm", auth_refused_wrong_algorithm),
+    AUTH_REFUSED("topic", auth_refused_topic),
+    AUTH_REFUSED("origin", auth_refused_origin),
     COUNTER("livegate_auth_streams_expired_total",
             "Connections ended when their token reached exp (SSE error event, WebSocket 4003, "
             "poll answered).", NULL, auth_streams_expired),
@@ -294,39 +284,53 @@ static void render_topics(struct lg_control *c, struct lg_buf *b)
     free(infos);
 }
 
+static double worker_busy_s(const struct lg_control *c, uint32_t w)
+{
+    (void)c;
+    return (double)atomic_load_explicit(&lg_worker_stats[w].busy_ns, memory_order_relaxed) / 1e9;
+}
+static double worker_inbox(const struct lg_control *c, uint32_t w)
+{
+    return (double)lg_hub_worker_backlog(c->hub, w);
+}
+static double worker_backlogged(const struct lg_control *c, uint32_t w)
+{
+    (void)c;
+    return (double)atomic_load_explicit(&lg_worker_stats[w].backlogged_conns,
+                                        memory_order_relaxed);
+}
+static double worker_connections(const struct lg_control *c, uint32_t w)
+{
+    (void)c;
+    return (double)atomic_load_explicit(&lg_worker_stats[w].connections, memory_order_relaxed);
+}
+
+/* The series with one sample per worker (label worker="N"). */
+static const struct {
+    const char *name, *type, *help;
+    double (*value)(const struct lg_control *c, uint32_t worker);
+} worker_series[] = {
+    {"livegate_worker_busy_seconds_total", "counter",
+     "Time each worker's loop spent running callbacks (the rest it waited for events).",
+     worker_busy_s},
+    {"livegate_worker_inbox_events", "gauge",
+     "Events accepted for the worker and not yet taken (its backlog).", worker_inbox},
+    {"livegate_worker_backlogged_connections", "gauge",
+     "Connections of the worker whose socket has not taken their queue (each tick).",
+     worker_backlogged},
+    {"livegate_worker_connections", "gauge", "Connections the worker serves (each tick).",
+     worker_connections},
+};
+
 static void render_workers(const struct lg_control *c, struct lg_buf *b)
 {
-    uint32_t n = c->worker_count;
     char label[32];
-    header(b, "livegate_worker_busy_seconds_total", "counter",
-           "Time each worker's loop spent running callbacks (the rest it waited for events).");
-    for (uint32_t w = 0; w < n; w++) {
-        snprintf(label, sizeof label, "worker=\"%u\"", w);
-        sample(b, "livegate_worker_busy_seconds_total", label,
-               (double)atomic_load_explicit(&lg_worker_stats[w].busy_ns, memory_order_relaxed) /
-                   1e9);
-    }
-    header(b, "livegate_worker_inbox_events", "gauge",
-           "Events accepted for the worker and not yet taken (its backlog).");
-    for (uint32_t w = 0; w < n; w++) {
-        snprintf(label, sizeof label, "worker=\"%u\"", w);
-        sample_u64(b, "livegate_worker_inbox_events", label, lg_hub_worker_backlog(c->hub, w));
-    }
-    header(b, "livegate_worker_backlogged_connections", "gauge",
-           "Connections of the worker whose socket has not taken their queue (each tick).");
-    for (uint32_t w = 0; w < n; w++) {
-        snprintf(label, sizeof label, "worker=\"%u\"", w);
-        sample(b, "livegate_worker_backlogged_connections", label,
-               (double)atomic_load_explicit(&lg_worker_stats[w].backlogged_conns,
-                                            memory_order_relaxed));
-    }
-    header(b, "livegate_worker_connections", "gauge",
-           "Connections the worker serves (each tick).");
-    for (uint32_t w = 0; w < n; w++) {
-        snprintf(label, sizeof label, "worker=\"%u\"", w);
-        sample(b, "livegate_worker_connections", label,
-               (double)atomic_load_explicit(&lg_worker_stats[w].connections,
-                                            memory_order_relaxed));
+    for (size_t s = 0; s < sizeof worker_series / sizeof worker_series[0]; s++) {
+        header(b, worker_series[s].name, worker_series[s].type, worker_series[s].help);
+        for (uint32_t w = 0; w < c->worker_count; w++) {
+            snprintf(label, sizeof label, "worker=\"%u\"", w);
+            sample(b, worker_series[s].name, label, worker_series[s].value(c, w));
+        }
     }
 }
 

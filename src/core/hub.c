@@ -326,6 +326,26 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
     return true;
 }
 
+struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req)
+{
+    return (struct lg_event_fields){
+        .topic = t,
+        .topic_name = t->name,
+        .topic_name_len = t->name_len,
+        .type = req->type,
+        .type_len = req->type_len,
+        .key = req->key,
+        .key_len = req->key_len,
+        .data = req->data,
+        .data_len = req->data_len,
+        .data_is_json = req->data_is_json,
+        .idempotency_key = req->idempotency_key,
+        .idempotency_key_len = req->idempotency_key_len,
+        .published_unix_ms = lg_unix_ms(),
+        .published_mono_ns = lg_mono_ns(),
+    };
+}
+
 enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req)
 {
     if (lg_topic_name_problem(req->topic, req->topic_len))
@@ -380,22 +400,7 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         lg_hub_topic_done(hub, t);
         return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
     }
-    struct lg_event_fields f = {
-        .topic = t,
-        .topic_name = t->name,
-        .topic_name_len = t->name_len,
-        .type = req->type,
-        .type_len = req->type_len,
-        .key = req->key,
-        .key_len = req->key_len,
-        .data = req->data,
-        .data_len = req->data_len,
-        .data_is_json = req->data_is_json,
-        .idempotency_key = req->idempotency_key,
-        .idempotency_key_len = req->idempotency_key_len,
-        .published_unix_ms = lg_unix_ms(),
-        .published_mono_ns = lg_mono_ns(),
-    };
+    struct lg_event_fields f = lg_hub__event_fields(t, req);
     lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
     if (call.status != LG_PUBLISH_OK)
         lg_hub__release_reservations(hub, call.reserved);

@@ -54,6 +54,8 @@ enum lg_publish_status lg_hub__refuse(enum lg_publish_status s);
 void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev,
                          bool duplicate);
 void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask);
+/* The fields of the event req asks for on t, stamped now. */
+struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req);
 /* The validation every publish starts with. Return value: LG_PUBLISH_OK or the problem. */
 enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req);
 

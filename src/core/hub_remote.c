@@ -174,22 +174,7 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
         return lg_hub__refuse(LG_PUBLISH_OOM);
     }
     *call = (struct remote_call){.hub = hub, .t = t, .done = done, .arg = arg};
-    struct lg_event_fields f = {
-        .topic = t,
-        .topic_name = t->name,
-        .topic_name_len = t->name_len,
-        .type = req->type,
-        .type_len = req->type_len,
-        .key = req->key,
-        .key_len = req->key_len,
-        .data = req->data,
-        .data_len = req->data_len,
-        .data_is_json = req->data_is_json,
-        .idempotency_key = req->idempotency_key,
-        .idempotency_key_len = req->idempotency_key_len,
-        .published_unix_ms = lg_unix_ms(),
-        .published_mono_ns = lg_mono_ns(),
-    };
+    struct lg_event_fields f = lg_hub__event_fields(t, req);
     lg_stream_append(t->stream, &f, on_remote_appended, call); /* no lock: the store's queue */
     int expected = CALL_SUBMITTING;
     if (atomic_compare_exchange_strong(&call->state, &expected, CALL_HANDED))

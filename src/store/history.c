@@ -121,3 +121,30 @@ uint64_t lg_history_first_seq(const struct lg_history *h)
 {
     return h->count ? h->ring[h->head]->seq : 0;
 }
+
+int lg_history_page(const struct lg_history *h, uint32_t i, size_t max, uint64_t max_bytes,
+                    struct lg_store_page *page)
+{
+    *page = (struct lg_store_page){0};
+    size_t available = i < h->count ? h->count - i : 0;
+    size_t n = 0;
+    uint64_t bytes = 0;
+    while (n < available && n < max) {
+        bytes += lg_history_at(h, i + (uint32_t)n)->size;
+        if (n > 0 && bytes > max_bytes)
+            break;
+        n++;
+    }
+    page->more = available > n;
+    if (n == 0)
+        return 0;
+    page->events = malloc(n * sizeof *page->events);
+    if (!page->events) {
+        page->more = false;
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++)
+        page->events[k] = lg_event_ref(lg_history_at(h, i + (uint32_t)k));
+    page->count = n;
+    return 0;
+}

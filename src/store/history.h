@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "policy.h"
+#include "store.h"
 
 struct lg_event;
 
@@ -44,5 +45,10 @@ uint32_t lg_history_expire(struct lg_history *h, uint64_t now_mono_ns);
 struct lg_event *lg_history_at(const struct lg_history *h, uint32_t i);
 /* Lowest retained seq, or 0 when empty. */
 uint64_t lg_history_first_seq(const struct lg_history *h);
+/* A store's page of the events from index i on: at most max events and max_bytes (one event
+ * at least), each referenced once for the caller. Return value: 0, or -1 out of memory (an
+ * empty page). */
+int lg_history_page(const struct lg_history *h, uint32_t i, size_t max, uint64_t max_bytes,
+                    struct lg_store_page *page);
 
 #endif

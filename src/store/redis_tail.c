@@ -249,14 +249,22 @@ static struct redis_stream *stream_by_id(struct redis_store *st, uint64_t id)
     return NULL;
 }
 
+/* A reply's call ends here: free it and find its stream, which may have closed meanwhile.
+ * Returns with streams_lock held, the stream or NULL. */
+static struct redis_stream *end_call(struct sync_call *call, struct redis_store **st)
+{
+    *st = call->st;
+    pthread_mutex_lock(&(*st)->streams_lock);
+    struct redis_stream *s = stream_by_id(*st, call->stream_id);
+    free(call);
+    return s;
+}
+
 static void on_sync_reply(void *reply, void *priv)
 {
-    struct sync_call *call = priv;
-    struct redis_store *st = call->st;
+    struct redis_store *st;
+    struct redis_stream *s = end_call(priv, &st);
     redisReply *r = reply;
-    pthread_mutex_lock(&st->streams_lock);
-    struct redis_stream *s = stream_by_id(st, call->stream_id);
-    free(call);
     if (!s) {
         pthread_mutex_unlock(&st->streams_lock);
         return; /* closed meanwhile */
@@ -330,12 +338,9 @@ static void sync_stream(struct redis_stream *s)
 
 static void on_check_reply(void *reply, void *priv)
 {
-    struct sync_call *call = priv;
-    struct redis_store *st = call->st;
+    struct redis_store *st;
+    struct redis_stream *s = end_call(priv, &st);
     redisReply *r = reply;
-    pthread_mutex_lock(&st->streams_lock);
-    struct redis_stream *s = stream_by_id(st, call->stream_id);
-    free(call);
     if (!s || !r) {
         pthread_mutex_unlock(&st->streams_lock);
         return; /* closed, or the connection failed again: checked at the next up */

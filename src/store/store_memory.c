@@ -233,27 +233,7 @@ static int read_after(const struct lg_stream *base, uint64_t after, size_t max,
         return 0;
     uint64_t first = lg_history_first_seq(h);
     uint32_t index = after + 1 > first ? (uint32_t)(after + 1 - first) : 0;
-    size_t available = h->count - index;
-    size_t n = 0;
-    uint64_t bytes = 0;
-    while (n < available && n < max) {
-        bytes += lg_history_at(h, index + (uint32_t)n)->size;
-        if (n > 0 && bytes > max_bytes)
-            break;
-        n++;
-    }
-    page->more = available > n;
-    if (n == 0)
-        return 0;
-    page->events = malloc(n * sizeof *page->events);
-    if (!page->events) {
-        page->more = false;
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        page->events[i] = lg_event_ref(lg_history_at(h, index + (uint32_t)i));
-    page->count = n;
-    return 0;
+    return lg_history_page(h, index, max, max_bytes, page);
 }
 
 static bool evict_oldest(struct lg_stream *base)

@@ -126,8 +126,8 @@ static char *copy_into(char **at, const char *p, size_t len)
     return dst;
 }
 
-static void append(struct lg_stream *base, struct lg_event_fields *f, lg_append_done *done,
-                   void *arg)
+static void append_by_script(struct lg_stream *base, struct lg_event_fields *f,
+                             lg_append_done *done, void *arg)
 {
     struct redis_stream *s = rs(base);
     size_t text = f->topic_name_len + f->type_len + f->key_len + f->data_len +
@@ -170,7 +170,7 @@ static void stream_free(struct redis_stream *s)
     free(s);
 }
 
-static struct lg_stream *stream_open(struct lg_store *store, const char *name, size_t len,
+static struct lg_stream *open_tailed(struct lg_store *store, const char *name, size_t len,
                                      struct lg_history_bounds bounds)
 {
     struct redis_store *st = (struct redis_store *)store;
@@ -202,7 +202,7 @@ static struct lg_stream *stream_open(struct lg_store *store, const char *name, s
     return &s->base;
 }
 
-static void stream_close(struct lg_stream *base)
+static void close_tailed(struct lg_stream *base)
 {
     struct redis_stream *s = rs(base);
     struct redis_store *st = s->store;
@@ -236,16 +236,20 @@ static void stream_bind(struct lg_stream *base, void *owner)
     pthread_mutex_unlock(&s->lock);                                                              \
     return v
 
-static uint32_t epoch_of(const struct lg_stream *base) { MIRROR_READ(uint32_t, s->epoch); }
-static uint64_t newest(const struct lg_stream *base) { MIRROR_READ(uint64_t, s->newest); }
-static bool ready(const struct lg_stream *base) { MIRROR_READ(bool, s->ready); }
-static uint64_t oldest(const struct lg_stream *base)
+static uint32_t mirror_epoch(const struct lg_stream *base) { MIRROR_READ(uint32_t, s->epoch); }
+static uint64_t mirror_newest(const struct lg_stream *base)
+{
+    MIRROR_READ(uint64_t, s->newest);
+}
+static bool mirror_ready(const struct lg_stream *base) { MIRROR_READ(bool, s->ready); }
+static uint64_t mirror_oldest(const struct lg_stream *base)
 {
     MIRROR_READ(uint64_t, s->history.count ? lg_history_first_seq(&s->history) : s->newest + 1);
 }
 
 /* Linear in the retained events: the hub asks Redis (the append script), not this. */
-static struct lg_event *find_key(const struct lg_stream *base, const char *key, size_t len)
+static struct lg_event *mirror_find_key(const struct lg_stream *base, const char *key,
+                                        size_t len)
 {
     struct redis_stream *s = rs(base);
     struct lg_event *found = NULL;
@@ -260,8 +264,8 @@ static struct lg_event *find_key(const struct lg_stream *base, const char *key, 
     return found;
 }
 
-static int read_after(const struct lg_stream *base, uint64_t after, size_t max,
-                      uint64_t max_bytes, struct lg_store_page *page)
+static int mirror_read_after(const struct lg_stream *base, uint64_t after, size_t max,
+                             uint64_t max_bytes, struct lg_store_page *page)
 {
     struct redis_stream *s = rs(base);
     *page = (struct lg_store_page){0};
@@ -270,32 +274,12 @@ static int read_after(const struct lg_stream *base, uint64_t after, size_t max,
     uint32_t index = 0;
     while (index < h->count && lg_history_at(h, index)->seq <= after)
         index++;
-    size_t available = h->count - index, n = 0;
-    uint64_t bytes = 0;
-    while (n < available && n < max) {
-        bytes += lg_history_at(h, index + (uint32_t)n)->size;
-        if (n > 0 && bytes > max_bytes)
-            break;
-        n++;
-    }
-    page->more = available > n;
-    int rc = 0;
-    if (n > 0) {
-        page->events = malloc(n * sizeof *page->events);
-        if (page->events) {
-            for (size_t i = 0; i < n; i++)
-                page->events[i] = lg_event_ref(lg_history_at(h, index + (uint32_t)i));
-            page->count = n;
-        } else {
-            page->more = false;
-            rc = -1;
-        }
-    }
+    int rc = lg_history_page(h, index, max, max_bytes, page);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
 
-static bool evict_oldest(struct lg_stream *base)
+static bool mirror_evict_oldest(struct lg_stream *base)
 {
     struct redis_stream *s = rs(base);
     pthread_mutex_lock(&s->lock);
@@ -306,7 +290,7 @@ static bool evict_oldest(struct lg_stream *base)
     return any;
 }
 
-static uint32_t expire(struct lg_stream *base, uint64_t now_mono_ns)
+static uint32_t mirror_expire(struct lg_stream *base, uint64_t now_mono_ns)
 {
     MIRROR_READ(uint32_t, lg_history_expire(&s->history, now_mono_ns));
 }
@@ -332,20 +316,20 @@ static void destroy(struct lg_store *store)
 
 static const struct lg_store_ops redis_ops = {
     .name = "redis",
-    .stream_open = stream_open,
-    .stream_close = stream_close,
-    .epoch = epoch_of,
-    .newest = newest,
-    .oldest = oldest,
-    .find_key = find_key,
-    .append = append,
-    .read_after = read_after,
-    .evict_oldest = evict_oldest,
-    .expire = expire,
+    .stream_open = open_tailed,
+    .stream_close = close_tailed,
+    .epoch = mirror_epoch,
+    .newest = mirror_newest,
+    .oldest = mirror_oldest,
+    .find_key = mirror_find_key,
+    .append = append_by_script,
+    .read_after = mirror_read_after,
+    .evict_oldest = mirror_evict_oldest,
+    .expire = mirror_expire,
     .destroy = destroy,
     .remote = true,
     .bind = stream_bind,
-    .ready = ready,
+    .ready = mirror_ready,
     .state = state,
     .stop = stop,
 };
