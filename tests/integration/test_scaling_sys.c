@@ -35,6 +35,7 @@ static void expect_own_ticks(struct lg_sse_client *c, long long subscribers)
         ck_assert_msg(lg_sse_next(c, &ev, 3000) == 1, "no $sys/stats event within 3 s");
         ck_assert_msg(strncmp(ev.id, "$sys/stats@", 11) == 0, "id %s", ev.id);
         ck_assert_msg(strstr(ev.data, want) != NULL, "not this node's figures: %s", ev.data);
+        lg_sse_event_free(&ev);
     }
 }
 
