@@ -63,6 +63,18 @@ static void names_of(json_t *o, const char *key, const char *member, char *out, 
     }
 }
 
+/* GET path (a page of the topic list): its names must be want_names, comma-joined; the page
+ * is returned for its "next" (caller decrefs). */
+static json_t *topics_page(const char *path, const char *want_names)
+{
+    char names[512];
+    json_t *o = admin("GET", path, 200);
+    names_of(o, "topics", "name", names, sizeof names);
+    ck_assert_msg(strcmp(names, want_names) == 0, "GET %s: topics %s, want %s", path, names,
+                  want_names);
+    return o;
+}
+
 START_TEST(test_admin_topics_list_page_inspect)
 {
     for (int i = 1; i <= 5; i++) {
@@ -74,25 +86,14 @@ START_TEST(test_admin_topics_list_page_inspect)
     struct lg_sse_client c;
     lg_sse_must_open(&c, srv.public_port, "/sse?topic=t3", NULL);
 
-    char names[512];
-    json_t *o = admin("GET", "/v1/topics?prefix=t&limit=2", 200);
-    names_of(o, "topics", "name", names, sizeof names);
-    ck_assert_str_eq(names, "t1,t2");
+    json_t *o = topics_page("/v1/topics?prefix=t&limit=2", "t1,t2");
     ck_assert_str_eq(json_string_value(json_object_get(o, "next")), "t2");
     json_decref(o);
-    o = admin("GET", "/v1/topics?prefix=t&limit=2&after=t2", 200);
-    names_of(o, "topics", "name", names, sizeof names);
-    ck_assert_str_eq(names, "t3,t4");
-    json_decref(o);
-    o = admin("GET", "/v1/topics?prefix=t&limit=2&after=t4", 200);
-    names_of(o, "topics", "name", names, sizeof names);
-    ck_assert_str_eq(names, "t5");
+    json_decref(topics_page("/v1/topics?prefix=t&limit=2&after=t2", "t3,t4"));
+    o = topics_page("/v1/topics?prefix=t&limit=2&after=t4", "t5");
     ck_assert(json_is_null(json_object_get(o, "next")));
     json_decref(o);
-    o = admin("GET", "/v1/topics", 200);
-    names_of(o, "topics", "name", names, sizeof names);
-    ck_assert_str_eq(names, "other,t1,t2,t3,t4,t5");
-    json_decref(o);
+    json_decref(topics_page("/v1/topics", "other,t1,t2,t3,t4,t5"));
 
     o = admin("GET", "/v1/topics/t3", 200);
     char epoch[16];

@@ -115,48 +115,64 @@ static void publish(uint16_t cport, const char *auth_header, const char *topic, 
 enum source { S_HEADER, S_QUERY, S_COOKIE };
 enum origin { O_ABSENT, O_ALLOWED, O_UNLISTED };
 
+/* How a request is answered: 200, or refused with its status, error and challenge. */
+enum answer {
+    A_OK,
+    A_MISSING,
+    A_MALFORMED,
+    A_EXPIRED,
+    A_NOT_YET_VALID,
+    A_BAD_SIGNATURE,
+    A_WRONG_ALGORITHM,
+    A_FORBIDDEN,
+    A_ORIGIN
+};
+
+static const struct expected {
+    int status;
+    const char *code;      /* the error of a refusal */
+    const char *challenge; /* a substring of WWW-Authenticate, or NULL: none */
+} answers[] = {
+    [A_OK] = {200, NULL, NULL},
+    [A_MISSING] = {401, "token_missing", "error=\"invalid_request\""},
+    [A_MALFORMED] = {401, "token_malformed", "error=\"invalid_token\""},
+    [A_EXPIRED] = {401, "token_expired", "error_description=\"token expired\""},
+    [A_NOT_YET_VALID] = {401, "token_not_yet_valid", "error=\"invalid_token\""},
+    [A_BAD_SIGNATURE] = {401, "token_bad_signature", "error=\"invalid_token\""},
+    [A_WRONG_ALGORITHM] = {401, "token_wrong_algorithm", "error=\"invalid_token\""},
+    [A_FORBIDDEN] = {403, "forbidden", "error=\"insufficient_scope\""},
+    [A_ORIGIN] = {403, "origin_not_allowed", NULL},
+};
+
 static const struct http_case {
     const char *what;
     enum kind kind;
     enum source source;
     const char *topics; /* query: "topic=..&topic=.." */
     enum origin origin;
-    int status;
-    const char *code;      /* the error of a refusal */
-    const char *challenge; /* a substring of WWW-Authenticate, or NULL: none */
+    enum answer answer;
 } http_cases[] = {
-    {"valid, header", T_VALID, S_HEADER, "topic=news/a", O_ABSENT, 200, NULL, NULL},
-    {"valid, access_token", T_VALID, S_QUERY, "topic=news/a", O_ABSENT, 200, NULL, NULL},
-    {"valid, cookie", T_VALID, S_COOKIE, "topic=news/a", O_ABSENT, 200, NULL, NULL},
-    {"mint_token.sh, access_token", T_SCRIPT, S_QUERY, "topic=news/a", O_ABSENT, 200, NULL, NULL},
-    {"missing", T_NONE, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_missing",
-     "error=\"invalid_request\""},
-    {"missing, anonymous topic", T_NONE, S_HEADER, "topic=demo/x", O_ABSENT, 200, NULL, NULL},
-    {"malformed, header", T_MALFORMED, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_malformed",
-     "error=\"invalid_token\""},
-    {"malformed, cookie", T_MALFORMED, S_COOKIE, "topic=news/a", O_ABSENT, 401, "token_malformed",
-     "error=\"invalid_token\""},
-    {"Basic credentials", T_BASIC, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_malformed",
-     "error=\"invalid_token\""},
-    {"expired", T_EXPIRED, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_expired",
-     "error_description=\"token expired\""},
-    {"expired, query", T_EXPIRED, S_QUERY, "topic=news/a", O_ABSENT, 401, "token_expired",
-     "error_description=\"token expired\""},
-    {"not yet valid", T_NBF, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_not_yet_valid",
-     "error=\"invalid_token\""},
-    {"forged signature", T_FORGED, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_bad_signature",
-     "error=\"invalid_token\""},
-    {"alg none", T_ALG_NONE, S_HEADER, "topic=news/a", O_ABSENT, 401, "token_wrong_algorithm",
-     "error=\"invalid_token\""},
-    {"RS256 on an HS256 gateway", T_RS_ON_HS, S_COOKIE, "topic=news/a", O_ABSENT, 401,
-     "token_wrong_algorithm", "error=\"invalid_token\""},
-    {"topic outside the claims", T_VALID, S_HEADER, "topic=sports", O_ABSENT, 403, "forbidden",
-     "error=\"insufficient_scope\""},
-    {"one of two topics outside", T_VALID, S_QUERY, "topic=news/a&topic=sports", O_ABSENT, 403,
-     "forbidden", "error=\"insufficient_scope\""},
-    {"allowed origin", T_VALID, S_COOKIE, "topic=news/a", O_ALLOWED, 200, NULL, NULL},
-    {"unlisted origin", T_VALID, S_COOKIE, "topic=news/a", O_UNLISTED, 403, "origin_not_allowed",
-     NULL},
+    {"valid, header", T_VALID, S_HEADER, "topic=news/a", O_ABSENT, A_OK},
+    {"valid, access_token", T_VALID, S_QUERY, "topic=news/a", O_ABSENT, A_OK},
+    {"valid, cookie", T_VALID, S_COOKIE, "topic=news/a", O_ABSENT, A_OK},
+    {"mint_token.sh, access_token", T_SCRIPT, S_QUERY, "topic=news/a", O_ABSENT, A_OK},
+    {"missing", T_NONE, S_HEADER, "topic=news/a", O_ABSENT, A_MISSING},
+    {"missing, anonymous topic", T_NONE, S_HEADER, "topic=demo/x", O_ABSENT, A_OK},
+    {"malformed, header", T_MALFORMED, S_HEADER, "topic=news/a", O_ABSENT, A_MALFORMED},
+    {"malformed, cookie", T_MALFORMED, S_COOKIE, "topic=news/a", O_ABSENT, A_MALFORMED},
+    {"Basic credentials", T_BASIC, S_HEADER, "topic=news/a", O_ABSENT, A_MALFORMED},
+    {"expired", T_EXPIRED, S_HEADER, "topic=news/a", O_ABSENT, A_EXPIRED},
+    {"expired, query", T_EXPIRED, S_QUERY, "topic=news/a", O_ABSENT, A_EXPIRED},
+    {"not yet valid", T_NBF, S_HEADER, "topic=news/a", O_ABSENT, A_NOT_YET_VALID},
+    {"forged signature", T_FORGED, S_HEADER, "topic=news/a", O_ABSENT, A_BAD_SIGNATURE},
+    {"alg none", T_ALG_NONE, S_HEADER, "topic=news/a", O_ABSENT, A_WRONG_ALGORITHM},
+    {"RS256 on an HS256 gateway", T_RS_ON_HS, S_COOKIE, "topic=news/a", O_ABSENT,
+     A_WRONG_ALGORITHM},
+    {"topic outside the claims", T_VALID, S_HEADER, "topic=sports", O_ABSENT, A_FORBIDDEN},
+    {"one of two topics outside", T_VALID, S_QUERY, "topic=news/a&topic=sports", O_ABSENT,
+     A_FORBIDDEN},
+    {"allowed origin", T_VALID, S_COOKIE, "topic=news/a", O_ALLOWED, A_OK},
+    {"unlisted origin", T_VALID, S_COOKIE, "topic=news/a", O_UNLISTED, A_ORIGIN},
 };
 
 /* The request's path and headers for case c on transport path ("/sse" or "/poll"). */
@@ -191,11 +207,12 @@ static void expect_cors(const char *what, const char *head, enum origin o)
 
 static void run_http_case(const struct http_case *hc, const char *endpoint)
 {
+    const struct expected *want = &answers[hc->answer];
     char what[160], path[3000], headers[3000];
     snprintf(what, sizeof what, "%s %s", endpoint, hc->what);
     char *tok = token(hc->kind);
     build(hc, tok, endpoint, path, sizeof path, headers, sizeof headers);
-    if (hc->status == 200 && strcmp(endpoint, "/sse") == 0) {
+    if (want->status == 200 && strcmp(endpoint, "/sse") == 0) {
         struct lg_sse_client c;
         lg_sse_must_open(&c, srv.public_port, path, headers);
         expect_cors(what, c.headers, hc->origin);
@@ -204,18 +221,18 @@ static void run_http_case(const struct http_case *hc, const char *endpoint)
         struct lg_http_response r;
         ck_assert_int_eq(lg_http_request(srv.public_port, "GET", path, headers, NULL, 0, &r,
                                          WAIT_MS), 0);
-        if (hc->status == 200) {
+        if (want->status == 200) {
             ck_assert_msg(r.status == 200, "%s: %d %s", what, r.status, r.body);
             ck_assert_msg(strncmp(r.body, "{\"events\":[", 11) == 0, "%s: %s", what, r.body);
         } else {
-            lg_expect_error_named(what, &r, hc->status, hc->code,
+            lg_expect_error_named(what, &r, want->status, want->code,
                                   LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS);
         }
         char challenge[512] = "";
         bool has = lg_http_header(&r, "WWW-Authenticate", challenge, sizeof challenge);
-        ck_assert_msg(has == (hc->challenge != NULL), "%s: WWW-Authenticate %s", what, challenge);
-        if (hc->challenge)
-            ck_assert_msg(strstr(challenge, hc->challenge) && strstr(challenge, "Bearer "),
+        ck_assert_msg(has == (want->challenge != NULL), "%s: WWW-Authenticate %s", what, challenge);
+        if (want->challenge)
+            ck_assert_msg(strstr(challenge, want->challenge) && strstr(challenge, "Bearer "),
                           "%s: WWW-Authenticate: %s", what, challenge);
         if (tok && hc->kind != T_SCRIPT && strlen(tok) > 20)
             ck_assert_msg(!strstr(r.body, tok), "%s: the answer quotes the token", what);

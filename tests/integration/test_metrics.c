@@ -53,11 +53,26 @@ static double value(const char *body, const char *series)
     return -1;
 }
 
+/* One sample the exposition must hold, with its exact value. */
+struct sample {
+    const char *series; /* name and labels exactly as exposed */
+    double want;
+};
+
 static void expect(const char *body, const char *series, double want)
 {
     double got = value(body, series);
     ck_assert_msg(got == want, "%s is %.17g, want %.17g", series, got, want);
 }
+
+/* expect() for each of the n samples, in order. */
+static void expect_samples(const char *body, const struct sample *samples, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect(body, samples[i].series, samples[i].want);
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* promtool check metrics accepts body. */
 static void promtool_accepts(const char *body)
@@ -174,27 +189,30 @@ START_TEST(test_metrics_exact_after_traffic)
     ck_assert(lg_wait_stat(s.control_port, "connections_open", 4, WAIT_MS));
     char *body = scrape(s.control_port);
     promtool_accepts(body);
-    expect(body, "livegate_events_published_total", 5 + 1 + FLOOD_N + 1);
-    expect(body, "livegate_events_delivered_total{transport=\"sse\"}", 10 + (double)events);
-    expect(body, "livegate_events_delivered_total{transport=\"websocket\"}", 5);
-    expect(body, "livegate_events_delivered_total{transport=\"poll\"}", 5);
-    expect(body, "livegate_delivery_lag_seconds_count", 20 + (double)events);
-    expect(body, "livegate_delivery_lag_seconds_bucket{le=\"+Inf\"}", 20 + (double)events);
-    expect(body, "livegate_events_dropped_total{reason=\"overflow\"}", (double)gap_seqs);
-    expect(body, "livegate_events_dropped_total{reason=\"lag\"}", 0);
-    expect(body, "livegate_events_dropped_total{reason=\"conflated\"}", 0);
-    expect(body, "livegate_notices_sent_total{kind=\"gap\"}", (double)gaps);
-    expect(body, "livegate_notices_sent_total{kind=\"reset\"}", 0);
-    expect(body, "livegate_publishes_refused_total{reason=\"max_topics\"}", 2);
-    expect(body, "livegate_publishes_refused_total{reason=\"overload\"}", 0);
-    expect(body, "livegate_publishes_refused_total{reason=\"max_retained_bytes\"}", 0);
-    expect(body, "livegate_clients{transport=\"sse\"}", 3);
-    expect(body, "livegate_clients{transport=\"websocket\"}", 1);
-    expect(body, "livegate_clients{transport=\"poll\"}", 0);
-    expect(body, "livegate_connections_opened_total", 5);
-    expect(body, "livegate_connections_closed_total{reason=\"client\"}", 1); /* the poll */
-    expect(body, "livegate_topics", 3);
-    expect(body, "livegate_publish_handling_seconds_count", 5 + 1 + FLOOD_N + 3);
+    const struct sample after_traffic[] = {
+        {"livegate_events_published_total", 5 + 1 + FLOOD_N + 1},
+        {"livegate_events_delivered_total{transport=\"sse\"}", 10 + (double)events},
+        {"livegate_events_delivered_total{transport=\"websocket\"}", 5},
+        {"livegate_events_delivered_total{transport=\"poll\"}", 5},
+        {"livegate_delivery_lag_seconds_count", 20 + (double)events},
+        {"livegate_delivery_lag_seconds_bucket{le=\"+Inf\"}", 20 + (double)events},
+        {"livegate_events_dropped_total{reason=\"overflow\"}", (double)gap_seqs},
+        {"livegate_events_dropped_total{reason=\"lag\"}", 0},
+        {"livegate_events_dropped_total{reason=\"conflated\"}", 0},
+        {"livegate_notices_sent_total{kind=\"gap\"}", (double)gaps},
+        {"livegate_notices_sent_total{kind=\"reset\"}", 0},
+        {"livegate_publishes_refused_total{reason=\"max_topics\"}", 2},
+        {"livegate_publishes_refused_total{reason=\"overload\"}", 0},
+        {"livegate_publishes_refused_total{reason=\"max_retained_bytes\"}", 0},
+        {"livegate_clients{transport=\"sse\"}", 3},
+        {"livegate_clients{transport=\"websocket\"}", 1},
+        {"livegate_clients{transport=\"poll\"}", 0},
+        {"livegate_connections_opened_total", 5},
+        {"livegate_connections_closed_total{reason=\"client\"}", 1}, /* the poll */
+        {"livegate_topics", 3},
+        {"livegate_publish_handling_seconds_count", 5 + 1 + FLOOD_N + 3},
+    };
+    expect_samples(body, after_traffic, COUNT(after_traffic));
     expect(body, "livegate_worker_busy_seconds_total{worker=\"1\"}",
            value(body, "livegate_worker_busy_seconds_total{worker=\"1\"}"));
     ck_assert_ptr_null(strstr(body, "worker=\"2\""));
@@ -260,12 +278,15 @@ START_TEST(test_metrics_topic_allow_list)
     lg_sse_must_open(&c, s.public_port, "/sse?topic=vip", NULL);
     char *body = scrape(s.control_port);
     promtool_accepts(body);
-    expect(body, "livegate_topic_last_seq{topic=\"orders/1\"}", 3);
-    expect(body, "livegate_topic_last_seq{topic=\"orders/2\"}", 1);
-    expect(body, "livegate_topic_last_seq{topic=\"vip\"}", 4);
-    expect(body, "livegate_topic_retained_events{topic=\"vip\"}", 4);
-    expect(body, "livegate_topic_subscribers{topic=\"vip\"}", 1);
-    expect(body, "livegate_topic_subscribers{topic=\"orders/1\"}", 0);
+    static const struct sample allowed[] = {
+        {"livegate_topic_last_seq{topic=\"orders/1\"}", 3},
+        {"livegate_topic_last_seq{topic=\"orders/2\"}", 1},
+        {"livegate_topic_last_seq{topic=\"vip\"}", 4},
+        {"livegate_topic_retained_events{topic=\"vip\"}", 4},
+        {"livegate_topic_subscribers{topic=\"vip\"}", 1},
+        {"livegate_topic_subscribers{topic=\"orders/1\"}", 0},
+    };
+    expect_samples(body, allowed, COUNT(allowed));
     ck_assert_ptr_null(strstr(body, "topic=\"other\""));
     expect(body, "livegate_history_events", 3 + 1 + 2 + 4);
     free(body);

@@ -53,6 +53,13 @@ static void node_start(struct lg_server *s, const char *extra)
     node_start_with(s, extra, NULL);
 }
 
+/* Start a node (no extra settings) and open one SSE subscriber on it at path. */
+static void node_start_subscribed(struct lg_server *s, struct lg_sse_client *c, const char *path)
+{
+    node_start(s, NULL);
+    lg_sse_must_open(c, s->public_port, path, NULL);
+}
+
 static void setup(void)
 {
     ck_assert_int_eq(lg_redis_start(&redis, true), 0);
@@ -67,6 +74,17 @@ static void teardown(void)
 static int publish(const struct lg_server *s, const char *topic, const char *data, char *id)
 {
     return lg_publish(s->control_port, topic, data, id, ID_MAX);
+}
+
+/* Publish data on a node, again every 20 ms while it answers 503 (its bridge is reconnecting
+ * to Redis) until deadline: the publish must be accepted. */
+static void publish_once_up(const struct lg_server *s, const char *topic, const char *data,
+                            char *id, int64_t deadline)
+{
+    int status;
+    while ((status = publish(s, topic, data, id)) == 503 && lg_now_ms() < deadline)
+        usleep(20000);
+    ck_assert_int_eq(status, 201);
 }
 
 /* ---- Collecting what clients saw ---------------------------------------------------------- */
@@ -298,9 +316,8 @@ END_TEST
 START_TEST(redis_restart_503_meanwhile_nothing_acknowledged_lost)
 {
     struct lg_server a;
-    node_start(&a, NULL);
     struct lg_sse_client c;
-    lg_sse_must_open(&c, a.public_port, "/sse?topic=rr", NULL);
+    node_start_subscribed(&a, &c, "/sse?topic=rr");
     static char acked[10][ID_MAX];
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(publish(&a, "rr", "before", acked[i]), 201);
@@ -326,12 +343,8 @@ START_TEST(redis_restart_503_meanwhile_nothing_acknowledged_lost)
     }
     ck_assert_int_eq(lg_redis_restart(&redis), 0);
     deadline = lg_now_ms() + WAIT_MS;
-    int status = 0;
-    for (int i = 5; i < 10; i++) {
-        while ((status = publish(&a, "rr", "after", acked[i])) == 503 && lg_now_ms() < deadline)
-            usleep(20000); /* until the bridge reconnected */
-        ck_assert_int_eq(status, 201);
-    }
+    for (int i = 5; i < 10; i++)
+        publish_once_up(&a, "rr", "after", acked[i], deadline);
     ck_assert_uint_eq(lg_seq_of(acked[9]), 10); /* the 503s used no position */
     static struct seen v;
     memset(&v, 0, sizeof v);
@@ -357,11 +370,7 @@ START_TEST(redis_hangs_publish_answers_503_after_the_command_timeout)
     ck_assert_int_lt(lg_now_ms() - t0, 3000); /* bounded by the timeout, not by Redis */
     ck_assert_int_eq(publish(&a, "hang", "meanwhile", NULL), 503);
     kill(redis.pid, SIGCONT);
-    int64_t deadline = lg_now_ms() + WAIT_MS;
-    int status;
-    while ((status = publish(&a, "hang", "after", id)) == 503 && lg_now_ms() < deadline)
-        usleep(20000);
-    ck_assert_int_eq(status, 201);
+    publish_once_up(&a, "hang", "after", id, lg_now_ms() + WAIT_MS);
     lg_server_must_stop(&a);
 }
 END_TEST
@@ -371,19 +380,14 @@ END_TEST
 START_TEST(redis_loses_its_data_subscribers_get_a_reset)
 {
     struct lg_server a;
-    node_start(&a, NULL);
     struct lg_sse_client c;
-    lg_sse_must_open(&c, a.public_port, "/sse?topic=lost", NULL);
+    node_start_subscribed(&a, &c, "/sse?topic=lost");
     char old_id[ID_MAX], new_id[ID_MAX];
     ck_assert_int_eq(publish(&a, "lost", "old", old_id), 201);
     lg_redis_halt(&redis, false);
     redis.persist = false; /* comes back empty */
     ck_assert_int_eq(lg_redis_restart(&redis), 0);
-    int64_t deadline = lg_now_ms() + WAIT_MS;
-    int status;
-    while ((status = publish(&a, "lost", "new", new_id)) == 503 && lg_now_ms() < deadline)
-        usleep(20000);
-    ck_assert_int_eq(status, 201);
+    publish_once_up(&a, "lost", "new", new_id, lg_now_ms() + WAIT_MS);
     char e1[16], e2[16];
     lg_epoch_of(old_id, e1, sizeof e1);
     lg_epoch_of(new_id, e2, sizeof e2);
@@ -473,10 +477,9 @@ static int publish_keyed(const struct lg_server *s, const char *key, struct lg_h
 START_TEST(idempotent_retry_on_the_other_node_is_one_event)
 {
     struct lg_server a, b;
-    node_start(&a, NULL);
-    node_start(&b, NULL);
     struct lg_sse_client c;
-    lg_sse_must_open(&c, b.public_port, "/sse?topic=idem", NULL);
+    node_start(&a, NULL);
+    node_start_subscribed(&b, &c, "/sse?topic=idem");
     struct lg_http_response first, retry;
     ck_assert_int_eq(publish_keyed(&a, "order-17", &first), 201);
     ck_assert_int_eq(publish_keyed(&b, "order-17", &retry), 201);
