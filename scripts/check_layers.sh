@@ -16,11 +16,11 @@ declare -A allowed=(
   [app]="util proto config store core public control app"
 )
 # Modules in more than one file pair: the config loader reads the settings table
-# (config_setting) and the topic_rules section through one another, so the three are one
-# node of the map; so are the files of a worker (worker, worker_sweep, worker_admin) and the
+# (config_table, config_setting) and the topic_rules section through one another, so the four
+# are one node of the map; so are the files of a worker (worker, worker_sweep, worker_admin) and the
 # header they share, the hub's (hub, hub_admin, hub_remote, hub_internal), a connection's
 # (conn, conn_report) and the Redis store's (store_redis, redis_tail, store_redis_internal).
-declare -A part_of=([config_setting]=config [topic_rules]=config
+declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=config
                   [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
                   [hub_internal]=hub [hub_admin]=hub [hub_remote]=hub [conn_report]=conn
                   [store_redis_internal]=store_redis [redis_tail]=store_redis)

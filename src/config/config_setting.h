@@ -1,10 +1,10 @@
 /*
  * config_setting.h - one row of the settings table, checking a JSON value against it, and the
- * wording of the config loader's messages. Internal to the loader: config.c (which holds the
- * table and reads the file) and topic_rules.c (which parses the "topic_rules" array it is
- * handed) include it; no other module does.
+ * wording of the config loader's messages. Internal to the loader: config_table.c (which
+ * holds the table), config.c (which reads the file) and topic_rules.c (which parses the
+ * "topic_rules" array it is handed) include it; no other module does.
  *
- * Owns:    nothing. Rows are static const data in config.c; a checked value is stored in a
+ * Owns:    nothing. Rows are static const data in config_table.c; a checked value is stored in a
  *          field the caller owns (a string setting's old value is freed when replaced).
  * Frees:   nothing to free; err is a caller's buffer of LG_CONFIG_ERR_MAX bytes.
  * Threads: used only while a config is built, on the main thread before any other starts.
@@ -59,7 +59,12 @@ struct lg_setting {
 /* Longest key path we build, e.g. "topic_rules[1023].history.max_events" or a user's typo. */
 #define LG_PATH_MAX 256
 
-/* ---- The table (config.c) ------------------------------------------------------------------ */
+/* ---- The table (config_table.c) ------------------------------------------------------------------ */
+
+/* Every row, in table order (config_table.c); *count of them. */
+const struct lg_setting *lg_config__settings(size_t *count);
+/* True when some setting lives below key, i.e. key names an object such as "limits". */
+bool lg_config__is_object(const char *key);
 
 /* The row whose key is exactly key (a dotted path such as "history.max_events"), or NULL. */
 const struct lg_setting *lg_config__find(const char *key);
