@@ -136,12 +136,13 @@ export function deployConf({ port, gw, prefix = "", extraHttp = "" }) {
 }
 
 // Headless Debian Chromium through playwright-core.
-export async function launchBrowser() {
+// extraArgs: more Chromium switches (test_security_doc maps host names to loopback with them).
+export async function launchBrowser(extraArgs = []) {
   const { chromium } = await import("playwright-core");
   return chromium.launch({
     executablePath: process.env.LG_CHROMIUM || "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", ...extraArgs],
   });
 }
 
