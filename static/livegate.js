@@ -162,7 +162,8 @@ export function subscribe(topics, opts = {}) {
     const planRefresh = () => {
       clearTimeout(refreshTimer);
       const left = tokenExpMs(token) - Date.now();
-      if (opts.getToken && left > 0) refreshTimer = setTimeout(refresh, left - Math.min(10000, left / 3));
+      // (setTimeout fires at once past 2^31 ms: a token of a month is refreshed after 24 days)
+      if (opts.getToken && left > 0) refreshTimer = setTimeout(refresh, Math.min(2 ** 31 - 1, left - Math.min(10000, left / 3)));
     };
     const refresh = async () => {
       let t;
