@@ -6,10 +6,12 @@
 // expires mid-stream is renewed through getToken (over WebSocket with {"op":"refresh"} before
 // exp, with no reconnect; over SSE and long-poll by reconnecting from the cursor) and nothing
 // published meanwhile is lost or repeated; without getToken the expiry ends the subscription.
+// The renewal runs in headless Chromium too (its WebSocket and fetch), served by the gateway.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { startGateway, publish, waitFor, sleep, sourceDir, mintToken } from "./lib.mjs";
+import { startGateway, publish, waitFor, sleep, sourceDir, mintToken, launchBrowser } from "./lib.mjs";
+import { blankPage, record, waitRecord } from "./page.mjs";
 
 const lib = await import(path.join(sourceDir, "static/livegate.js"));
 const SECRET = "test-secret-of-32-bytes-for-hs256";
@@ -143,3 +145,41 @@ test("a getToken that throws is retried after a backoff; one that gives nothing 
   assert.equal(got.ends[0].error.code, "token_missing");
   assert.ok(calls >= 3, `getToken called ${calls} times`);
 });
+
+// The same in headless Chromium: the browser's own WebSocket (close 4003, the in-band refresh)
+// and fetch-read SSE, with getToken asking the test (as a page would ask its backend).
+for (const transport of ["websocket", "sse"]) {
+  test(`Chromium, ${transport}: a 2 s token renewed by getToken, every event once, in order`, async () => {
+    const browser = await launchBrowser();
+    try {
+      const page = await blankPage(browser, gw.publicUrl);
+      let tokens = 0;
+      await page.exposeFunction("lgFetchToken", () => { tokens++; return mintToken(SECRET, "auth/*", 2); });
+      const topic = `auth/chromium-${transport}`;
+      await page.evaluate(async ([topic, transport, token]) => {
+        const { subscribe } = await import("/livegate.js");
+        const rec = (window.rec = { events: [], states: [], ends: [] });
+        window.sub = subscribe([topic], {
+          transports: [transport], token, getToken: () => window.lgFetchToken(),
+          onEvent: (e) => rec.events.push(`${e.seq}=${e.data}@${e.transport}`),
+          onState: (s) => rec.states.push(`${s.state}:${s.transport}${s.error ? ":" + s.error : ""}`),
+          onEnd: (e) => rec.ends.push(e),
+        });
+      }, [topic, transport, mintToken(SECRET, "auth/*", 2)]);
+      await waitRecord(page, "open", (r) => r.states.includes(`open:${transport}`));
+      const N = 40; // one every 125 ms: 5 s, two lifetimes of a token and more
+      for (let i = 1; i <= N; i++) { await publish(gw, topic, `e${i}`); await sleep(125); }
+      const rec = await waitRecord(page, `${N} events`, (r) => r.events.length >= N, 6000);
+      await sleep(300);
+      assert.deepEqual(page.errors, []);
+      assert.deepEqual((await record(page)).events, Array.from({ length: N }, (_, i) => `${i + 1}=e${i + 1}@${transport}`));
+      assert.ok(tokens >= 2, `getToken called ${tokens} times`);
+      assert.deepEqual(rec.ends, []);
+      if (transport === "websocket") assert.equal(count(rec.states, "connecting"), 1, rec.states.join(" "));
+      else assert.ok(count(rec.states, "open") >= 2, rec.states.join(" "));
+      await page.evaluate(() => window.sub.close());
+    } finally {
+      await browser.close();
+    }
+  });
+}
