@@ -32,7 +32,9 @@ class Fatal extends Error {
 const EXPIRED = "token_expired";
 // The claims of a JWT are read only for its exp, to refresh it in time: the gateway verifies it.
 function tokenExpMs(token) {
-  try { return JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).exp * 1000; } catch { return 0; }
+  try {
+    return JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).exp * 1000;
+  } catch { return 0; }
 }
 
 // One cursor entry per topic: "topic@epoch:seq" (docs/protocol.md). Topic names hold no '@'.
@@ -146,7 +148,7 @@ export function subscribe(topics, opts = {}) {
       let t;
       try { t = await opts.getToken({ transport }); } catch (e) { return ended(gen, true, e); }
       if (gen !== generation || stopped) return;
-      if (!t) return finish({ reason: "error", error: { code: "token_missing", message: "getToken gave no token" } });
+      if (!t) return finish({ reason: "error", error: { code: "token_missing", message: "getToken gave none" } });
       token = t;
       needToken = false;
       fresh = true;
@@ -163,11 +165,12 @@ export function subscribe(topics, opts = {}) {
       clearTimeout(refreshTimer);
       const left = tokenExpMs(token) - Date.now();
       // (setTimeout fires at once past 2^31 ms: a token of a month is refreshed after 24 days)
-      if (opts.getToken && left > 0) refreshTimer = setTimeout(refresh, Math.min(2 ** 31 - 1, left - Math.min(10000, left / 3)));
+      const wait = Math.min(2 ** 31 - 1, left - Math.min(10000, left / 3));
+      if (opts.getToken && left > 0) refreshTimer = setTimeout(refresh, wait);
     };
     const refresh = async () => {
       let t;
-      try { t = await opts.getToken({ transport: "websocket" }); } catch { return; }  // 4003 then renews
+      try { t = await opts.getToken({ transport: "websocket" }); } catch { return; } // 4003 renews
       if (gen !== generation || !t || ws.readyState !== 1) return;
       token = t;
       refreshing = true;
@@ -184,7 +187,8 @@ export function subscribe(topics, opts = {}) {
           ws.close(1000);
         } else planRefresh();
       }
-      else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;  // refused refresh: at exp, 4003 renews
+      // A refused refresh changes nothing: at exp the 4003 renews the token.
+      else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;
       else if (msg.type === "error") {
         const retry = msg.code === "too_many_new_topics" || msg.code === "unavailable";
         fatal = retry ? new Error(msg.message) : new Fatal(msg.code, msg.message);
@@ -196,7 +200,8 @@ export function subscribe(topics, opts = {}) {
       clearTimeout(refreshTimer);
       if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
       if (e.code === 1008 && !fatal)
-        fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy", e.reason || "closed by policy (1008)");
+        fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy",
+                          e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
     return () => { clearTimeout(refreshTimer); ws.onclose = ws.onmessage = null; ws.close(1000); };
