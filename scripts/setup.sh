@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config git curl ca-certificates
   libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev libjwt-dev
   check libsubunit-dev libssl-dev
+  openssl # the openssl command: scripts/mint_token.sh, which the auth tests run
   libhiredis-dev redis-server
   valgrind procps util-linux
   clang libclang-rt-14-dev

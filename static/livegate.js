@@ -7,7 +7,12 @@
 // resumed from the cursor past it). Failure: a transport that cannot open is left for the next
 // one in `transports`; a connection that drops is reopened on the same transport after a backoff
 // (exponential, full jitter); a refusal that a retry cannot cure (400, 401, 403, a WebSocket
-// `error` or close 1008) ends the subscription with onEnd({reason:"error"}). A topic the
+// `error` or close 1008) ends the subscription with onEnd({reason:"error"}). An expired token
+// (401, close 1008 or 4003, SSE `error` event `token_expired`) is renewed through
+// opts.getToken and the connection reopened at once from the cursor; without the hook, or
+// when the token it just gave is refused as expired too, it ends the subscription. Over
+// WebSocket the token is renewed before its exp with {"op":"refresh"}. getToken is awaited on
+// this file's timers only; a thrown error is retried after a backoff. A topic the
 // gateway ends (an `end` notice: the topic was deleted) leaves the subscription with
 // onEnd({reason:"topic_end", topic}); when none is left, onEnd({reason:"ended"}) follows.
 // SSE is read with fetch(), not EventSource: it works in Node, sends no header that would need
@@ -23,6 +28,13 @@ const CLOSE = globalThis.document ? {} : { connection: "close" };
 
 class Fatal extends Error {
   constructor(code, message) { super(message); this.code = code; }
+}
+const EXPIRED = "token_expired";
+// The claims of a JWT are read only for its exp, to refresh it in time: the gateway verifies it.
+function tokenExpMs(token) {
+  try {
+    return JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).exp * 1000;
+  } catch { return 0; }
 }
 
 // One cursor entry per topic: "topic@epoch:seq" (docs/protocol.md). Topic names hold no '@'.
@@ -46,6 +58,9 @@ export function subscribe(topics, opts = {}) {
   const minMs = opts.minBackoffMs || 250, maxMs = opts.maxBackoffMs || 15000;
   const pollTimeoutS = opts.pollTimeoutS ?? 25;
   const cursor = new Map(), worked = new Set();
+  // token: the one sent; needToken: ask getToken before the next connect; fresh: the token
+  // came from getToken and no connection has opened with it yet.
+  let token = opts.token, needToken = !token && !!opts.getToken, fresh = false;
   for (const e of parseCursor(opts.since)) cursor.set(e.topic, e);
 
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
@@ -65,7 +80,7 @@ export function subscribe(topics, opts = {}) {
     for (const t of topics) u.searchParams.append("topic", t);
     const c = cursorText();
     if (c) u.searchParams.set(cursorParam, c);
-    if (opts.token) u.searchParams.set("access_token", opts.token);
+    if (token) u.searchParams.set("access_token", token);
     for (const k in extra) u.searchParams.set(k, extra[k]);
     return u.href;
   }
@@ -101,7 +116,7 @@ export function subscribe(topics, opts = {}) {
   }
 
   function opened() {
-    attempt = 0;
+    attempt = fresh = 0;
     worked.add(sub.transport);
     setState("open", { error: null });
   }
@@ -110,7 +125,13 @@ export function subscribe(topics, opts = {}) {
   function ended(gen, wasOpen, err) {
     if (gen !== generation || stopped) return;
     closeConn = null;
-    if (err instanceof Fatal) return finish({ reason: "error", error: { code: err.code, message: err.message } });
+    if (err && err.code === EXPIRED && opts.getToken && !fresh) {
+      needToken = true;  // renew it and reconnect at once, from the cursor, on the same transport
+      sub.error = err.message.startsWith(EXPIRED) ? err.message : `${EXPIRED}: ${err.message}`;
+      return (timer = setTimeout(connect));
+    }
+    if (err instanceof Fatal || (err && err.code === EXPIRED))
+      return finish({ reason: "error", error: { code: err.code, message: err.message } });
     // A transport that never opened here is blocked (a proxy refusing upgrades, a firewall):
     // try the next. One that worked before is only down (a restart): try it again.
     if (!wasOpen && !worked.has(order[index])) index = (index + 1) % order.length;
@@ -119,21 +140,55 @@ export function subscribe(topics, opts = {}) {
     timer = setTimeout(connect, delay);
   }
 
-  function connect() {
+  async function connect() {
     timer = null;
     const gen = ++generation, transport = (sub.transport = order[index]);
     setState("connecting");
+    if (needToken) {
+      let t;
+      try { t = await opts.getToken({ transport }); } catch (e) { return ended(gen, true, e); }
+      if (gen !== generation || stopped) return;
+      if (!t) return finish({ reason: "error", error: { code: "token_missing", message: "getToken gave none" } });
+      token = t;
+      needToken = false;
+      fresh = true;
+    }
     const done = (wasOpen, err) => ended(gen, wasOpen, err);
     closeConn = { websocket: openWs, sse: openSse, poll: openPoll }[transport](done, gen);
   }
 
-  function openWs(done) {
-    let isOpen = false, fatal = null;
+  function openWs(done, gen) {
+    let isOpen = false, fatal = null, refreshTimer = null, refreshing = false;
     const ws = new WS(url("ws", "since"), "livegate.v1");
+    // Before exp (a third of its remaining life, at most 10 s, ahead), send a fresh token.
+    const planRefresh = () => {
+      clearTimeout(refreshTimer);
+      const left = tokenExpMs(token) - Date.now();
+      // (setTimeout fires at once past 2^31 ms: a token of a month is refreshed after 24 days)
+      const wait = Math.min(2 ** 31 - 1, left - Math.min(10000, left / 3));
+      if (opts.getToken && left > 0) refreshTimer = setTimeout(refresh, wait);
+    };
+    const refresh = async () => {
+      let t;
+      try { t = await opts.getToken({ transport: "websocket" }); } catch { return; } // 4003 renews
+      if (gen !== generation || !t || ws.readyState !== 1) return;
+      token = t;
+      refreshing = true;
+      ws.send(JSON.stringify({ op: "refresh", token: t }));
+    };
     ws.onmessage = (m) => {
       let msg;
       try { msg = JSON.parse(m.data); } catch { return; }
-      if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; opened(); }
+      if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; opened(); planRefresh(); }
+      else if (msg.type === "authorized") {
+        refreshing = false;
+        if (msg.unsubscribed && msg.unsubscribed.length) {
+          fatal = new Fatal("forbidden", `the refreshed token does not cover ${msg.unsubscribed}`);
+          ws.close(1000);
+        } else planRefresh();
+      }
+      // A refused refresh changes nothing: at exp the 4003 renews the token.
+      else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;
       else if (msg.type === "error") {
         const retry = msg.code === "too_many_new_topics" || msg.code === "unavailable";
         fatal = retry ? new Error(msg.message) : new Fatal(msg.code, msg.message);
@@ -142,10 +197,14 @@ export function subscribe(topics, opts = {}) {
       else deliver(msg, "websocket");
     };
     ws.onclose = (e) => {
-      if (e.code === 1008 && !fatal) fatal = new Fatal("policy", e.reason || "closed by policy (1008)");
+      clearTimeout(refreshTimer);
+      if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
+      if (e.code === 1008 && !fatal)
+        fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy",
+                          e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
-    return () => { ws.onclose = ws.onmessage = null; ws.close(1000); };
+    return () => { clearTimeout(refreshTimer); ws.onclose = ws.onmessage = null; ws.close(1000); };
   }
 
   async function httpGet(path, param, extra, signal) {
@@ -215,8 +274,9 @@ export function subscribe(topics, opts = {}) {
     if (b.event === "gap" || b.event === "reset" || b.event === "end") {
       deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
     } else if (b.event === "error") {
-      const e = JSON.parse(data);
-      throw new Error(`${e.code}: ${e.message}`);
+      const e = JSON.parse(data), err = new Error(`${e.code}: ${e.message}`);
+      err.code = e.code;  // token_expired: renewed and resumed from the cursor (it is e.cursor)
+      throw err;
     } else if (b.id !== undefined && b.data.length) {
       for (const e of parseCursor(b.id)) {
         const had = cursor.get(e.topic);

@@ -4,7 +4,7 @@
 //
 // Every process started here is stopped by the `stop` it returns (or at exit); every wait has
 // a deadline; every port is a free loopback port chosen by the kernel.
-import { spawn } from "node:child_process";
+import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, readFileSync, rmSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import net from "node:net";
@@ -70,7 +70,7 @@ export async function startGateway(config = {}, ports = {}) {
     return /listening public=/.test(child.output);
   });
   const gw = {
-    publicPort, controlPort, child,
+    publicPort, controlPort, child, controlToken: config.auth && config.auth.control_token,
     publicUrl: `http://127.0.0.1:${publicPort}/`,
     controlUrl: `http://127.0.0.1:${controlPort}/`,
     async stop() {
@@ -85,9 +85,17 @@ export async function startGateway(config = {}, ports = {}) {
 
 export async function publish(gw, topic, data, type) {
   const q = type ? `?type=${encodeURIComponent(type)}` : "";
-  const res = await fetch(`${gw.controlUrl}v1/topics/${encodeURIComponent(topic)}/events${q}`, { method: "POST", body: data });
+  const headers = gw.controlToken ? { authorization: `Bearer ${gw.controlToken}` } : {};
+  const res = await fetch(`${gw.controlUrl}v1/topics/${encodeURIComponent(topic)}/events${q}`, { method: "POST", body: data, headers });
   if (res.status !== 201) throw new Error(`publish answered ${res.status}: ${await res.text()}`);
   return res.json();
+}
+
+// A token minted by scripts/mint_token.sh (HS256 with `secret`; openssl underneath), valid
+// ttlS seconds from now (negative: already expired), subscribing to the globs `subscribe`.
+export function mintToken(secret, subscribe, ttlS = 3600) {
+  return execFileSync(path.join(sourceDir, "scripts/mint_token.sh"),
+                      ["-s", secret, "-S", subscribe, "-t", String(ttlS)], { encoding: "utf8" }).trim();
 }
 
 // Starts Debian's nginx with `conf` (a whole nginx.conf) in a private prefix.
@@ -128,12 +136,13 @@ export function deployConf({ port, gw, prefix = "", extraHttp = "" }) {
 }
 
 // Headless Debian Chromium through playwright-core.
-export async function launchBrowser() {
+// extraArgs: more Chromium switches (test_security_doc maps host names to loopback with them).
+export async function launchBrowser(extraArgs = []) {
   const { chromium } = await import("playwright-core");
   return chromium.launch({
     executablePath: process.env.LG_CHROMIUM || "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", ...extraArgs],
   });
 }
 
