@@ -4,6 +4,10 @@
  * No I/O, no globals, no allocation: every function writes into a struct lg_buf the caller
  * owns, so each is unit-tested byte for byte. Used at publish time (once per event) and for
  * the few per-client frames (gap, reset, errors, cursors).
+ *
+ * Owns: nothing (struct lg_buf's bytes are its owner's). Frees: lg_buf_release(). Threads: any;
+ * a buffer is used by one thread at a time. Bounds: a buffer grows until allocation fails,
+ * then sets its oom flag (its contents are then not to be used).
  */
 #ifndef LG_ENCODE_H
 #define LG_ENCODE_H
