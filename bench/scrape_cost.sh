@@ -9,13 +9,13 @@
 #    server's CPU time (utime + stime, /proc) over them divided by N. At one scrape per 100 ms
 #    that is 10 x this per second of a core: the share of a CPU-bound fan-out it takes.
 # 2. The fan-out pair: bench/run.sh's fanout_sse_1k_max and fanout_sse_1k_max_scrape100ms
-#    (the same load with GET /metrics every 100 ms), R reps (3) alternating, and the ratio of
+#    (the same load with GET /metrics every 100 ms), R reps (11) alternating, and the ratio of
 #    their median deliveries_per_s. On a busy machine this ratio is noisier than the 5 % it
 #    judges; figure 1 is the robust one.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
-scrapes=5000 reps=3
+scrapes=5000 reps=11
 while [ $# -gt 0 ]; do
     case $1 in
     --scrapes) scrapes=$2; shift ;;
