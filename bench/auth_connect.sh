@@ -28,13 +28,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-lg=$(lgb_loadgen) || { lgb_log "cannot build lg_loadgen"; exit 1; }
-lgbin=$(lgb_livegate_bin)
-[ -n "$lgbin" ] || { lgb_log "no livegate binary"; exit 1; }
-work=$(mktemp -d /tmp/lgauthbench.XXXXXX)
-cleanup() { lgb_stop; rm -rf "$work"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+lgb_tool_setup authbench
 
 secret=bench-secret-0123456789abcdef
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$work/rsa.key" 2>/dev/null

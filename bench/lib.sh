@@ -387,21 +387,35 @@ lgb_scraper() {
     exec 4<&-
 }
 
-# lgb_scrape_line JSONL: the scrape-cost figure, deliveries_per_s of fanout_sse_1k_max_scrape100ms
-# over fanout_sse_1k_max (medians over reps), target >= 0.95 (a scrape every 100 ms costs
-# < 5 % of the fan-out rate). Prints nothing unless both ran.
-lgb_scrape_line() {
-    awk '
-    function getf(line, k,   i, s, n) {
-        i = index(line, "\"" k "\":"); if (!i) return ""
-        s = substr(line, i + length(k) + 3)
-        n = match(s, /[,}]/); return substr(s, 1, n - 1)
-    }
+# lgb_tool_setup NAME: what a bench/*.sh tool needs before its runs: lg (the load generator),
+# lgbin (the livegate binary) and work (a private temp dir, removed with the servers at exit).
+lgb_tool_setup() {
+    lg=$(lgb_loadgen) || { lgb_log "cannot build lg_loadgen"; exit 1; }
+    lgbin=$(lgb_livegate_bin)
+    [ -n "$lgbin" ] || { lgb_log "no livegate binary (build it, or set LIVEGATE=path)"; exit 1; }
+    work=$(mktemp -d "/tmp/lg$1.XXXXXX")
+    trap 'lgb_stop; rm -rf "$work"' EXIT
+    trap 'exit 130' INT TERM
+}
+
+# The awk that the figure lines below share: median(sc) of val[sc, 1..cnt[sc]].
+LGB_AWK_MEDIAN='
     function median(sc,   n, i, j, t, a) {
         n = cnt[sc]; if (!n) return ""
         for (i = 1; i <= n; i++) a[i] = val[sc, i]
         for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }'
+
+# lgb_scrape_line JSONL: the scrape-cost figure, deliveries_per_s of fanout_sse_1k_max_scrape100ms
+# over fanout_sse_1k_max (medians over reps), target >= 0.95 (a scrape every 100 ms costs
+# < 5 % of the fan-out rate). Prints nothing unless both ran.
+lgb_scrape_line() {
+    awk "$LGB_AWK_MEDIAN"'
+    function getf(line, k,   i, s, n) {
+        i = index(line, "\"" k "\":"); if (!i) return ""
+        s = substr(line, i + length(k) + 3)
+        n = match(s, /[,}]/); return substr(s, 1, n - 1)
     }
     {
         sc = getf($0, "scenario"); gsub(/"/, "", sc)
@@ -425,18 +439,12 @@ lgb_scrape_line() {
 # "PAIR TARGET: p99 base X us, p99 with N stalled Y us, ratio R (target <= 1.5 ...)".
 # Prints nothing for a pair that lacks either result.
 lgb_isolation_line() {
-    awk -v tg="$2" '
+    awk -v tg="$2" "$LGB_AWK_MEDIAN"'
     function getf(line, k,   i, s, n) {
         i = index(line, "\"" k "\":"); if (!i) return ""
         s = substr(line, i + length(k) + 3)
         if (substr(s, 1, 1) == "\"") { s = substr(s, 2); return substr(s, 1, index(s, "\"") - 1) }
         n = match(s, /[,}]/); return substr(s, 1, n - 1)
-    }
-    function median(sc,   n, i, j, t, a) {
-        n = cnt[sc]; if (!n) return ""
-        for (i = 1; i <= n; i++) a[i] = val[sc, i]
-        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
     }
     {
         sc = getf($0, "scenario")

@@ -25,13 +25,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-lg=$(lgb_loadgen) || { lgb_log "cannot build lg_loadgen"; exit 1; }
-lgbin=$(lgb_livegate_bin)
-[ -n "$lgbin" ] || { lgb_log "no livegate binary (build it, or set LIVEGATE=path)"; exit 1; }
-work=$(mktemp -d /tmp/lgscrape.XXXXXX)
-cleanup() { lgb_stop; rm -rf "$work"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+lgb_tool_setup scrape
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
