@@ -76,13 +76,29 @@ static void owe_gap(struct lg_subscriber *s, struct lg_subscription *sn, uint64_
         sn->gap_to = seq;
 }
 
+/* Kept only by the few subscribers it fires for, so idle connections do not carry its bytes. */
+static void set_disconnect_reason(struct lg_subscriber *s, const char *prefix, const char *why)
+{
+    char text[128];
+    snprintf(text, sizeof text, "%s%s", prefix, why);
+    free(s->disconnect_reason);
+    s->disconnect_reason = strdup(text);
+}
+
+const char *lg_subscriber_disconnect_reason(const struct lg_subscriber *s)
+{
+    if (s->disconnect_reason != NULL)
+        return s->disconnect_reason;
+    return s->kicked ? "kicked" : "slow consumer";
+}
+
 static void decide_disconnect(struct lg_subscriber *s, const char *why)
 {
     static struct lg_ratelimit rl;
     if (s->slow_disconnect)
         return;
     s->slow_disconnect = true;
-    snprintf(s->disconnect_reason, sizeof s->disconnect_reason, "slow consumer: %s", why);
+    set_disconnect_reason(s, "slow consumer: ", why);
     LG_STAT_ADD(clients_disconnected_slow, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "disconnecting a slow %s client: %s",
                        s->ops->name, why);
@@ -442,6 +458,8 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
     s->subs = NULL;
     s->sub_count = 0;
     lg_client_ring_release(&s->ring);
+    free(s->disconnect_reason);
+    s->disconnect_reason = NULL;
 }
 
 bool lg_subscriber_pending(const struct lg_subscriber *s)
@@ -471,7 +489,7 @@ void lg_subscriber_kick(struct lg_subscriber *s, const char *reason)
         return;
     s->slow_disconnect = true;
     s->kicked = true;
-    snprintf(s->disconnect_reason, sizeof s->disconnect_reason, "%s", reason);
+    set_disconnect_reason(s, "", reason);
     lg_client_ring_release(&s->ring);
 }
 
@@ -605,7 +623,7 @@ size_t lg_subscriber_render_stream(struct lg_subscriber *s, struct lg_buf *out, 
     if (s->slow_disconnect) {
         if (s->ops->render_slow)
             s->ops->render_slow(out, s->kicked ? "kicked" : "slow_consumer",
-                                s->disconnect_reason, sse_retry_ms);
+                                lg_subscriber_disconnect_reason(s), sse_retry_ms);
         return 0;
     }
     size_t events = render_batch(s, out, max_bytes, SIZE_MAX);

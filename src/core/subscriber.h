@@ -82,7 +82,8 @@ struct lg_subscriber {
     uint64_t delivered;             /* events rendered for the client (the access line) */
     uint64_t dropped;               /* events dropped or conflated for it */
     uint64_t bytes_out;             /* bytes of events and notices rendered for it */
-    char disconnect_reason[128];
+    char *disconnect_reason;        /* why slow_disconnect fired (malloc'd, freed by release;
+                                       read it through lg_subscriber_disconnect_reason()) */
 };
 
 void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *ops,
@@ -127,6 +128,10 @@ void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg
 void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub);
 
 void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub);
+
+/* Why the disconnect policy or a kick fired, for the client (at most 127 bytes; a fixed text
+ * when the reason could not be kept). Only meaningful once slow_disconnect is set. */
+const char *lg_subscriber_disconnect_reason(const struct lg_subscriber *s);
 
 /* A live event for subscription sn (borrowed; the subscriber takes its own reference). */
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,

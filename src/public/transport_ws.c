@@ -28,6 +28,11 @@
 #include "ws_message.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
+/* lws allocates this much receive buffer for every WebSocket connection and hands longer
+ * messages over in pieces of it (on_receive reassembles them up to max_message_bytes). Control
+ * frames (at most 125 bytes of payload) fit whole. 128 instead of 512 keeps 384 bytes off
+ * every idle connection; a subscribe message costs a callback per 128 bytes. */
+#define LG_WS_RX_PIECE 128
 
 /* ---- Replies ------------------------------------------------------------------------------ */
 
@@ -422,7 +427,8 @@ static int on_writable(struct lg_conn *c)
         return close_with(c, c->ws_close_code,
                           c->ws_close_reason ? c->ws_close_reason : "server shutting down");
     if (c->sub.slow_disconnect)
-        return close_with(c, c->sub.kicked ? 4001 : 4000, c->sub.disconnect_reason);
+        return close_with(c, c->sub.kicked ? 4001 : 4000,
+                          lg_subscriber_disconnect_reason(&c->sub));
     int rc = write_batch(c);
     if (rc == -2)
         return close_with(c, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, "out of memory");
@@ -519,5 +525,5 @@ const struct lws_protocols lg_protocol_ws = {
     .name = "livegate.v1",
     .callback = ws_callback,
     .per_session_data_size = sizeof(struct lg_conn),
-    .rx_buffer_size = 512,
+    .rx_buffer_size = LG_WS_RX_PIECE,
 };

@@ -34,7 +34,7 @@ static struct lg_conn *conn_of(struct lg_subscriber *s)
 
 static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
 {
-    if (!c->dirty_link.linked)
+    if (!lg_dlist_contains(&w->dirty, &c->dirty_link))
         lg_dlist_push_tail(&w->dirty, &c->dirty_link);
 }
 

@@ -13,9 +13,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Unlinked: both NULL (a zeroed link is unlinked). The first element's prev is NULL too, so
+ * whether a link is on a list is asked of the list (lg_dlist_contains): no flag, 16 bytes. */
 struct lg_dlink {
     struct lg_dlink *prev, *next;
-    bool linked;
 };
 
 struct lg_dlist {
@@ -26,9 +27,15 @@ struct lg_dlist {
 /* The element that embeds `link` as member `member`. */
 #define lg_dlist_entry(link, type, member) ((type *)((char *)(link) - offsetof(type, member)))
 
+/* Whether n is on l (n is on l or on no list). */
+static inline bool lg_dlist_contains(const struct lg_dlist *l, const struct lg_dlink *n)
+{
+    return n->prev != NULL || l->first == n;
+}
+
 static inline void lg_dlist_remove(struct lg_dlist *l, struct lg_dlink *n)
 {
-    if (!n->linked)
+    if (!lg_dlist_contains(l, n))
         return;
     if (n->prev)
         n->prev->next = n->next;
@@ -39,7 +46,6 @@ static inline void lg_dlist_remove(struct lg_dlist *l, struct lg_dlink *n)
     else
         l->last = n->prev;
     n->prev = n->next = NULL;
-    n->linked = false;
     l->count--;
 }
 
@@ -52,14 +58,13 @@ static inline void lg_dlist_push_tail(struct lg_dlist *l, struct lg_dlink *n)
     else
         l->first = n;
     l->last = n;
-    n->linked = true;
     l->count++;
 }
 
 /* Move n (linked or not) to the tail. */
 static inline void lg_dlist_move_tail(struct lg_dlist *l, struct lg_dlink *n)
 {
-    if (n->linked && l->last == n)
+    if (l->last == n)
         return;
     lg_dlist_remove(l, n);
     lg_dlist_push_tail(l, n);
