@@ -13,6 +13,12 @@
  * to every interested worker or it never existed. Workers are woken after every lock is
  * dropped. The hub keeps the registry and the fan-out; retention, replay, epochs and
  * idempotency are the store's.
+ *
+ * The once-a-second sweep (lg_hub_expire) visits a bounded slice of the table per call and
+ * goes on where the last one stopped, as Redis' active expiry does: its cost per second is
+ * bounded however many topics exist. Exactness does not depend on it: an append ages out its
+ * own topic's history, and a replay ages it out before reading, so no replay reads an event
+ * older than max_age_ms; the sweep only returns the memory of topics nobody touches.
  */
 #include "hub.h"
 #include "hub_internal.h"
@@ -32,6 +38,9 @@
 #include "store_memory.h"
 #include "store_redis.h"
 #include "topic.h"
+
+#define LG_HUB_SWEEP_BUCKETS 8192u /* per lg_hub_expire(): the default table (65,536) in 8 s */
+#define LG_HUB_SWEEP_TOPICS 2048u  /* ... and no more topics than this (15,000 in 8 s) */
 
 static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
 static const char topic_oom_problem[] = "out of memory";
@@ -496,6 +505,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         *problem = "the cursor is ahead of the topic's newest event";
         return -1;
     } else if (since) {
+        lg_stream_expire(t->stream, lg_mono_ns()); /* the sweep may not have been by yet */
         uint64_t first = lg_stream_oldest(t->stream);
         if (since->seq + 1 < first) {
             out->gap_from = since->seq + 1;
@@ -551,12 +561,13 @@ static bool collectable(struct lg_topic *t)
     return never_published;
 }
 
-/* Drop the deleted topics nobody holds any more and, when idle is true, the idle ones. */
-static size_t collect_idle(struct lg_hub *hub, bool idle)
+/* Drop the deleted topics nobody holds any more and, when idle is true, the idle ones in
+ * buckets [from, to). */
+static size_t collect_idle(struct lg_hub *hub, bool idle, size_t from, size_t to)
 {
     size_t collected = 0;
     pthread_rwlock_wrlock(&hub->registry_lock);
-    for (size_t b = 0; idle && b <= hub->bucket_mask; b++) {
+    for (size_t b = from; idle && b < to; b++) {
         for (struct lg_topic **pp = &hub->buckets[b]; *pp;) {
             struct lg_topic *t = *pp;
             if (!collectable(t)) {
@@ -584,26 +595,40 @@ static size_t collect_idle(struct lg_hub *hub, bool idle)
     return collected;
 }
 
+/* One topic's share of the sweep: age out its history, average its publish rate over the time
+ * since the sweep last saw it. Return value: whether only the registry holds it and it was
+ * never published to (collectable). */
+static bool sweep_topic(struct lg_topic *t, uint64_t now_ns)
+{
+    pthread_mutex_lock(&t->lock);
+    lg_stream_expire(t->stream, now_ns);
+    uint64_t newest = lg_stream_newest(t->stream);
+    uint64_t elapsed_ms = (now_ns - t->rate_mark_ns) / 1000000u;
+    if (t->rate_mark_ns != 0 && elapsed_ms > 0)
+        t->publish_rate = (newest - t->rate_mark) * 1000u / elapsed_ms;
+    t->rate_mark = newest;
+    t->rate_mark_ns = now_ns;
+    bool idle = atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 && newest == 0;
+    pthread_mutex_unlock(&t->lock);
+    return idle;
+}
+
 size_t lg_hub_expire(struct lg_hub *hub)
 {
     bool collect = !hub->store->ops->remote; /* a remote store tails every topic it opened */
     uint64_t now = lg_mono_ns();
-    size_t idle = 0;
+    size_t idle = 0, topics = 0;
+    size_t from = hub->sweep_next, b = from;
     pthread_rwlock_rdlock(&hub->registry_lock);
-    for (size_t b = 0; b <= hub->bucket_mask; b++) {
-        for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket) {
-            pthread_mutex_lock(&t->lock);
-            lg_stream_expire(t->stream, now);
-            uint64_t newest = lg_stream_newest(t->stream);
-            t->publish_rate = newest - t->rate_mark; /* the tick is once a second */
-            t->rate_mark = newest;
-            idle += atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 &&
-                    lg_stream_newest(t->stream) == 0;
-            pthread_mutex_unlock(&t->lock);
-        }
+    while (b <= hub->bucket_mask && b - from < LG_HUB_SWEEP_BUCKETS &&
+           topics < LG_HUB_SWEEP_TOPICS) {
+        for (struct lg_topic *t = hub->buckets[b]; t; t = t->next_in_bucket, topics++)
+            idle += sweep_topic(t, now);
+        b++;
     }
     bool graves = hub->graveyard != NULL;
     pthread_rwlock_unlock(&hub->registry_lock);
+    hub->sweep_next = b > hub->bucket_mask ? 0 : b;
     /* the write lock only when there is work */
-    return (idle && collect) || graves ? collect_idle(hub, collect) : 0;
+    return (idle && collect) || graves ? collect_idle(hub, collect, from, b) : 0;
 }

@@ -5,8 +5,8 @@
  *          keeps their streams (the memory store, store_memory.h), and the list of worker
  *          inboxes it hands events to.
  * Frees:   lg_hub_destroy() frees topics, their streams and the store; call it after every
- *          worker and the control port were joined. lg_hub_expire() (once a second) also
- *          collects idle topics: those only the registry references (no subscription, no event
+ *          worker and the control port were joined. lg_hub_expire() (once a second, over a
+ *          bounded slice of the table each time) also collects idle topics: those only the registry references (no subscription, no event
  *          waiting in an inbox, no lookup in progress) that were never published to, so a
  *          subscription to a name nobody publishes to is not a permanent registry entry. A
  *          topic that was published to keeps its stream (its position and epoch), so the
@@ -183,8 +183,11 @@ uint64_t lg_hub_backlog(const struct lg_hub *hub);
 /* Occupancy of worker w's inbox. */
 uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w);
 
-/* Evict history past its age bound in every topic, and collect idle topics (see Frees above).
- * Called periodically by the main thread. Return value: how many topics were collected. */
+/* Evict history past its age bound and collect idle topics (see Frees above) in the next slice
+ * of the table: at most 8,192 buckets and about 2,048 topics a call, so that every topic is
+ * visited once per ceil(buckets / 8192) calls at the least, and a call costs the same however
+ * many topics exist. Called once a second by one thread (the main thread).
+ * Return value: how many topics were collected. */
 size_t lg_hub_expire(struct lg_hub *hub);
 
 #endif

@@ -41,6 +41,7 @@ struct lg_hub {
     size_t bucket_mask;
     size_t topic_count;             /* {registry_lock} */
     struct lg_topic *graveyard;     /* {registry_lock} deleted topics, via next_in_bucket */
+    size_t sweep_next;              /* {the thread calling lg_hub_expire} next bucket to sweep */
     uint64_t tail_wake;             /* {remote store thread} workers to wake after a delivery */
 };
 

@@ -47,8 +47,9 @@ struct lg_topic {
     struct lg_stream *stream;      /* {lock} every call on it; the pointer is immutable */
     struct lg_topic *next_in_bucket; /* {hub registry lock} */
     uint32_t slot_count;           /* immutable: number of workers */
-    uint64_t rate_mark;            /* {lock} newest seq at the last expiry tick */
-    uint64_t publish_rate;         /* {lock} events published between the last two ticks */
+    uint64_t rate_mark;            /* {lock} newest seq when the expiry sweep last saw it */
+    uint64_t rate_mark_ns;         /* {lock} ... and when (monotonic; 0 = never) */
+    uint64_t publish_rate;         /* {lock} events per second between its last two sweeps */
     _Atomic bool deleted;          /* DELETE /v1/topics/{topic}: unlinked from the registry */
     struct lg_topic_slot slots[];  /* one per worker */
 };

@@ -1034,6 +1034,7 @@ static uint64_t oldest_published_ns(const char *name)
 START_TEST(expire_drops_exactly_the_events_older_than_max_age)
 {
     cfg.history.max_age_ms = 200;
+    cfg.limits.max_topics = 64; /* a table of 64 buckets: one sweep covers all of it */
     open_hub();
     struct lg_publish_result res;
     publish("b", "x");
@@ -1065,7 +1066,7 @@ START_TEST(expire_drops_exactly_the_events_older_than_max_age)
     }
     ck_assert_uint_eq(oldest_of("a"), 2); /* a2 is younger: it stays */
     ck_assert_uint_eq(newest_of("a"), 2);
-    /* b1, older than a1, went in the same sweep: every topic is swept. */
+    /* b1, older than a1, went in the same sweep: a small table is swept whole each time. */
     ck_assert_uint_eq(oldest_of("b"), 2);
     ck_assert_uint_eq(newest_of("b"), 1);
 
@@ -1085,6 +1086,57 @@ START_TEST(expire_drops_exactly_the_events_older_than_max_age)
     ck_assert(!res.duplicate);
     ck_assert_uint_eq(res.seq, 3);
     ck_assert_uint_eq(publish("b", "x").seq, 2);
+}
+END_TEST
+
+/* The default table (65,536 buckets) is swept in slices of 8,192: one call ages out only the
+ * topics in its slice, eight calls reach every topic, and a ninth starts over. */
+START_TEST(a_large_table_is_swept_in_slices_that_together_cover_every_topic)
+{
+    enum { TOPICS = 200 };
+    cfg.history.max_age_ms = 20;
+    open_hub(); /* limits.max_topics 100,000: 65,536 buckets */
+    char name[32];
+    for (int i = 0; i < TOPICS; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        publish(name, "x");
+    }
+    sleep_ms(40);
+    unsigned aged[9];
+    for (int call = 0; call < 9; call++) {
+        lg_hub_expire(hub);
+        aged[call] = 0;
+        for (int i = 0; i < TOPICS; i++) {
+            snprintf(name, sizeof name, "t%d", i);
+            aged[call] += oldest_of(name) == 2; /* its only event is gone */
+        }
+    }
+    ck_assert_uint_gt(aged[0], 0);
+    ck_assert_uint_lt(aged[0], TOPICS / 2); /* one slice of eight, not the table */
+    for (int call = 1; call < 8; call++)
+        ck_assert_uint_ge(aged[call], aged[call - 1]);
+    ck_assert_uint_eq(aged[7], TOPICS);
+}
+END_TEST
+
+/* A replay ages out the topic's history before reading it, so a cursor never gets an event
+ * older than max_age_ms, whether or not the sweep has been by. */
+START_TEST(a_replay_never_reads_an_event_older_than_max_age_before_the_sweep)
+{
+    cfg.history.max_age_ms = 20;
+    open_hub();
+    publish("c", "x");
+    publish("c", "y");
+    sleep_ms(40);
+    ck_assert_uint_eq(oldest_of("c"), 1); /* no sweep ran: still retained */
+    struct lg_replay r;
+    const char *problem = NULL;
+    ck_assert_int_eq(resolve("c", epoch_of("c"), 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_uint_eq(r.count, 0);
+    ck_assert_uint_eq(r.gap_from, 1);
+    ck_assert_uint_eq(r.gap_to, 2);
+    ck_assert_uint_eq(r.position, 2);
+    lg_replay_release(&r);
 }
 END_TEST
 
@@ -1115,7 +1167,9 @@ static Suite *hub_suite(void)
              a_cursor_ahead_of_the_newest_is_an_error_and_registers_nothing,
              a_listening_subscribe_gets_live_events_after_its_replay_without_overlap);
     tcase_set_timeout(LG_TCASE(s, "expiry", setup, teardown,
-                               expire_drops_exactly_the_events_older_than_max_age),
+                               expire_drops_exactly_the_events_older_than_max_age,
+                               a_large_table_is_swept_in_slices_that_together_cover_every_topic,
+                               a_replay_never_reads_an_event_older_than_max_age_before_the_sweep),
                       10);
     return s;
 }
