@@ -95,13 +95,6 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
                         "IPv6 address (at most %d, comma-separated)", bad, LG_TRUSTED_PROXIES_MAX);
         return -1;
     }
-    size_t at = 0;
-    if (!lg_topic_pattern_list_ok(cfg->metrics_topics ? cfg->metrics_topics : "", &at)) {
-        lg_config__errf(err, "metrics.topics: the entry at byte %zu is not a topic pattern "
-                        "(topic name bytes, * and ?; at most %d entries, comma-separated)", at,
-                        LG_METRICS_TOPIC_PATTERNS_MAX);
-        return -1;
-    }
     if (cfg->limits.max_event_bytes > cfg->limits.max_batch_bytes) {
         lg_config__errf(err, "limits.max_event_bytes (%" PRIu32 ") must not exceed "
                         "limits.max_batch_bytes (%" PRIu32 ")", cfg->limits.max_event_bytes,
@@ -402,6 +395,6 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->auth.cookie);
     lg_string_list_free(&cfg->auth.anonymous_subscribe);
     lg_string_list_free(&cfg->allowed_origins);
-    free(cfg->metrics_topics);
+    lg_string_list_free(&cfg->metrics_topics);
     memset(cfg, 0, sizeof(*cfg));
 }

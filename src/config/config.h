@@ -47,8 +47,8 @@ struct lg_config {
     enum lg_log_level log_level;        /* "log_level" */
     enum lg_log_format log_format;      /* "log_format": text or json lines */
     char *static_dir;                   /* "static_dir": "" = <binary dir>/../static */
-    char *metrics_topics;               /* "metrics.topics": patterns of the topics with their
-                                           own /metrics series, comma-separated ("" = none) */
+    struct lg_string_list metrics_topics; /* "metrics.topics": globs of the topics with their
+                                             own /metrics series ([] = none) */
     char *trusted_proxies;              /* "trusted_proxies": addresses whose X-Forwarded-For
                                            names the client, comma-separated */
 

@@ -48,7 +48,7 @@ static const char *const lg_log_format_names[] = {
     { .key = k, .type = LG_SETTING_U64, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
       .doc = doc_ }
 
-/* A list item of auth.anonymous_subscribe: a topic_rules glob. */
+/* A list item of auth.anonymous_subscribe and metrics.topics: a topic_rules glob. */
 static const char *lg_config__pattern_problem(const char *item, size_t len)
 {
     if (len > LG_TOPIC_NAME_MAX)
@@ -71,8 +71,9 @@ static const char *lg_config__origin_problem(const char *item, size_t len)
     return NULL;
 }
 
-#define LG_LIST(k, f, check_, doc_)                                                                \
-    { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = LG_LIST_MAX,        \
+#define LG_LIST(k, f, check_, doc_) LG_LIST_UPTO(k, f, LG_LIST_MAX, check_, doc_)
+#define LG_LIST_UPTO(k, f, max_, check_, doc_)                                                     \
+    { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = max_,               \
       .check = check_, .doc = doc_ }
 
 /* Table order is the order of config/livegate.json and of --print-config. */
@@ -208,9 +209,9 @@ static const struct lg_setting lg_settings[] = {
     LG_U32_IN(auth, leeway_s, 0, 3600, 0, "clock skew allowed on exp and nbf"),
     LG_LIST("allowed_origins", allowed_origins, lg_config__origin_problem,
             "Origins that get CORS headers and may open WebSockets; [] = any, no CORS"),
-    { .key = "metrics.topics", .type = LG_SETTING_STRING, .offset = LG_OFF(metrics_topics),
-      .min = 0, .max = 4095, .def_text = "",
-      .doc = "topics with their own /metrics series (patterns with * and ?, comma-separated)" },
+    LG_LIST_UPTO("metrics.topics", metrics_topics, LG_METRICS_TOPIC_PATTERNS_MAX,
+                 lg_config__pattern_problem,
+                 "topic globs (* and ?) whose topics get their own /metrics series"),
 };
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))

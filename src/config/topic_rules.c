@@ -55,51 +55,10 @@ bool lg_topic_pattern_ok(const char *p, size_t len)
     return len >= 1 && len <= LG_RULE_MATCH_MAX && strlen(p) == len && rule_pattern_ok(p, &bad);
 }
 
-/* The next entry of a comma-separated pattern list at *pos, blanks around it trimmed, into
- * out; *start is its offset. Return value: its length (0 = empty or longer than a topic name,
- * which no list may hold), or -1 at the end of the list. */
-static int next_pattern(const char *list, size_t *pos, char out[LG_TOPIC_NAME_MAX + 1],
-                        size_t *start)
+bool lg_glob_match_any(const char *const *patterns, size_t count, const char *text)
 {
-    size_t i = *pos, n = 0;
-    if (list[i] == '\0')
-        return -1;
-    while (list[i] == ' ' || list[i] == '\t')
-        i++;
-    *start = i;
-    for (; list[i] != '\0' && list[i] != ','; i++, n++)
-        if (n < LG_TOPIC_NAME_MAX)
-            out[n] = list[i];
-    if (n > LG_TOPIC_NAME_MAX)
-        n = 0;
-    while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '\t'))
-        n--;
-    out[n] = '\0';
-    *pos = list[i] == ',' ? i + 1 : i;
-    return (int)n;
-}
-
-bool lg_topic_pattern_list_ok(const char *list, size_t *bad)
-{
-    char p[LG_TOPIC_NAME_MAX + 1];
-    size_t pos = 0, start = 0, entries = 0, at;
-    int n;
-    while ((n = next_pattern(list, &pos, p, &start)) >= 0) {
-        if (n == 0 || !rule_pattern_ok(p, &at) || ++entries > LG_METRICS_TOPIC_PATTERNS_MAX) {
-            *bad = start;
-            return false;
-        }
-    }
-    return true;
-}
-
-bool lg_topic_pattern_list_match(const char *list, const char *topic)
-{
-    char p[LG_TOPIC_NAME_MAX + 1];
-    size_t pos = 0, start;
-    int n;
-    while ((n = next_pattern(list, &pos, p, &start)) >= 0)
-        if (n > 0 && lg_glob_match(p, topic))
+    for (size_t i = 0; i < count; i++)
+        if (lg_glob_match(patterns[i], text))
             return true;
     return false;
 }

@@ -49,11 +49,8 @@ bool lg_glob_match(const char *pattern, const char *text);
 /* Whether p[0..len) (NUL-terminated at len) is a glob of the topic_rules grammar: 1..128
  * bytes of topic characters, a leading '$', '*' and '?'. */
 bool lg_topic_pattern_ok(const char *p, size_t len);
-/* "p1, p2, ...": at most LG_METRICS_TOPIC_PATTERNS_MAX topic patterns (blanks around commas
- * ignored). Return value: true, or false with the offset of the bad entry in *bad. */
-bool lg_topic_pattern_list_ok(const char *list, size_t *bad);
-/* Whether topic matches a pattern of such a list. */
-bool lg_topic_pattern_list_match(const char *list, const char *topic);
+/* Whether text matches any of the count globs (metrics.topics, auth.anonymous_subscribe). */
+bool lg_glob_match_any(const char *const *patterns, size_t count, const char *text);
 
 /* The first of the count rules whose pattern matches topic, or NULL. */
 const struct lg_topic_rule *lg_topic_rules_first_match(const struct lg_topic_rule *rules,

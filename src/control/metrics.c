@@ -248,7 +248,8 @@ static void render_history(struct lg_control *c, struct lg_buf *b)
 
 static bool allowed_topic(const char *name, void *list)
 {
-    return lg_topic_pattern_list_match(list, name);
+    const struct lg_string_list *globs = list;
+    return lg_glob_match_any((const char *const *)globs->items, globs->count, name);
 }
 
 /* Per-topic series for the topics metrics.topics allows (at most LG_METRICS_TOPIC_SERIES_MAX,
@@ -256,8 +257,8 @@ static bool allowed_topic(const char *name, void *list)
  * hold no byte that needs escaping in a label value (topic_name.h). */
 static void render_topics(struct lg_control *c, struct lg_buf *b)
 {
-    const char *list = c->cfg->metrics_topics;
-    if (!list || !list[0])
+    const struct lg_string_list *list = &c->cfg->metrics_topics;
+    if (list->count == 0)
         return;
     static const struct {
         const char *name, *help;

@@ -370,24 +370,16 @@ enum lg_auth_result lg_auth_verify(const struct lg_auth *a, const char *token, s
 
 void lg_grant_free(struct lg_grant *g) { free(g); }
 
-static bool any_match(const char *const *patterns, size_t count, const char *topic)
-{
-    for (size_t i = 0; i < count; i++)
-        if (lg_glob_match(patterns[i], topic))
-            return true;
-    return false;
-}
-
 bool lg_auth_may_subscribe(const struct lg_auth *a, const struct lg_grant *g, const char *topic)
 {
-    if (!a->enabled || any_match((const char *const *)a->anonymous, a->anonymous_count, topic))
+    if (!a->enabled || lg_glob_match_any((const char *const *)a->anonymous, a->anonymous_count, topic))
         return true;
-    return g && any_match(g->subscribe, g->subscribe_count, topic);
+    return g && lg_glob_match_any(g->subscribe, g->subscribe_count, topic);
 }
 
 bool lg_grant_may_publish(const struct lg_grant *g, const char *topic)
 {
-    return g && any_match(g->publish, g->publish_count, topic);
+    return g && lg_glob_match_any(g->publish, g->publish_count, topic);
 }
 
 /* ---- Refusals ------------------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
  * series have one sample per worker.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,11 +266,12 @@ START_TEST(test_metrics_shape)
 }
 END_TEST
 
-/* Per-topic series only for the topics metrics.topics allows; a bad pattern list is refused. */
+/* Per-topic series only for the topics metrics.topics allows; a bad pattern, or the list as one
+ * comma-separated string (its type before 2026-12-02), is refused with the entry named. */
 START_TEST(test_metrics_topic_allow_list)
 {
     struct lg_server s;
-    lg_server_must_start(&s, "{\"metrics\":{\"topics\":\"orders/*, vip\"}}");
+    lg_server_must_start(&s, "{\"metrics\":{\"topics\":[\"orders/*\",\"vip\"]}}");
     lg_publish_n(s.control_port, "orders/1", 1, 3, NULL, 0);
     lg_publish_n(s.control_port, "orders/2", 1, 1, NULL, 0);
     lg_publish_n(s.control_port, "other", 1, 2, NULL, 0);
@@ -305,15 +307,24 @@ START_TEST(test_metrics_topic_allow_list)
     char path[] = "/tmp/lg-metrics-cfg-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
-    const char bad[] = "{\"metrics\":{\"topics\":\"ok/*, bad topic\"}}";
+    const char bad[] = "{\"metrics\":{\"topics\":[\"ok/*\",\"bad topic\"]}}";
     ck_assert_int_eq(write(fd, bad, sizeof bad - 1), (ssize_t)(sizeof bad - 1));
     close(fd);
     const char *check[] = {"--config", path, "--check-config", NULL};
     ck_assert_int_eq(lg_run_binary(check, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "metrics.topics[1]: not a topic pattern"), "%s", r.err);
+    lg_run_result_free(&r);
+
+    const char as_string[] = "{\"metrics\":{\"topics\":\"ok/*, vip\"}}";
+    fd = open(path, O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, as_string, sizeof as_string - 1), (ssize_t)(sizeof as_string - 1));
+    close(fd);
+    ck_assert_int_eq(lg_run_binary(check, &r, WAIT_MS), 0);
     unlink(path);
     ck_assert_int_eq(r.status, 2);
-    ck_assert_msg(strstr(r.err, "metrics.topics: the entry at byte 6 is not a topic pattern"),
-                  "%s", r.err);
+    ck_assert_msg(strstr(r.err, "metrics.topics"), "%s", r.err);
     lg_run_result_free(&r);
 }
 END_TEST

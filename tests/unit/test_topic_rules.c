@@ -313,30 +313,16 @@ START_TEST(test_parse_replace_resolve_print)
 }
 END_TEST
 
-/* metrics.topics: a comma-separated list of patterns, blanks around entries allowed. */
-START_TEST(test_pattern_list)
+/* metrics.topics and auth.anonymous_subscribe: does a topic match any glob of a list. */
+START_TEST(test_glob_match_any)
 {
-    size_t bad = 99;
-    ck_assert(lg_topic_pattern_list_ok("", &bad));
-    ck_assert(lg_topic_pattern_list_ok("orders/*, vip ,$sys/*", &bad));
-    ck_assert(!lg_topic_pattern_list_ok("ok, bad topic", &bad));
-    ck_assert_uint_eq(bad, 4);
-    ck_assert(!lg_topic_pattern_list_ok("a,,b", &bad));
-    ck_assert_uint_eq(bad, 2);
-    ck_assert(!lg_topic_pattern_list_ok("a, ", &bad));
-    ck_assert(!lg_topic_pattern_list_ok("a$b", &bad));
-    char many[64 * 3 + 8] = "";
-    for (int i = 0; i < 65; i++)
-        strcat(many, i ? ",x" : "x");
-    ck_assert(!lg_topic_pattern_list_ok(many, &bad));
-    many[strlen(many) - 2] = '\0'; /* 64 entries */
-    ck_assert(lg_topic_pattern_list_ok(many, &bad));
-
-    ck_assert(lg_topic_pattern_list_match("orders/*, vip", "orders/1"));
-    ck_assert(lg_topic_pattern_list_match("orders/*, vip", "vip"));
-    ck_assert(!lg_topic_pattern_list_match("orders/*, vip", "vips"));
-    ck_assert(!lg_topic_pattern_list_match("", "vip"));
-    ck_assert(lg_topic_pattern_list_match("v?p", "vip"));
+    const char *const globs[] = {"orders/*", "vip", "v?p"};
+    ck_assert(lg_glob_match_any(globs, 3, "orders/1"));
+    ck_assert(lg_glob_match_any(globs, 3, "vip"));
+    ck_assert(lg_glob_match_any(globs, 3, "vap"));
+    ck_assert(!lg_glob_match_any(globs, 3, "vips"));
+    ck_assert(!lg_glob_match_any(globs, 3, "orders"));
+    ck_assert(!lg_glob_match_any(globs, 0, "vip"));
 }
 END_TEST
 
@@ -355,7 +341,7 @@ static Suite *lg_topic_rules_suite(void)
     LG_TCASE(s, "lookup", NULL, NULL, test_first_match_wins,
              test_first_match_unset_fields_come_from_top_level);
     LG_TCASE(s, "parse", NULL, NULL, test_pattern_every_byte, test_pattern_length_bounds,
-             test_parse_replace_resolve_print, test_pattern_list);
+             test_parse_replace_resolve_print, test_glob_match_any);
     return s;
 }
 
