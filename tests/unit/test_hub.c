@@ -1031,6 +1031,20 @@ static uint64_t oldest_published_ns(const char *name)
     return at;
 }
 
+/* A cursor at 0 on topic `name` replays no event, only the gap 1..newest. */
+static void assert_replay_from_start_is_only_a_gap_to(const char *name, uint64_t newest)
+{
+    struct lg_replay r;
+    const char *problem = NULL;
+    ck_assert_int_eq(resolve(name, epoch_of(name), 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_uint_eq(r.gap_from, 1);
+    ck_assert_uint_eq(r.gap_to, newest);
+    ck_assert_uint_eq(r.count, 0);
+    ck_assert_uint_eq(r.position, newest);
+    ck_assert(!r.more);
+    lg_replay_release(&r);
+}
+
 START_TEST(expire_drops_exactly_the_events_older_than_max_age)
 {
     cfg.history.max_age_ms = 200;
@@ -1071,15 +1085,7 @@ START_TEST(expire_drops_exactly_the_events_older_than_max_age)
     ck_assert_uint_eq(newest_of("b"), 1);
 
     /* An emptied history: a cursor before it gets a gap up to the newest, nothing else. */
-    struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve("b", epoch_of("b"), 0, 100, UINT64_MAX, &r, &problem), 0);
-    ck_assert_uint_eq(r.gap_from, 1);
-    ck_assert_uint_eq(r.gap_to, 1);
-    ck_assert_uint_eq(r.count, 0);
-    ck_assert_uint_eq(r.position, 1);
-    ck_assert(!r.more);
-    lg_replay_release(&r);
+    assert_replay_from_start_is_only_a_gap_to("b", 1);
 
     /* The expired event's idempotency key is forgotten; the next seq follows the newest. */
     ck_assert_int_eq(publish_idem("a", "x", "once", &res), LG_PUBLISH_OK);
@@ -1129,14 +1135,7 @@ START_TEST(a_replay_never_reads_an_event_older_than_max_age_before_the_sweep)
     publish("c", "y");
     sleep_ms(200);
     ck_assert_uint_eq(oldest_of("c"), 1); /* no sweep ran: still retained */
-    struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve("c", epoch_of("c"), 0, 100, UINT64_MAX, &r, &problem), 0);
-    ck_assert_uint_eq(r.count, 0);
-    ck_assert_uint_eq(r.gap_from, 1);
-    ck_assert_uint_eq(r.gap_to, 2);
-    ck_assert_uint_eq(r.position, 2);
-    lg_replay_release(&r);
+    assert_replay_from_start_is_only_a_gap_to("c", 2);
 }
 END_TEST
 
