@@ -372,7 +372,8 @@ void lg_grant_free(struct lg_grant *g) { free(g); }
 
 bool lg_auth_may_subscribe(const struct lg_auth *a, const struct lg_grant *g, const char *topic)
 {
-    if (!a->enabled || lg_glob_match_any((const char *const *)a->anonymous, a->anonymous_count, topic))
+    if (!a->enabled ||
+        lg_glob_match_any((const char *const *)a->anonymous, a->anonymous_count, topic))
         return true;
     return g && lg_glob_match_any(g->subscribe, g->subscribe_count, topic);
 }

@@ -604,8 +604,8 @@ static bool sweep_topic(struct lg_topic *t, uint64_t now_ns)
     lg_stream_expire(t->stream, now_ns);
     uint64_t newest = lg_stream_newest(t->stream);
     uint64_t elapsed_ms = (now_ns - t->rate_mark_ns) / 1000000u;
-    if (t->rate_mark_ns != 0 && elapsed_ms > 0)
-        t->publish_rate = (newest - t->rate_mark) * 1000u / elapsed_ms;
+    if (t->rate_mark_ns != 0 && elapsed_ms > 0) /* a reset stream starts over: rate 0 */
+        t->publish_rate = newest >= t->rate_mark ? (newest - t->rate_mark) * 1000u / elapsed_ms : 0;
     t->rate_mark = newest;
     t->rate_mark_ns = now_ns;
     bool idle = atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 && newest == 0;

@@ -1129,7 +1129,7 @@ END_TEST
  * older than max_age_ms, whether or not the sweep has been by. */
 START_TEST(a_replay_never_reads_an_event_older_than_max_age_before_the_sweep)
 {
-    cfg.history.max_age_ms = 150; /* the two appends are far closer than that, even under valgrind */
+    cfg.history.max_age_ms = 150; /* the two appends are far closer, even under valgrind */
     open_hub();
     publish("c", "x");
     publish("c", "y");
