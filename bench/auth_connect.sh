@@ -17,16 +17,7 @@ set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 subs=2000 reps=3 transport=sse
-while [ $# -gt 0 ]; do
-    case $1 in
-    --subscribers) subs=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    --transport) transport=$2; shift ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
-    *) echo "auth_connect.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
+lgb_tool_options auth_connect.sh 14 subscribers=subs reps=reps transport=transport -- "$@"
 
 lgb_tool_setup authbench
 

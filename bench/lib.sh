@@ -387,6 +387,31 @@ lgb_scraper() {
     exec 4<&-
 }
 
+# lgb_tool_options TOOL HELP_END OPTION=VAR ... -- "$@": the option loop of a bench/*.sh tool
+# whose options all take a value. "--OPTION value" sets the caller's VAR; -h/--help prints
+# lines 2..HELP_END of the script (its header); anything else is an error (exit 2).
+lgb_tool_options() {
+    local tool=$1 help_end=$2
+    shift 2
+    local -A var_of=()
+    while [ "$1" != -- ]; do
+        var_of[--${1%%=*}]=${1#*=}
+        shift
+    done
+    shift
+    while [ $# -gt 0 ]; do
+        case $1 in
+        -h | --help) sed -n "2,${help_end}p" "$0"; exit 0 ;;
+        esac
+        if [ -z "${var_of[$1]:-}" ] || [ $# -lt 2 ]; then
+            echo "$tool: unknown option or missing value: $1" >&2
+            exit 2
+        fi
+        printf -v "${var_of[$1]}" %s "$2"
+        shift 2
+    done
+}
+
 # lgb_tool_setup NAME: what a bench/*.sh tool needs before its runs: lg (the load generator),
 # lgbin (the livegate binary) and work (a private temp dir, removed with the servers at exit).
 lgb_tool_setup() {

@@ -16,15 +16,7 @@ set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
 scrapes=5000 reps=11
-while [ $# -gt 0 ]; do
-    case $1 in
-    --scrapes) scrapes=$2; shift ;;
-    --reps) reps=$2; shift ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "scrape_cost.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
+lgb_tool_options scrape_cost.sh 15 scrapes=scrapes reps=reps -- "$@"
 lgb_tool_setup scrape
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
