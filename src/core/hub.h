@@ -6,11 +6,11 @@
  *          inboxes it hands events to.
  * Frees:   lg_hub_destroy() frees topics, their streams and the store; call it after every
  *          worker and the control port were joined. lg_hub_expire() (once a second, over a
- *          bounded slice of the table each time) also collects idle topics: those only the registry references (no subscription, no event
- *          waiting in an inbox, no lookup in progress) that were never published to, so a
- *          subscription to a name nobody publishes to is not a permanent registry entry. A
- *          topic that was published to keeps its stream (its position and epoch), so the
- *          cursors issued for it stay valid.
+ *          bounded slice of the table each time) also collects idle topics: those only the
+ *          registry references (no subscription, no event waiting in an inbox, no lookup in
+ *          progress) that were never published to, so a subscription to a name nobody
+ *          publishes to is not a permanent registry entry. A topic that was published to keeps
+ *          its stream (its position and epoch), so the cursors issued for it stay valid.
  * Threads: lg_hub_publish*() from any thread; lg_hub_subscribe/unsubscribe/replay only from the
  *          worker thread whose index is passed. Critical sections are short: registry lookups
  *          under `registry_lock`, sequence + history + inbox pushes under the topic's lock.

@@ -27,7 +27,7 @@ struct lg_dlist {
 /* The element that embeds `link` as member `member`. */
 #define lg_dlist_entry(link, type, member) ((type *)((char *)(link) - offsetof(type, member)))
 
-/* Whether n is on l (n is on l or on no list). */
+/* Whether n is on l. n must be on l or on no list: a link belongs to one list. */
 static inline bool lg_dlist_contains(const struct lg_dlist *l, const struct lg_dlink *n)
 {
     return n->prev != NULL || l->first == n;
