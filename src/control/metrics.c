@@ -124,6 +124,7 @@ static const struct metric_row rows[] = {
     CLOSED("drain", connections_closed_drain),
     CLOSED("error", connections_closed_error),
     CLOSED("admin", connections_closed_admin),
+    CLOSED("keepalive", connections_closed_keepalive),
     CONN_REFUSED("max_connections", connections_refused),
     CONN_REFUSED("max_connections_per_address", connections_refused_address),
     COUNTER("livegate_requests_rejected_total",

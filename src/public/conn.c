@@ -132,7 +132,7 @@ static bool writes_directly(const struct lg_conn *c)
 
 void lg_conn_write_now(struct lg_conn *c)
 {
-    if (c->released || !lg_subscriber_has_output(&c->sub))
+    if (c->released || (!lg_subscriber_has_output(&c->sub) && c->out.len == 0))
         return;
     if (!writes_directly(c)) {
         lg_conn_want_write(c);

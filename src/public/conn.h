@@ -81,6 +81,10 @@ struct lg_conn {
     struct lg_dlink conn_link;   /* the worker's list of every connection */
     struct lg_dlink dirty_link;  /* the worker's queue of connections given events to write */
     struct lg_dlink quiet_link;  /* heartbeat streams (SSE), in order of their last write */
+    struct lg_dlink keepalive_link; /* WebSocket streams, in order of what was last heard */
+    uint64_t ws_heard_ms;     /* WebSocket, monotonic: the peer's last frame, or our ping once
+                                 ws_pinged (worker.c, send_pings) */
+    bool ws_pinged;           /* WebSocket: pinged after ping_interval_ms of silence */
     struct lg_dlink backlog_link;/* the worker's connections holding events their socket did
                                     not take yet (checked against max_lag_ms each tick) */
     /* What the admin API and the access log line show (conn_report.c). */
@@ -110,9 +114,9 @@ int lg_conn_flush_out(struct lg_conn *c);
 /* c becomes a connection of another transport (counted in its clients gauge). */
 void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport_ops *transport);
 /*
- * Events were queued for c (called by the worker, outside any lws callback): write them to
- * the socket now through c->transport->write_events, as many write_batch_bytes-sized writes
- * as it takes without blocking. Only a write that does not go out whole (lws keeps the rest
+ * Events were queued for c, or bytes added to its `out` (a WebSocket ping), by the worker,
+ * outside any lws callback: write them to the socket now through c->transport->write_events,
+ * as many write_batch_bytes-sized writes as it takes without blocking. Only a write that does not go out whole (lws keeps the rest
  * and asks for POLLOUT) leaves events queued, so a client's queue grows only while its own
  * socket is full. Anything but plain event output (closing, draining, a held poll's answer)
  * goes through the writable callback.

@@ -48,6 +48,8 @@ static void count_close(const char *reason)
         LG_STAT_ADD(connections_closed_drain, 1);
     else if (strcmp(reason, "error") == 0)
         LG_STAT_ADD(connections_closed_error, 1);
+    else if (strcmp(reason, "keepalive") == 0)
+        LG_STAT_ADD(connections_closed_keepalive, 1);
     else
         LG_STAT_ADD(connections_closed_client, 1);
 }

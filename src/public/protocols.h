@@ -15,6 +15,7 @@
 #include <libwebsockets.h>
 
 struct lg_client_address;
+struct lg_conn;
 struct lg_http_request;
 
 extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / static */
@@ -27,5 +28,11 @@ struct lg_handoff {
     const struct lg_http_request *req;
     const struct lg_client_address *client; /* who it counts against, or NULL: nobody */
 };
+
+/* WebSocket keepalive, driven by the worker's tick (transport_ws.c): queue a ping to c, a
+ * peer silent for websocket.ping_interval_ms; close c, silent for websocket.pong_timeout_ms
+ * after its ping (close reason "keepalive", counted and logged). */
+void lg_ws_ping(struct lg_conn *c);
+void lg_ws_keepalive_timeout(struct lg_conn *c);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * transport_ws.c - the WebSocket subscriber protocol "livegate.v1" on lws' ws role.
  *
- * lws does the handshake, framing of inbound messages, ping/pong keepalive and close frames.
+ * lws does the handshake, framing of inbound messages, answers to client pings and close
+ * frames. The keepalive (server pings, the pong timeout) is the worker's (worker.c).
  * Outbound events are written as frames pre-encoded once per event (event->ws_frame) and
  * coalesced into one LWS_WRITE_RAW write, which lws sends unframed on a ws connection.
  * This protocol is protocols[0], so it also receives LWS_CALLBACK_WSI_DESTROY for every
@@ -318,6 +319,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     const struct lg_config *cfg = lg_worker_config(w);
     lg_conn_init(c, wsi, w, &lg_transport_ws);
     lg_subscriber_init(&c->sub, &lg_transport_ws, lg_worker_index(w), &cfg->client_queue);
+    lg_worker_ws_heard(w, c);
     if (lg_worker_is_draining(w)) {
         c->closing = true;
         c->ws_close_code = c->drain_restart ? 1012 /* service restart: reconnect elsewhere */
@@ -370,6 +372,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
 static int on_receive(struct lg_conn *c, const char *in, size_t len)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
+    lg_worker_ws_heard(c->worker, c);
     if (c->ws_msg.len + len > cfg->websocket.max_message_bytes) {
         char reason[96];
         snprintf(reason, sizeof reason,
@@ -446,6 +449,29 @@ static int on_writable(struct lg_conn *c)
     return 0;
 }
 
+void lg_ws_ping(struct lg_conn *c)
+{
+    /* FIN, opcode 9, unmasked, 2 bytes of payload: lws 4.1.6 passes a pong to the protocol
+     * (LWS_CALLBACK_RECEIVE_PONG) only when it carries some, so the pong echoes "lg". */
+    static const unsigned char ping[4] = {0x89, 0x02, 'l', 'g'};
+    lg_buf_append(&c->out, ping, sizeof ping); /* goes before any queued event */
+    lg_conn_write_now(c); /* straight to the socket when it has room: no POLLOUT round */
+}
+
+/* The peer answered nothing, not even the ping: it is gone (or its network is), so a close
+ * handshake would only wait for it too. The socket is closed at lws' next pass. */
+void lg_ws_keepalive_timeout(struct lg_conn *c)
+{
+    static struct lg_ratelimit rl;
+    const struct lg_config *cfg = lg_worker_config(c->worker);
+    lg_log_ratelimited(&rl, 1000, LG_LOG_INFO,
+                       "closing a WebSocket client: no pong within %u ms of a ping "
+                       "(websocket.pong_timeout_ms)",
+                       cfg->websocket.pong_timeout_ms);
+    c->close_reason = "keepalive";
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+}
+
 static void ws_drain(struct lg_conn *c)
 {
     c->draining = true; /* the writable callback sends what is queued, then closes with 1001 */
@@ -461,6 +487,9 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         return on_established(c, wsi);
     case LWS_CALLBACK_RECEIVE:
         return on_receive(c, in, len);
+    case LWS_CALLBACK_RECEIVE_PONG:
+        lg_worker_ws_heard(c->worker, c);
+        return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return on_writable(c);
     case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback when the worker's heap is out of memory */

@@ -66,6 +66,7 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
 {
     lg_dlist_remove(&w->conns, &c->conn_link);
     lg_dlist_remove(&w->quiet, &c->quiet_link);
+    lg_dlist_remove(&w->keepalive, &c->keepalive_link);
     lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
     lg_min_heap_remove(&w->expiring, &c->expiry);
@@ -95,6 +96,13 @@ void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
     c->last_write_ms = lg_mono_ms();
     if (c->transport->heartbeat)
         lg_dlist_move_tail(&w->quiet, &c->quiet_link);
+}
+
+void lg_worker_ws_heard(struct lg_worker *w, struct lg_conn *c)
+{
+    c->ws_heard_ms = lg_mono_ms();
+    c->ws_pinged = false;
+    lg_dlist_move_tail(&w->keepalive, &c->keepalive_link);
 }
 
 void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c)
@@ -299,12 +307,39 @@ static void send_heartbeats(struct lg_worker *w, uint64_t now_ms)
     }
 }
 
+/* WebSocket keepalive. The list is in the order peers were last heard from, so the walk
+ * stops at the first one heard within websocket.ping_interval_ms: a tick costs the streams
+ * that are due or awaiting a pong, not every connection. (lws' own keepalive, its
+ * retry_and_idle_policy, kept each connection's timer in a sorted list: every connect and
+ * every pong walked it, O(connections), 57 % of the CPU while 10,000 WebSockets connected.) */
+static void send_pings(struct lg_worker *w, uint64_t now_ms)
+{
+    const struct lg_config *cfg = w->shared.cfg;
+    for (struct lg_dlink *link = w->keepalive.first, *next; link; link = next) {
+        next = link->next; /* a timed-out peer leaves the list */
+        struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, keepalive_link);
+        if (c->ws_pinged) {
+            if (now_ms - c->ws_heard_ms >= cfg->websocket.pong_timeout_ms) {
+                lg_dlist_remove(&w->keepalive, link);
+                lg_ws_keepalive_timeout(c);
+            }
+            continue;
+        }
+        if (now_ms - c->ws_heard_ms < cfg->websocket.ping_interval_ms)
+            break;
+        c->ws_pinged = true;
+        c->ws_heard_ms = now_ms; /* from here on: when the ping was queued */
+        lg_ws_ping(c);
+    }
+}
+
 static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
+    send_pings(w, now);
     expire_tokens(w);
     struct lg_worker_stats *ws = &lg_worker_stats[w->index];
     atomic_store_explicit(&ws->backlogged_conns, (int64_t)w->backlogged.count, memory_order_relaxed);
@@ -410,13 +445,14 @@ static void lws_log_emit(int level, const char *line)
         lg_log(ours, "lws: %.*s", (int)n, line);
 }
 
+/* Given, lws would apply its default (a ping after 300 s) to every WebSocket; a policy whose
+ * secs_since_valid_hangup is 0 turns its validity timers off. The keepalive is the worker's
+ * (send_pings). */
+static const lws_retry_bo_t no_lws_keepalive;
+
 static int create_context(struct lg_worker *w, char *err, size_t errlen)
 {
     const struct lg_config *cfg = w->shared.cfg;
-    w->ws_keepalive.secs_since_valid_ping = (uint16_t)(cfg->websocket.ping_interval_ms / 1000);
-    w->ws_keepalive.secs_since_valid_hangup =
-        (uint16_t)((cfg->websocket.ping_interval_ms + cfg->websocket.pong_timeout_ms) / 1000);
-
     /* lws sends at most tx_packet_size per write and buffers the rest on the heap, so it
      * must cover one coalesced write. */
     w->protocols[0] = lg_protocol_ws;
@@ -449,7 +485,7 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.protocols = w->protocols;
     info.user = w;
-    info.retry_and_idle_policy = &w->ws_keepalive;
+    info.retry_and_idle_policy = &no_lws_keepalive;
     info.timeout_secs = cfg->limits.request_timeout_ms / 1000 ? cfg->limits.request_timeout_ms / 1000 : 1;
     info.fd_limit_per_thread = (unsigned)rl.rlim_cur;
     w->ctx = lws_create_context(&info);

@@ -40,7 +40,6 @@ struct lg_worker {
     uint32_t index;
     struct lg_acceptor *acceptor;       /* listening socket and unclassified sockets */
     struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
-    lws_retry_bo_t ws_keepalive;        /* WebSocket ping/hangup timing */
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
     ev_check after_events;              /* end of each loop iteration: drained? stop? */
     ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
@@ -59,6 +58,7 @@ struct lg_worker {
     struct lg_dlist dirty;              /* connections given events, in the order to write them */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
+    struct lg_dlist keepalive;          /* WebSocket streams, least recently heard first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
     struct lg_min_heap expiring;        /* streams by their token's expiry (conn.h `expiry`) */
     struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */

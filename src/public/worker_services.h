@@ -43,6 +43,9 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
 int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms);
 /* c wrote to its socket now: a heartbeat stream moves to the end of the heartbeat order. */
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
+/* A WebSocket peer sent a frame (a message, a pong): c is alive, its keepalive starts over
+ * (the first call, at the handshake, puts it on the worker's keepalive order). */
+void lg_worker_ws_heard(struct lg_worker *w, struct lg_conn *c);
 /* After a write: whether c still holds queued events (its socket is full). */
 void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c);
 /* What a WebSocket upgrade on fd brought, kept until lws reports it established: its raw query

@@ -76,6 +76,7 @@ struct lg_stats {
     _Atomic uint64_t connections_closed_drain;   /* ended by the shutdown drain */
     _Atomic uint64_t connections_closed_error;   /* a socket error, or an error answer */
     _Atomic uint64_t connections_closed_admin;   /* DELETE /v1/clients/{id} */
+    _Atomic uint64_t connections_closed_keepalive; /* WebSocket: no pong within pong_timeout_ms */
 };
 
 

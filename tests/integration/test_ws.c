@@ -5,10 +5,12 @@
  * 1001, and the server's keepalive.
  */
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -426,20 +428,69 @@ START_TEST(test_ws_shutdown_1001)
 }
 END_TEST
 
-/* The server pings a silent peer and closes it when no pong comes; a peer that answers stays. */
+/* What the silent peer of test_ws_keepalive sees, read without ever writing to its socket. */
+struct silent_peer {
+    unsigned char bytes[16];
+    size_t len;
+    int64_t ping_ms, closed_ms; /* when its first bytes arrived; when its socket ended (0: not) */
+};
+
+static void silent_peer_read(struct silent_peer *p, int fd)
+{
+    unsigned char b[16];
+    ssize_t n;
+    while (p->closed_ms == 0 && (n = recv(fd, b, sizeof b, MSG_DONTWAIT)) != 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0)
+            break; /* reset: ended too */
+        if (p->len == 0)
+            p->ping_ms = lg_now_ms();
+        size_t take = (size_t)n < sizeof p->bytes - p->len ? (size_t)n : sizeof p->bytes - p->len;
+        memcpy(p->bytes + p->len, b, take);
+        p->len += take;
+    }
+    p->closed_ms = lg_now_ms();
+}
+
+/* The server pings a peer silent for ping_interval_ms: one ping frame, nothing else. One
+ * that answers it stays, and so does one that sends messages but never answers a ping (it is
+ * not silent); one that stays silent for pong_timeout_ms after the ping is closed, counted
+ * under reason "keepalive". */
 START_TEST(test_ws_keepalive)
 {
     struct lg_server s;
-    struct lg_ws_client live, mute;
+    struct lg_ws_client live, mute, talker;
     start_own(&s, "{\"websocket\":{\"ping_interval_ms\":1000,\"pong_timeout_ms\":1000}}", &live);
     lg_ws_must_open(&mute, s.public_port, "/ws", "livegate.v1");
-    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 2, WAIT_MS));
-    /* live answers pings (lg_ws_next does) for 3.5 s; mute reads nothing */
-    expect_silence(&live, 3500);
-    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 1, 3000));
+    lg_ws_must_open(&talker, s.public_port, "/ws", "livegate.v1");
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 3, WAIT_MS));
+    struct silent_peer quiet = {0};
+    int64_t opened = lg_now_ms();
+    /* 4.5 s: live answers pings (lg_ws_next does), talker sends a message every 250 ms and
+     * reads nothing, mute neither reads frames nor writes */
+    for (int64_t deadline = opened + 4500; lg_now_ms() < deadline;) {
+        send_text(&talker, "{\"op\":\"ping\"}");
+        expect_silence(&live, 250);
+        silent_peer_read(&quiet, mute.fd);
+    }
+    ck_assert_msg(quiet.closed_ms > 0, "the silent peer was not closed");
+    ck_assert_uint_eq(quiet.len, 4);
+    ck_assert_int_eq(memcmp(quiet.bytes, "\x89\x02lg", 4), 0); /* FIN, ping; unmasked, "lg" */
+    ck_assert_msg(quiet.ping_ms - opened >= 900, "pinged %lld ms after the handshake",
+                  (long long)(quiet.ping_ms - opened));
+    ck_assert_msg(quiet.closed_ms - quiet.ping_ms >= 900, "closed %lld ms after its ping",
+                  (long long)(quiet.closed_ms - quiet.ping_ms));
+    ck_assert_int_eq(lg_stat(s.control_port, "clients_ws"), 2);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/metrics", NULL, NULL, 0, &r, WAIT_MS), 0);
+    ck_assert_msg(strstr(r.body, "\nlivegate_connections_closed_total{reason=\"keepalive\"} 1\n"),
+                  "keepalive closes not counted:\n%s", r.body);
+    lg_http_response_free(&r);
     ping_pong(&live);
     lg_ws_close(&live);
     lg_ws_close(&mute);
+    lg_ws_close(&talker);
     lg_server_must_stop(&s);
 }
 END_TEST
