@@ -202,6 +202,9 @@ lgb_stop() {
 # * every scenario that publishes lists publish_per_s (achieved; the table shows the offered
 #   rate beside it); lost / duplicated / reordered are shown for every scenario (compare.sh).
 # FIGURES are the JSON fields shown in the comparison table.
+# keepalive_ws_15k_40s: 15,000 WebSocket subscribers, one topic each, held for 40 s at 10
+# publishes/s: longer than websocket.ping_interval_ms (30 s), so every connection's keepalive
+# (a ping and its pong) falls inside the run and its cost shows in server_cpu_pct and lat_max_us.
 # isolation_sndbuf16k_q256_base / _stalled (issues 4 and 5): the same 1000 healthy SSE
 # subscribers on one topic at 100 events/s for 10 s (1000 events), without and with 100 stalled
 # subscribers (lg_loadgen --stalled: SO_RCVBUF 4096, never read). livegate runs them with
@@ -211,8 +214,8 @@ lgb_stop() {
 
 lgb_scenarios_full() {
     cat <<'EOF'
-idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
-idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made bytes_per_conn server_cpu_idle_pct
+idle_sse_10k|all|--transport sse --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made connect_per_s bytes_per_conn server_cpu_idle_pct
+idle_ws_10k|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000|conns_made connect_per_s bytes_per_conn server_cpu_idle_pct
 fanout_sse_1k_max|all|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
 fanout_ws_1k_max|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
 fanout_sse_5k_max|all|--transport sse --subscribers 5000 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery
@@ -229,6 +232,7 @@ topics_sse_5k_1k|all|--transport sse --subscribers 5000 --topics 1000 --pub-conn
 topics_sse_5k_1k_8conn|all|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --rate max --events 20 --duration 3|publish_per_s deliveries_per_s lat_p99_us server_cpu_us_per_delivery
 users_sse_15k|all|--transport sse --subscribers 15000 --topics 15000 --pub-conns 1 --rate 2000 --duration 5 --connect-concurrency 512|publish_per_s server_cpu_pct lat_p50_us lat_p99_us lat_max_us
 users_ws_15k|all|--transport ws --subscribers 15000 --topics 15000 --pub-conns 1 --rate 2000 --duration 5 --connect-concurrency 512|publish_per_s server_cpu_pct lat_p50_us lat_p99_us lat_max_us
+keepalive_ws_15k_40s|all|--transport ws --subscribers 15000 --topics 15000 --pub-conns 1 --rate 10 --duration 40 --connect-concurrency 512|publish_per_s server_cpu_pct lat_p99_us lat_max_us ws_pings connect_per_s
 idle19k_active100_1khz|all|--transport sse --idle 19000 --subscribers 100 --topics 1 --pub-conns 1 --rate 1000 --duration 5 --settle-ms 1000 --connect-concurrency 512|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct idle_made
 poll_1k_50hz|all|--transport poll --subscribers 1000 --pub-conns 1 --rate 50 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery
 poll_1k_max|all|--transport poll --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery
