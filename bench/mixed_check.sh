@@ -9,7 +9,8 @@
 # (subscribers split evenly over SSE, WebSocket and long-poll; every topic gets all three),
 # stops the server with SIGTERM, and passes only when the server exits 0 and the report says
 # every subscriber connected, every event was acknowledged, deliveries == expected, and lost,
-# duplicated, reordered and invalid are 0, in total and for each transport.
+# duplicated, reordered and invalid are 0, in total and for each transport, and no long-poll
+# connection had to be reopened (poll_reconnects: the server keeps them alive between polls).
 # Environment: LG_MIXED_SUBS, LG_MIXED_TOPICS, LG_MIXED_RATE, LG_MIXED_EVENTS override the
 # numbers (the defaults are the issue's; the ASan build keeps them). Every wait is bounded:
 # 20 s for the server to start, --max-runtime 50 s for the generator, 15 s for the shutdown.
@@ -119,7 +120,8 @@ else
     want_exp=$((subs * events))
     for kv in "conns_made=$subs" "conns_failed=0" "sub_disconnects=0" "published=$want_pub" \
         "publish_failed=0" "expected_deliveries=$want_exp" "deliveries=$want_exp" "lost=0" \
-        "duplicated=0" "reordered=0" "invalid=0" "gaps=0" "resets=0" "aborted=false" "drained=true"; do
+        "duplicated=0" "reordered=0" "invalid=0" "gaps=0" "resets=0" "aborted=false" "drained=true" \
+        "poll_reconnects=0" "poll_errors=0"; do
         k=${kv%%=*} w=${kv#*=} v=$(field "$report" "${kv%%=*}")
         [ "$v" = "$w" ] || bad "$k = ${v:-missing} (want $w)"
     done

@@ -175,7 +175,7 @@ void lg_conn_kick(struct lg_conn *c, const char *reason)
     c->close_reason = "admin";
     if (c->transport == &lg_transport_poll) {
         lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
-        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+        lg_worker_conn_timer_cancel(c->worker, c);
         lg_conn_set_transport(c, &lg_transport_http);
         lg_conn_http_error(c, 409, "kicked", reason, NULL);
         c->close_reason = "admin";

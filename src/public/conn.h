@@ -77,6 +77,7 @@ struct lg_conn {
     struct lg_grant *grant;   /* its verified token (auth.h), NULL = none; conn_auth.c */
     char *cors;               /* CORS header lines for its answers (malloc'd), NULL = none */
     struct lg_heap_node expiry; /* in the worker's heap of streams whose token expires */
+    struct lg_heap_node timer;  /* its deadline, in the worker's heap (worker_timers.c) */
     const char *ws_close_reason; /* with ws_close_code (a literal); NULL = "server shutting down" */
     struct lg_dlink conn_link;   /* the worker's list of every connection */
     struct lg_dlink dirty_link;  /* the worker's queue of connections given events to write */

@@ -29,6 +29,10 @@ struct lg_handoff {
     const struct lg_client_address *client; /* who it counts against, or NULL: nobody */
 };
 
+/* c's deadline (lg_worker_conn_timer) passed (transport_http.c): what LWS_CALLBACK_TIMER does
+ * for its transport; a connection to close is closed at lws' next pass. */
+void lg_http_conn_timer(struct lg_conn *c);
+
 /* WebSocket keepalive, driven by the worker's tick (transport_ws.c): queue a ping to c, a
  * peer silent for websocket.ping_interval_ms; close c, silent for websocket.pong_timeout_ms
  * after its ping (close reason "keepalive", counted and logged). */

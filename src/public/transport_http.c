@@ -72,7 +72,7 @@ static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 
 static void set_timer_ms(struct lg_conn *c, uint32_t ms)
 {
-    lws_set_timer_usecs(c->wsi, (lws_usec_t)ms * LWS_US_PER_MS);
+    lg_worker_conn_timer(c->worker, c, ms);
 }
 
 /* Append bytes of the next request(s) to c->rx (allocated on demand). Return value: 0, or -1
@@ -154,7 +154,7 @@ static void next_request(struct lg_conn *c)
         }
         return;
     }
-    lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+    lg_worker_conn_timer_cancel(c->worker, c);
     if (rx->req.upgrade)
         lg_conn_http_error(c, 400, "bad_request",
                            "a WebSocket upgrade must be the first request on a connection", NULL);
@@ -220,7 +220,7 @@ static int on_rx(struct lg_conn *c, const char *in, size_t len)
     if (!idle(c))
         return 0; /* an answer (or a held poll) comes first */
     if (was_empty)
-        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL); /* no longer idle */
+        lg_worker_conn_timer_cancel(c->worker, c); /* no longer idle */
     next_request(c);
     return 0;
 }
@@ -248,6 +248,22 @@ static int http_timer(struct lg_conn *c)
     lg_log_ratelimited(&rl, 1000, LG_LOG_DEBUG,
                        "closing a keep-alive connection idle for limits.keepalive_timeout_ms");
     return -1;
+}
+
+/* c's deadline passed: what it means depends on what c is now. Return value: -1 to close. */
+static int on_timer(struct lg_conn *c)
+{
+    if (c->transport == &lg_transport_http)
+        return http_timer(c);
+    if (c->transport && c->transport->timer)
+        c->transport->timer(c);
+    return 0;
+}
+
+void lg_http_conn_timer(struct lg_conn *c)
+{
+    if (on_timer(c) != 0)
+        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
 }
 
 /* The socket can take more: what `out` holds goes first, then the transport's own output. */
@@ -327,12 +343,8 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         return on_rx(c, in, len);
     case LWS_CALLBACK_RAW_WRITEABLE:
         return on_writable(c);
-    case LWS_CALLBACK_TIMER:
-        if (c->transport == &lg_transport_http)
-            return http_timer(c);
-        if (c->transport && c->transport->timer)
-            c->transport->timer(c);
-        return 0;
+    case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback for a stream's token expiry */
+        return on_timer(c);
     case LWS_CALLBACK_RAW_CLOSE:
         lg_conn_release(c);
         return 0;

@@ -29,7 +29,7 @@ static void answer_poll(struct lg_conn *c)
     lg_subscriber_render_poll(&c->sub, &body, c->poll_max_batch);
     lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
     if (c->transport == &lg_transport_poll)
-        lws_set_timer_usecs(c->wsi, LWS_SET_TIMER_USEC_CANCEL);
+        lg_worker_conn_timer_cancel(c->worker, c);
     lg_conn_set_transport(c, &lg_transport_http);
     if (lg_worker_is_draining(c->worker))
         c->keep_alive = false;
@@ -77,7 +77,7 @@ void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_requ
     if (timeout_ms == 0)
         timeout_ms = LOAD_WAIT_MS;
     lg_conn_set_transport(c, &lg_transport_poll); /* held */
-    lws_set_timer_usecs(c->wsi, (lws_usec_t)timeout_ms * LWS_US_PER_MS);
+    lg_worker_conn_timer(c->worker, c, timeout_ms);
 }
 
 /* ---- A held poll ------------------------------------------------------------------------- */

@@ -70,6 +70,7 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
     lg_dlist_remove(&w->dirty, &c->dirty_link);
     lg_dlist_remove(&w->backlogged, &c->backlog_link);
     lg_min_heap_remove(&w->expiring, &c->expiry);
+    lg_min_heap_remove(&w->conn_timers, &c->timer);
     lg_account_connection_closed();
 }
 
@@ -595,6 +596,7 @@ void lg_worker_destroy(struct lg_worker *w)
         lws_sul_cancel(&w->tick);
         ev_timer_stop(w->loop, &w->drain_step);
         lws_sul_cancel(&w->accept_resume);
+        lws_sul_cancel(&w->conn_timer);
         lws_context_destroy(w->ctx);
     }
     if (w->loop) {
@@ -608,5 +610,6 @@ void lg_worker_destroy(struct lg_worker *w)
     lg_inbox_release(&w->inbox);
     lg_buf_release(&w->scratch);
     lg_min_heap_release(&w->expiring);
+    lg_min_heap_release(&w->conn_timers);
     free(w);
 }

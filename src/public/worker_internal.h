@@ -1,6 +1,7 @@
 /*
  * worker_internal.h - the worker's state, shared by the two files that implement a worker:
- * worker.c (the loop, the lws context, accepting, drain, tick, life cycle), worker_sweep.c
+ * worker.c (the loop, the lws context, accepting, drain, tick, life cycle), worker_timers.c
+ * (the connections' deadlines), worker_sweep.c
  * (taking events from the inbox, offering them to subscribers, writing connections out) and
  * worker_admin.c (answering the admin API's calls, worker_call.h). No
  * other file includes it: everything else sees a worker through worker.h and
@@ -61,6 +62,9 @@ struct lg_worker {
     struct lg_dlist keepalive;          /* WebSocket streams, least recently heard first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
     struct lg_min_heap expiring;        /* streams by their token's expiry (conn.h `expiry`) */
+    struct lg_min_heap conn_timers;     /* connections by their deadline (worker_timers.c) */
+    lws_sorted_usec_list_t conn_timer;  /* fires at the earliest of conn_timers */
+    int64_t conn_timer_at;              /* monotonic ms conn_timer is set for; 0 = none */
     struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
     struct ws_upgrade *ws_upgrades;     /* [fd]: a WebSocket upgrade handed to lws, not yet
                                            established */

@@ -43,6 +43,10 @@ void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c);
 int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms);
 /* c wrote to its socket now: a heartbeat stream moves to the end of the heartbeat order. */
 void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c);
+/* c's deadline, ms from now (a later call moves it): the worker then calls
+ * lg_http_conn_timer(c). For the raw HTTP protocol's connections (keep-alive, long-poll). */
+void lg_worker_conn_timer(struct lg_worker *w, struct lg_conn *c, uint32_t ms);
+void lg_worker_conn_timer_cancel(struct lg_worker *w, struct lg_conn *c);
 /* A WebSocket peer sent a frame (a message, a pong): c is alive, its keepalive starts over
  * (the first call, at the handshake, puts it on the worker's keepalive order). */
 void lg_worker_ws_heard(struct lg_worker *w, struct lg_conn *c);
