@@ -308,6 +308,21 @@ static void send_heartbeats(struct lg_worker *w, uint64_t now_ms)
     }
 }
 
+/*
+ * Pings one tick may send: twice the steady rate (every WebSocket once per ping interval), at
+ * least PINGS_PER_TICK_MIN. Connections opened together fall due together; each ping is a
+ * send, so 15,000 at once held events for about 110 ms. Capped, the ones left go out in the
+ * next ticks (a ping interval is a minimum silence, and the pong timeout counts from the ping).
+ */
+#define PINGS_PER_TICK_MIN 256
+
+static size_t pings_per_tick(const struct lg_worker *w)
+{
+    uint64_t steady = (uint64_t)w->keepalive.count * (TICK_US / 1000) /
+                      w->shared.cfg->websocket.ping_interval_ms;
+    return 2 * steady > PINGS_PER_TICK_MIN ? (size_t)(2 * steady) : PINGS_PER_TICK_MIN;
+}
+
 /* WebSocket keepalive. The list is in the order peers were last heard from, so the walk
  * stops at the first one heard within websocket.ping_interval_ms: a tick costs the streams
  * that are due or awaiting a pong, not every connection. (lws' own keepalive, its
@@ -316,6 +331,7 @@ static void send_heartbeats(struct lg_worker *w, uint64_t now_ms)
 static void send_pings(struct lg_worker *w, uint64_t now_ms)
 {
     const struct lg_config *cfg = w->shared.cfg;
+    size_t pings_left = pings_per_tick(w);
     for (struct lg_dlink *link = w->keepalive.first, *next; link; link = next) {
         next = link->next; /* a timed-out peer leaves the list */
         struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, keepalive_link);
@@ -326,7 +342,7 @@ static void send_pings(struct lg_worker *w, uint64_t now_ms)
             }
             continue;
         }
-        if (now_ms - c->ws_heard_ms < cfg->websocket.ping_interval_ms)
+        if (now_ms - c->ws_heard_ms < cfg->websocket.ping_interval_ms || pings_left-- == 0)
             break;
         c->ws_pinged = true;
         c->ws_heard_ms = now_ms; /* from here on: when the ping was queued */
