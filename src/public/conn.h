@@ -117,10 +117,10 @@ void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport_ops *tra
 /*
  * Events were queued for c, or bytes added to its `out` (a WebSocket ping), by the worker,
  * outside any lws callback: write them to the socket now through c->transport->write_events,
- * as many write_batch_bytes-sized writes as it takes without blocking. Only a write that does not go out whole (lws keeps the rest
- * and asks for POLLOUT) leaves events queued, so a client's queue grows only while its own
- * socket is full. Anything but plain event output (closing, draining, a held poll's answer)
- * goes through the writable callback.
+ * as many write_batch_bytes-sized writes as it takes without blocking. Only a write that does
+ * not go out whole (lws keeps the rest and asks for POLLOUT) leaves events queued, so a
+ * client's queue grows only while its own socket is full. Anything but plain event output
+ * (closing, draining, a held poll's answer) goes through the writable callback.
  */
 void lg_conn_write_now(struct lg_conn *c);
 /* Periodic tick of a connection with queued events: apply max_lag_ms. */

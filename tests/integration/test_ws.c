@@ -483,7 +483,8 @@ START_TEST(test_ws_keepalive)
                   (long long)(quiet.closed_ms - quiet.ping_ms));
     ck_assert_int_eq(lg_stat(s.control_port, "clients_ws"), 2);
     struct lg_http_response r;
-    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/metrics", NULL, NULL, 0, &r, WAIT_MS), 0);
+    ck_assert_int_eq(
+        lg_http_request(s.control_port, "GET", "/metrics", NULL, NULL, 0, &r, WAIT_MS), 0);
     ck_assert_msg(strstr(r.body, "\nlivegate_connections_closed_total{reason=\"keepalive\"} 1\n"),
                   "keepalive closes not counted:\n%s", r.body);
     lg_http_response_free(&r);
