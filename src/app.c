@@ -179,17 +179,19 @@ static int start(struct lg_app *app)
         }
     }
     app->public_port = port;
-    for (uint32_t i = 0; i < app->worker_count; i++) {
-        if (lg_worker_start(app->workers[i]) != 0) {
-            lg_err("cannot start worker thread %u", i);
-            return -1;
-        }
-    }
     app->control = lg_control_start(app->cfg, app->hub, app->pacer, &app->lifecycle,
                                     &app->control_port, err, sizeof err);
     if (!app->control) {
         lg_err("%s", err);
         return -1;
+    }
+    for (uint32_t i = 0; i < app->worker_count; i++)
+        lg_worker_host(app->workers[i], lg_control_guest(app->control, i));
+    for (uint32_t i = 0; i < app->worker_count; i++) {
+        if (lg_worker_start(app->workers[i]) != 0) {
+            lg_err("cannot start worker thread %u", i);
+            return -1;
+        }
     }
     return 0;
 }
@@ -250,15 +252,18 @@ static void stop(struct lg_app *app)
 {
     if (app->hub)
         lg_hub_stop_store(app->hub); /* publishes waiting on Redis are answered 503 */
-    lg_pacer_stop(app->pacer);     /* held publishes are answered 503, nothing published */
-    lg_control_stop(app->control); /* no publish can reach an inbox after this */
-    app->control = NULL;
+    lg_pacer_stop(app->pacer); /* held publishes are answered 503, nothing published */
     for (uint32_t i = 0; i < app->worker_count; i++)
         if (app->workers[i])
             lg_worker_stop(app->workers[i]);
+    for (uint32_t i = 0; i < app->worker_count; i++)
+        if (app->workers[i])
+            lg_worker_join(app->workers[i]);
+    /* No thread runs a daemon now, so no publish can reach an inbox after this. */
+    lg_control_stop(app->control);
+    app->control = NULL;
     for (uint32_t i = 0; i < app->worker_count; i++) {
         if (app->workers[i]) {
-            lg_worker_join(app->workers[i]);
             lg_worker_destroy(app->workers[i]);
             app->workers[i] = NULL;
         }

@@ -16,6 +16,8 @@
  */
 #include "control.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -37,7 +40,7 @@
 #include "stats.h"
 #include "worker_call.h"
 
-#define LG_CTL_POOL_THREADS 2u    /* MHD_OPTION_THREAD_POOL_SIZE */
+#define LG_CTL_RUNS_PER_SERVE 4 /* MHD_run() calls per serve while work is ready */
 
 /* ---- Routing and the MHD callbacks ---------------------------------------------------------- */
 
@@ -207,6 +210,7 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
         return -1;
     }
     r->grant = grant;
+    r->host = lg_ctl_serving != NULL ? &lg_ctl_serving->host : NULL;
     r->route = rt;
     r->limit = limit;
     *con_cls = r;
@@ -372,6 +376,109 @@ static int resolve(const struct lg_listen_addr *a, struct sockaddr_storage *ss, 
     return 0;
 }
 
+/* The control port's one listening socket; every daemon watches a duplicate of it, as
+ * libmicrohttpd's own thread pool does, so a stuck worker's daemon leaves new connections to
+ * the others. Return value: the socket, or -1 with err filled. */
+static int listen_on(const struct lg_listen_addr *a, const struct sockaddr_storage *ss,
+                     char *err, size_t errlen)
+{
+    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int on = 1;
+    if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0 &&
+        (ss->ss_family != AF_INET6 ||
+         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) == 0) &&
+        bind(fd, (const struct sockaddr *)ss, len) == 0 && listen(fd, SOMAXCONN) == 0)
+        return fd;
+    snprintf(err, errlen, "cannot listen on the control address %s:%u: %s", a->host,
+             (unsigned)a->port, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+static uint16_t bound_port_of(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                          : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* The guest's serve(): run the daemon, and again at once while it has work ready (answers
+ * to pipelined requests then leave together), at most LG_CTL_RUNS_PER_SERVE times. Return
+ * value: work is still ready (a timeout of 0: resumed connections, or sockets libmicrohttpd
+ * has not read to EAGAIN yet, which its edge-triggered epoll set will not report again). */
+static bool serve_daemon(void *arg)
+{
+    const struct lg_ctl_daemon *d = arg;
+    bool more = true;
+    lg_ctl_serving = d;
+    for (int i = 0; more && i < LG_CTL_RUNS_PER_SERVE; i++) {
+        MHD_run(d->mhd);
+        MHD_UNSIGNED_LONG_LONG ms;
+        more = MHD_get_timeout(d->mhd, &ms) == MHD_YES && ms == 0;
+    }
+    lg_ctl_serving = NULL;
+    return more;
+}
+
+static void daemon_hosted(void *arg, const struct lg_loop_host *host)
+{
+    struct lg_ctl_daemon *d = arg;
+    d->host = *host;
+}
+
+_Thread_local const struct lg_ctl_daemon *lg_ctl_serving;
+
+/* Daemon i of n, on a duplicate of listen_fd. Return value: 0, or -1 with err filled. */
+static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ipv6, char *err,
+                        size_t errlen)
+{
+    const struct lg_config *cfg = c->cfg;
+    uint32_t n = c->worker_count, limit = cfg->limits.control_max_connections;
+    unsigned int share = limit / n + (i < limit % n ? 1 : 0);
+    int fd = fcntl(listen_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot start the control port: %s", strerror(errno));
+        return -1;
+    }
+    unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    if (ipv6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, c,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, c, /* first, so startup errors are routed too */
+        MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_CONNECTION_LIMIT, share ? share : 1u,
+        MHD_OPTION_CONNECTION_TIMEOUT, (cfg->limits.control_idle_timeout_ms + 999) / 1000,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, c,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
+        MHD_OPTION_END);
+    const union MHD_DaemonInfo *epoll =
+        d != NULL ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+    if (epoll == NULL) {
+        snprintf(err, errlen, "cannot start the control port on %s:%u: %s",
+                 cfg->control_addr.host, (unsigned)cfg->control_addr.port,
+                 c->start_err[0] != '\0' ? c->start_err : "libmicrohttpd failed to start");
+        if (d != NULL)
+            MHD_stop_daemon(d); /* closes fd */
+        else
+            close(fd);
+        return -1;
+    }
+    struct lg_ctl_daemon *slot = &c->daemons[i];
+    slot->control = c;
+    slot->mhd = d;
+    slot->guest = (struct lg_loop_guest){.fd = epoll->epoll_fd, .hosted = daemon_hosted,
+                                         .serve = serve_daemon, .arg = slot};
+    return 0;
+}
+
 struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *hub,
                                     struct lg_pacer *pacer, const _Atomic int *lifecycle,
                                     uint16_t *bound_port, char *err, size_t errlen)
@@ -397,47 +504,36 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     c->worker_count = lg_hub_workers(hub);
     c->started_unix_ms = lg_unix_ms();
     pthread_mutex_init(&c->err_lock, NULL);
-    c->capturing = true;
     c->deadlines = lg_ctl_deadlines_create((struct lg_ctl_deadline_limits){
         .head_ms = cfg->limits.request_timeout_ms,
         .body_ms = cfg->limits.request_timeout_ms + cfg->limits.publish_wait_ms,
         .idle_ms = cfg->limits.control_idle_timeout_ms});
-    if (c->deadlines == NULL) {
+    int listen_fd = c->deadlines != NULL ? listen_on(&cfg->control_addr, &ss, err, errlen) : -1;
+    if (c->deadlines == NULL)
         snprintf(err, errlen, "out of memory starting the control port");
-        free(c);
-        return NULL;
-    }
-
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-                         MHD_ALLOW_SUSPEND_RESUME;
-    if (ss.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    c->daemon = MHD_start_daemon(
-        flags, cfg->control_addr.port, NULL, NULL, on_request, c,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, c, /* first, so startup errors are routed too */
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, LG_CTL_POOL_THREADS,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->limits.control_max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (cfg->limits.control_idle_timeout_ms + 999) / 1000,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, c,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape_none, NULL,
-        MHD_OPTION_END);
-
-    pthread_mutex_lock(&c->err_lock);
-    c->capturing = false;
-    pthread_mutex_unlock(&c->err_lock);
-    const union MHD_DaemonInfo *info =
-        c->daemon != NULL ? MHD_get_daemon_info(c->daemon, MHD_DAEMON_INFO_BIND_PORT) : NULL;
-    if (info == NULL || info->port == 0) {
-        snprintf(err, errlen, "cannot listen on the control address %s:%u: %s",
-                 cfg->control_addr.host, (unsigned)cfg->control_addr.port,
-                 c->start_err[0] != '\0' ? c->start_err : "libmicrohttpd failed to start");
+    if (listen_fd < 0) {
         lg_control_stop(c);
         return NULL;
     }
-    *bound_port = info->port;
+    c->capturing = true;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < c->worker_count; i++)
+        rc = start_daemon(c, i, listen_fd, ss.ss_family == AF_INET6, err, errlen);
+    pthread_mutex_lock(&c->err_lock);
+    c->capturing = false;
+    pthread_mutex_unlock(&c->err_lock);
+    *bound_port = bound_port_of(listen_fd);
+    close(listen_fd); /* each daemon has its duplicate */
+    if (rc != 0) {
+        lg_control_stop(c);
+        return NULL;
+    }
     return c;
+}
+
+const struct lg_loop_guest *lg_control_guest(const struct lg_control *c, uint32_t worker)
+{
+    return &c->daemons[worker].guest;
 }
 
 void lg_control_sweep(struct lg_control *c)
@@ -461,8 +557,9 @@ void lg_control_stop(struct lg_control *c)
     /* Held publishes are answered 503 (nothing was published) before the daemon stops. */
     if (c->pacer != NULL)
         lg_pacer_stop(c->pacer);
-    if (c->daemon != NULL)
-        MHD_stop_daemon(c->daemon);
+    for (uint32_t i = 0; i < c->worker_count; i++)
+        if (c->daemons[i].mhd != NULL)
+            MHD_stop_daemon(c->daemons[i].mhd);
     lg_ctl_deadlines_destroy(c->deadlines);
     pthread_mutex_destroy(&c->err_lock);
     lg_auth_destroy(c->auth);

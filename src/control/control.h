@@ -2,20 +2,28 @@
  * control.h - the control port: libmicrohttpd serving the publish API and health checks
  * (docs/protocol.md, "Control port").
  *
- * Owns:    one MHD daemon, its listening socket and its threads, and per request a small state
+ * Owns:    one listening socket and one MHD daemon per worker, each on a duplicate of it (as
+ *          libmicrohttpd's own thread pool shares its socket), and per request a small state
  *          (the route, the request body buffer) hung on MHD's con_cls.
- * Frees:   lg_control_stop() stops the daemon (MHD_stop_daemon joins its threads and closes
- *          every connection) and frees the struct. Per-request state is freed by the
- *          MHD_OPTION_NOTIFY_COMPLETED callback, whatever way the request ended.
- * Threads: MHD_USE_EPOLL_INTERNAL_THREAD with MHD_OPTION_THREAD_POOL_SIZE 2: two MHD threads,
- *          each with its own epoll set, share the listening socket. Access handlers run ONLY on
- *          those threads. They read the immutable config, atomically load *lifecycle, and call
+ * Frees:   lg_control_stop() stops every daemon (MHD_stop_daemon closes every connection and
+ *          its duplicate of the socket) and frees the struct. Per-request state is freed by
+ *          the MHD_OPTION_NOTIFY_COMPLETED callback, whatever way the request ended.
+ * Threads: no thread of its own. Daemon i runs in external-epoll mode (MHD_USE_EPOLL) on
+ *          worker i's loop, which serves it as a guest (lg_control_guest(), loop_guest.h): a
+ *          publish for that worker's subscribers then needs no wake-up of another thread. The
+ *          access handlers run ONLY on the workers' threads, several at once (one per daemon).
+ *          They read the immutable config, atomically load *lifecycle, and call
  *          lg_hub_publish() / lg_hub_publish_many(), which are safe from any thread; they never
- *          touch subscribers, workers or topic internals. MHD's own error messages go to lg_log
- *          (MHD_USE_ERROR_LOG + MHD_OPTION_EXTERNAL_LOGGER). lg_control_start()/stop() are
- *          called from the main thread only.
+ *          touch subscribers, workers or topic internals. A connection resumed from another
+ *          thread (the pacer, the Redis bridge) wakes its daemon's loop through libmicrohttpd's
+ *          inter-thread channel, which is in the daemon's epoll set. What it trades: a worker
+ *          stuck in a long callback holds its daemon's connections with it (new connections go
+ *          to the other daemons). MHD's own error messages go to lg_log (MHD_USE_ERROR_LOG +
+ *          MHD_OPTION_EXTERNAL_LOGGER). lg_control_start() and lg_control_stop() are called
+ *          from the main thread only: start before the workers start, stop after they were
+ *          joined (no thread runs a daemon any more then).
  * Bounds:  connections: limits.control_max_connections (MHD_OPTION_CONNECTION_LIMIT, split
- *          evenly between the pool threads); at the limit MHD stops accepting, so further
+ *          evenly between the daemons); at the limit MHD stops accepting, so further
  *          connections wait in the kernel's listen backlog. A connection idle for
  *          limits.control_idle_timeout_ms is closed (MHD_OPTION_CONNECTION_TIMEOUT), and every
  *          request has a deadline of its own (control_deadline.h), swept once a second. Request bodies are buffered up to
@@ -36,6 +44,7 @@
 struct lg_hub;
 struct lg_pacer;
 struct lg_control;
+struct lg_loop_guest;
 
 /* What GET /readyz reports; app.c stores it, the control threads only load it. */
 enum lg_lifecycle {
@@ -60,12 +69,16 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
  * 0, or -1 with err filled. lg_control_start() checks it first. */
 int lg_control_check_bind(const struct lg_config *cfg, char *err, size_t errlen);
 
-/* Answer every held publish (lg_pacer_stop), stop the daemon, join its threads and free c.
- * NULL is ignored. */
+/* What worker `worker` must serve on its loop (lg_worker_host()): its daemon. Valid until
+ * lg_control_stop(). */
+const struct lg_loop_guest *lg_control_guest(const struct lg_control *c, uint32_t worker);
+
 /* Main thread, once a second: close the connections whose request is overdue
  * (control_deadline.h), counting control_connections_timed_out. */
 void lg_control_sweep(struct lg_control *c);
 
+/* Answer every held publish (lg_pacer_stop), stop every daemon and free c; the workers that
+ * served them must have been joined. NULL is ignored. */
 void lg_control_stop(struct lg_control *c);
 
 #endif

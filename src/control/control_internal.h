@@ -26,6 +26,7 @@
 #include "config.h"
 #include "histogram.h"
 #include "hub.h"
+#include "loop_guest.h"
 #include "publish_pacer.h"
 
 struct MHD_Connection;
@@ -39,8 +40,20 @@ struct lg_ctl_error;
 
 struct lg_ctl_deadlines;
 
+/* One daemon and the loop that serves it. */
+struct lg_ctl_daemon {
+    struct lg_control *control;
+    struct MHD_Daemon *mhd;
+    struct lg_loop_guest guest;   /* what the host serves */
+    struct lg_loop_host host;     /* how to wake it; set once before its loop runs */
+};
+
+/* The daemon this thread is serving (set by serve_daemon() around MHD_run()); NULL when none.
+ * A request's handlers run only inside it, so it names the host to wake on resume. */
+extern _Thread_local const struct lg_ctl_daemon *lg_ctl_serving;
+
 struct lg_control {
-    struct MHD_Daemon *daemon;
+    struct lg_ctl_daemon daemons[LG_MAX_WORKERS]; /* [worker_count]: daemon i on worker i */
     struct lg_ctl_deadlines *deadlines; /* owned: every connection's request deadline */
     const struct lg_config *cfg;  /* borrowed, immutable */
     struct lg_hub *hub;           /* borrowed */
@@ -85,6 +98,7 @@ struct lg_ctl_request {
                                  token or no auth */
     /* Admin calls to the workers (control_admin.c), held the same way until answered. */
     struct lg_call *call;     /* one reference, dropped by MHD_OPTION_NOTIFY_COMPLETED */
+    const struct lg_loop_host *host; /* the loop serving this request's daemon */
     uint64_t call_deadline_ms;/* monotonic; 0 = not posted yet */
 };
 

@@ -138,7 +138,7 @@ static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
     if (r->hold.expired || now - r->held_since_ms >= wait_ms)
         return false;
     MHD_suspend_connection(conn);
-    lg_pacer_hold(c->pacer, &r->hold, conn, generation, r->held_since_ms + wait_ms);
+    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, r->held_since_ms + wait_ms);
     return true;
 }
 
@@ -174,7 +174,7 @@ static void on_remote_done(void *arg, enum lg_publish_status s,
     if (s == LG_PUBLISH_OK)
         r->remote_res = *res;
     if (atomic_exchange(&r->remote_state, REMOTE_DONE) == REMOTE_WAITING)
-        MHD_resume_connection(r->remote_conn);
+        lg_resume_served(r->remote_conn, r->host);
 }
 
 /* Hand req to the remote store and suspend the connection until it answers (the handler runs
@@ -193,7 +193,7 @@ static bool remote_submit(struct lg_control *c, struct MHD_Connection *conn,
     MHD_suspend_connection(conn);
     int expected = REMOTE_SUBMITTING;
     if (!atomic_compare_exchange_strong(&r->remote_state, &expected, REMOTE_WAITING))
-        MHD_resume_connection(conn); /* answered already, before the suspension */
+        lg_resume_served(conn, r->host); /* answered already, before the suspension */
     return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "loop_guest.h"
 
 struct lg_pacer {
     pthread_t thread;
@@ -21,7 +22,7 @@ struct lg_pacer {
     bool joined;                     /* the thread was joined (owner's thread only) */
     _Atomic uint64_t generation;     /* bumped by every room() */
     _Atomic uint32_t waiting;        /* holds on the list: room() skips the lock at 0 */
-    struct MHD_Connection **resume;  /* [max_holds] the pacer thread's scratch */
+    struct lg_pacer_hold *resume;    /* [max_holds] the pacer thread's scratch: copies */
 };
 
 static void unlink_hold(struct lg_pacer *p, struct lg_pacer_hold *h)
@@ -45,7 +46,7 @@ static uint32_t collect_released(struct lg_pacer *p, uint64_t *next_deadline_ms)
         if (room || p->stopping || now >= h->deadline_ms) {
             h->expired = !room;
             unlink_hold(p, h);
-            p->resume[n++] = h->conn; /* h may be freed as soon as its connection resumes */
+            p->resume[n++] = *h; /* h may be freed as soon as its connection resumes */
         } else if (*next_deadline_ms == 0 || h->deadline_ms < *next_deadline_ms) {
             *next_deadline_ms = h->deadline_ms;
         }
@@ -81,7 +82,7 @@ static void *pacer_main(void *arg)
         if (n > 0) {
             pthread_mutex_unlock(&p->lock);
             for (uint32_t i = 0; i < n; i++)
-                MHD_resume_connection(p->resume[i]);
+                lg_resume_served(p->resume[i].conn, p->resume[i].host);
             pthread_mutex_lock(&p->lock);
             continue;
         }
@@ -140,10 +141,18 @@ void lg_pacer_destroy(struct lg_pacer *p)
 
 uint64_t lg_pacer_generation(const struct lg_pacer *p) { return atomic_load(&p->generation); }
 
+void lg_resume_served(struct MHD_Connection *conn, const struct lg_loop_host *host)
+{
+    MHD_resume_connection(conn);
+    if (host != NULL && host->wake != NULL)
+        host->wake(host->arg);
+}
+
 void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
-                   uint64_t generation, uint64_t deadline_ms)
+                   const struct lg_loop_host *host, uint64_t generation, uint64_t deadline_ms)
 {
     h->conn = conn;
+    h->host = host;
     h->generation = generation;
     h->deadline_ms = deadline_ms;
     h->expired = false;
@@ -159,7 +168,7 @@ void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Conne
     pthread_mutex_unlock(&p->lock);
     if (refused) {
         h->expired = true;
-        MHD_resume_connection(conn);
+        lg_resume_served(conn, host);
     }
 }
 

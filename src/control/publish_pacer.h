@@ -16,9 +16,10 @@
  *          before MHD_stop_daemon: MHD must not hold suspended connections then); later holds
  *          are resumed at once as expired. lg_pacer_destroy() frees it once no worker can call
  *          lg_pacer_room() any more (after the workers were joined). The app owns both calls.
- * Threads: lg_pacer_hold() on MHD threads; lg_pacer_room() on worker threads (one atomic load
- *          when nothing is held); the pacer thread calls MHD_resume_connection(), which
- *          libmicrohttpd allows from any thread. `lock` guards the list; it is never held while
+ * Threads: lg_pacer_hold() on the threads serving the daemons (the workers); lg_pacer_room()
+ *          on worker threads (one atomic load when nothing is held); the pacer thread calls
+ *          lg_resume_served(): MHD_resume_connection(), which libmicrohttpd allows from any
+ *          thread, then the host's wake-up. `lock` guards the list; it is never held while
  *          MHD is called.
  * Bounds:  at most one held request per control connection (limits.control_max_connections).
  *          Wake-up race: a hold records the room generation read before its publish attempt;
@@ -35,9 +36,11 @@
 
 struct MHD_Connection;
 struct lg_pacer;
+struct lg_loop_host;
 
 struct lg_pacer_hold {
     struct MHD_Connection *conn;
+    const struct lg_loop_host *host; /* the loop serving conn's daemon: woken on resume */
     uint64_t generation;        /* room generation seen before the publish attempt */
     uint64_t deadline_ms;       /* monotonic */
     bool expired;               /* resumed by the deadline (or shutdown), not by room */
@@ -57,7 +60,11 @@ uint64_t lg_pacer_generation(const struct lg_pacer *p);
  * max_holds) it is resumed at once with h->expired set. Either way MHD calls the request's
  * handler again once it is resumed. */
 void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
-                   uint64_t generation, uint64_t deadline_ms);
+                   const struct lg_loop_host *host, uint64_t generation, uint64_t deadline_ms);
+
+/* Resume conn and wake the loop that serves its daemon (host; NULL, or a NULL wake: a host that looks by itself): the
+ * daemons run in external mode, where a resume from another thread is not seen by itself. */
+void lg_resume_served(struct MHD_Connection *conn, const struct lg_loop_host *host);
 
 /* A worker made room (lg_room_proc for lg_hub_on_room). */
 void lg_pacer_room(void *pacer);

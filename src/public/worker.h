@@ -16,10 +16,16 @@
  * The loop is libev's (epoll); lws runs on it as a foreign loop, so a wake-up costs the
  * descriptors that are ready, not the ones that are open.
  * Events reach the worker through its inbox: the hub pushes references and wakes the loop
- * with ev_async_send() on the worker's loop. The worker offers each event to the subscriptions of its topic on
- * this worker (topic->slots[index].head) and queues the connections given output; it then
- * writes them round-robin, straight to each socket that has room (POLLOUT only for full ones),
- * taking a few more events from the inbox every WRITES_PER_TAKE writes (see drain_inbox()).
+ * with ev_async_send() on the worker's loop, or, for a publish made on this worker's own loop
+ * (its control-port daemon, below), queues the wake-up in the pass of the loop under way
+ * (ev_feed_event(): no eventfd, no second epoll_wait). The worker offers each event to the
+ * subscriptions of its topic on this worker (topic->slots[index].head) and queues the
+ * connections given output; it then writes them round-robin, straight to each socket that has
+ * room (POLLOUT only for full ones), taking a few more events from the inbox every
+ * WRITES_PER_TAKE writes (worker_sweep.c).
+ * The worker also hosts a guest (loop_guest.h): one of the control port's libmicrohttpd
+ * daemons, served when its epoll descriptor is readable, once a tick, and between slices of a
+ * long round of writes, so a publisher is answered while the worker writes.
  *
  * Owns:    the libev loop and the lws context on it, the acceptor, every adopted
  *          connection (struct lg_conn) and the subscribers in them, the inbox, the lists of
@@ -50,6 +56,7 @@ struct lg_hub;
 struct lg_client_address;
 struct lg_client_addresses;
 struct lg_auth;
+struct lg_loop_guest;
 
 struct lg_worker_shared {
     const struct lg_config *cfg;
@@ -68,6 +75,9 @@ struct lg_worker_shared {
  */
 struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32_t index,
                                    uint16_t *port, char *err, size_t errlen);
+/* Serve guest on this worker's loop (loop_guest.h); call before lg_worker_start(). The guest
+ * must stay valid until lg_worker_join() returned. */
+void lg_worker_host(struct lg_worker *w, const struct lg_loop_guest *guest);
 int lg_worker_start(struct lg_worker *w);          /* spawn its thread; 0 or -1 */
 void lg_worker_drain(struct lg_worker *w);         /* stop accepting; end every client cleanly */
 bool lg_worker_drained(const struct lg_worker *w); /* every client is gone */

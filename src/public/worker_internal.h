@@ -25,6 +25,7 @@
 #include "dlist.h"
 #include "encode.h"
 #include "inbox.h"
+#include "loop_guest.h"
 #include "min_heap.h"
 #include "worker.h"
 
@@ -44,6 +45,10 @@ struct lg_worker {
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
     ev_check after_events;              /* end of each loop iteration: drained? stop? */
     ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
+    struct lg_loop_guest guest;         /* the control port's daemon served here (fd -1: none) */
+    ev_io guest_ready;                  /* guest.fd is readable */
+    ev_timer guest_again;               /* the guest said it has work left: its next turn */
+    ev_async guest_woken;               /* the guest's wake-up (any thread, loop_guest.h) */
     struct lws_context *ctx;
     struct lws_vhost *vhost;
     struct lws *listen_wsi;
@@ -78,8 +83,16 @@ struct lg_worker {
     uint64_t jitter_state;              /* xorshift64 for drain moments (this thread only) */
 };
 
-/* Wake worker arg from any thread (the hub's wake function). */
+/* Wake worker arg from any thread (the hub's wake function). On the worker's own thread while
+ * it serves its guest (lg_worker_feeding == w) the wake-up joins the pass of the loop under
+ * way instead. */
 void lg_worker_wake(void *arg);
+/* The worker whose guest this thread is serving from the guest's readiness callback; NULL
+ * otherwise. Only then may a wake-up be fed into the pass under way: a feed from the sweep
+ * would keep the loop out of epoll_wait for as long as publishes keep coming. */
+extern _Thread_local struct lg_worker *lg_worker_feeding;
+/* Serve the guest once, if there is one. */
+void lg_worker_serve_guest(struct lg_worker *w);
 /* Take events from the inbox and write the connections given output: one round of writes,
  * then it wakes itself if there is more (worker_sweep.c). */
 void lg_worker_sweep(struct lg_worker *w);

@@ -21,10 +21,23 @@
  * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
  * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
  * epoll_wait for lws' idle watcher. */
+_Thread_local struct lg_worker *lg_worker_feeding;
+
 void lg_worker_wake(void *arg)
 {
     struct lg_worker *w = arg;
-    ev_async_send(w->loop, &w->woken);
+    if (lg_worker_feeding == w)
+        ev_feed_event(w->loop, &w->woken, EV_ASYNC);
+    else
+        ev_async_send(w->loop, &w->woken);
+}
+
+void lg_worker_serve_guest(struct lg_worker *w)
+{
+    if (w->guest.fd < 0 || !w->guest.serve(w->guest.arg) || ev_is_active(&w->guest_again))
+        return;
+    ev_timer_set(&w->guest_again, 0., 0.); /* the next pass, after the ready descriptors */
+    ev_timer_start(w->loop, &w->guest_again);
 }
 
 static struct lg_conn *conn_of(struct lg_subscriber *s)
@@ -133,11 +146,15 @@ void lg_worker_sweep(struct lg_worker *w)
         spend_credit(w, taken);
         size_t wrote = write_dirty(w, WRITES_PER_TAKE);
         written += wrote;
+        /* A long round: answer the publishers meanwhile, so their next events join this round
+         * (a write then carries several) rather than wait for it to end. */
+        if (wrote == WRITES_PER_TAKE && w->dirty.first)
+            lg_worker_serve_guest(w);
         if (taken == 0 && wrote == 0)
             return; /* nothing to write means a full allowance: the inbox is empty too */
         if (written >= round) {
             if (w->dirty.first || !lg_inbox_empty(&w->inbox))
-                lg_worker_wake(w); /* after the other descriptors had their turn */
+                ev_async_send(w->loop, &w->woken); /* after the other descriptors' turn */
             return;
         }
     }

@@ -5,10 +5,12 @@
  * once, in order; a subscriber whose socket is full keeps its slow-consumer policy and does
  * not pace the publisher.
  *
- * "The worker is behind" is made deterministic by freezing the worker thread with ptrace
- * (PTRACE_SEIZE + PTRACE_INTERRUPT on the thread named lg-worker-0 stops that thread alone;
- * PTRACE_DETACH lets it go on). Frozen, it takes nothing from its inbox, so once the inbox
- * holds limits.worker_inbox_events events the next publish must wait.
+ * "The worker is behind" is made deterministic by freezing the subscriber's worker thread with
+ * ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT on the thread named lg-worker-N stops that thread
+ * alone; PTRACE_DETACH lets it go on). Frozen, it takes nothing from its inbox, so once the
+ * inbox holds limits.worker_inbox_events events the next publish must wait. The server has two
+ * workers: each serves a control-port daemon on its loop, and the publisher connects after the
+ * freeze, so the other worker's daemon takes it.
  */
 #include <check.h>
 #include <dirent.h>
@@ -33,8 +35,10 @@
 
 /* ---- Freezing the worker thread ------------------------------------------------------------ */
 
-static pid_t worker_tid(pid_t pid)
+static pid_t worker_tid(pid_t pid, int worker)
 {
+    char name[16];
+    snprintf(name, sizeof name, "lg-worker-%d\n", worker);
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
     DIR *d = opendir(dir);
@@ -47,18 +51,43 @@ static pid_t worker_tid(pid_t pid)
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        if (fgets(comm, sizeof comm, f) && strncmp(comm, "lg-worker-0", 11) == 0)
+        if (fgets(comm, sizeof comm, f) && strcmp(comm, name) == 0)
             tid = (pid_t)atoi(e->d_name);
         fclose(f);
     }
     closedir(d);
-    ck_assert_msg(tid > 0, "no thread lg-worker-0 in %s", dir);
+    ck_assert_msg(tid > 0, "no thread %.*s in %s", (int)strlen(name) - 1, name, dir);
     return tid;
 }
 
-static pid_t freeze_worker(const struct lg_server *s)
+/* The worker serving the one connection open (livegate_worker_connections, set each tick). */
+static int busy_worker(const struct lg_server *s)
 {
-    pid_t tid = worker_tid(s->pid);
+    int64_t deadline = lg_now_ms() + 5000;
+    while (lg_now_ms() < deadline) {
+        struct lg_http_response r;
+        ck_assert_int_eq(lg_http_request(s->control_port, "GET", "/metrics", NULL, NULL, 0, &r,
+                                         5000), 0);
+        int found = -1;
+        for (int w = 0; w < 2 && found < 0; w++) {
+            char series[64];
+            snprintf(series, sizeof series, "livegate_worker_connections{worker=\"%d\"} 1\n", w);
+            if (strstr(r.body, series))
+                found = w;
+        }
+        lg_http_response_free(&r);
+        if (found >= 0)
+            return found;
+        struct timespec pause = {.tv_nsec = 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    ck_abort_msg("no worker reported the subscriber's connection within 5 s");
+    return -1;
+}
+
+static pid_t freeze_worker(const struct lg_server *s, int worker)
+{
+    pid_t tid = worker_tid(s->pid, worker);
     ck_assert_msg(ptrace(PTRACE_SEIZE, tid, NULL, NULL) == 0, "PTRACE_SEIZE: %s",
                   strerror(errno));
     ck_assert_msg(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s",
@@ -148,16 +177,16 @@ static void open_stream(struct lg_sse_client *c, const struct lg_server *s, cons
     ck_assert_int_eq(c->status, 200);
 }
 
-/* Start a server whose worker inbox holds 2 events, subscribe to topic, freeze the worker and
- * publish seq 1 and 2 on k (both accepted: the inbox is now full). Return value: the frozen
- * worker's thread id. */
+/* Start a server whose worker inboxes hold 2 events, subscribe to topic, freeze the
+ * subscriber's worker, connect k and publish seq 1 and 2 on it (both accepted: the inbox is now
+ * full). Return value: the frozen worker's thread id. */
 static pid_t fill_frozen_inbox(struct lg_server *s, const char *config, const char *topic,
                                struct lg_sse_client *sub, struct lg_stall_ka *k)
 {
     lg_server_must_start(s, config);
     open_stream(sub, s, topic);
     ck_assert(lg_wait_stat(s->control_port, "clients_sse", 1, 5000));
-    pid_t tid = freeze_worker(s);
+    pid_t tid = freeze_worker(s, busy_worker(s));
     lg_stall_ka_init(k, s->control_port);
     struct answer a;
     publish(k, topic, "one", &a);
@@ -171,7 +200,7 @@ static pid_t fill_frozen_inbox(struct lg_server *s, const char *config, const ch
 /* ---- 1. Held, then refused after the wait ---------------------------------------------------- */
 
 #define FROZEN_CONFIG                                                                              \
-    "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,\"publish_wait_ms\":300}}"
+    "{\"workers\":2,\"limits\":{\"worker_inbox_events\":2,\"publish_wait_ms\":300}}"
 
 START_TEST(test_held_then_refused_after_the_wait)
 {
@@ -217,7 +246,7 @@ START_TEST(test_held_publish_is_accepted_when_the_worker_catches_up)
     struct lg_sse_client sub;
     struct lg_stall_ka k;
     pid_t tid = fill_frozen_inbox(&s,
-                                  "{\"workers\":1,\"limits\":{\"worker_inbox_events\":2,"
+                                  "{\"workers\":2,\"limits\":{\"worker_inbox_events\":2,"
                                   "\"publish_wait_ms\":20000}}",
                                   "catchup", &sub, &k);
 

@@ -1,12 +1,13 @@
 /*
- * test_control.c - the control port over real HTTP: a hub with zero workers (publishes land in
- * history only), lg_control_start() on 127.0.0.1:0, and raw HTTP/1.1 requests over TCP.
+ * test_control.c - the control port over real HTTP: a hub with one worker that nobody
+ * subscribes on (publishes land in history only), its daemon served by a test thread, lg_control_start() on 127.0.0.1:0, and raw HTTP/1.1 requests over TCP.
  * Every answer is checked for its exact status and exact JSON body.
  */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "control.h"
 #include "event.h"
 #include "hub.h"
+#include "loop_guest.h"
 #include "publish_pacer.h"
 #include "log.h"
 #include "topic.h"
@@ -33,6 +35,24 @@ static _Atomic int lifecycle;
 static uint16_t port;
 static struct lg_pacer *pacer;
 
+/* The control port has no thread of its own: this one serves its daemon, as a worker's loop
+ * does (loop_guest.h), looking every 20 ms instead of being woken (its host has no wake()). */
+static pthread_t host;
+static _Atomic bool host_stop;
+
+static void *host_main(void *arg)
+{
+    const struct lg_loop_guest *guest = arg;
+    guest->hosted(guest->arg, &(struct lg_loop_host){.wake = NULL});
+    bool again = false;
+    while (!atomic_load(&host_stop)) {
+        struct pollfd p = {.fd = guest->fd, .events = POLLIN};
+        poll(&p, 1, again ? 0 : 20);
+        again = guest->serve(guest->arg);
+    }
+    return NULL;
+}
+
 static void start(uint32_t max_topics)
 {
     char err[256];
@@ -44,7 +64,7 @@ static void start(uint32_t max_topics)
     cfg.limits.max_batch_bytes = 1 << 20;
     cfg.limits.max_topics = max_topics;
     atomic_store(&lifecycle, LG_LIFECYCLE_READY);
-    hub = lg_hub_create(&cfg, 0);
+    hub = lg_hub_create(&cfg, 1); /* one daemon; no worker is attached, nobody subscribes */
     ck_assert_ptr_nonnull(hub);
     pacer = lg_pacer_start(cfg.limits.control_max_connections);
     ck_assert_ptr_nonnull(pacer);
@@ -52,6 +72,8 @@ static void start(uint32_t max_topics)
     ctl = lg_control_start(&cfg, hub, pacer, &lifecycle, &port, err, sizeof err);
     ck_assert_msg(ctl != NULL, "lg_control_start: %s", err);
     ck_assert_uint_ne(port, 0);
+    atomic_store(&host_stop, false);
+    ck_assert_int_eq(pthread_create(&host, NULL, host_main, (void *)lg_control_guest(ctl, 0)), 0);
 }
 
 static void setup(void) { start(1000); }
@@ -59,6 +81,9 @@ static void setup_two_topics(void) { start(2); }
 
 static void teardown(void)
 {
+    lg_pacer_stop(pacer); /* held requests are answered while the daemon is still served */
+    atomic_store(&host_stop, true);
+    pthread_join(host, NULL);
     lg_control_stop(ctl);
     lg_pacer_destroy(pacer);
     lg_hub_destroy(hub);
