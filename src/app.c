@@ -68,9 +68,9 @@ static void resolve_static_dir(struct lg_app *app)
     }
 }
 
-/* Events are allocated on control threads and freed on workers, so glibc's per-thread arenas
- * grow and shrink their heaps (an mprotect() each time) at the publish rate. Keeping a few MiB
- * of free top memory per arena stops that churn. */
+/* Events are allocated by the control handlers and freed by whichever worker drops the last
+ * reference, so glibc's per-thread arenas grow and shrink their heaps (an mprotect() each time)
+ * at the publish rate. Keeping a few MiB of free top memory per arena stops that churn. */
 static void tune_allocator(void)
 {
     mallopt(M_TRIM_THRESHOLD, 4 << 20);

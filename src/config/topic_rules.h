@@ -8,7 +8,7 @@
  *          lg_topic_rules_parse() frees the array it replaces.
  * Threads: parsed, resolved and printed only while the config is built, on the main thread
  *          before any other thread starts. Read-only afterwards: the lookups run on any thread
- *          (an MHD thread or a worker creating a topic, under the hub's registry write lock)
+ *          (a control handler or a worker creating a topic, under the hub's registry write lock)
  *          and take no lock of their own.
  * Bounds:  at most LG_TOPIC_RULES_MAX rules, each pattern 1..LG_TOPIC_NAME_MAX bytes of the
  *          topic-name grammar (topic.h) plus '*' and '?'. A lookup scans the rules once, in

@@ -46,7 +46,7 @@ struct lg_pacer;
 struct lg_control;
 struct lg_loop_guest;
 
-/* What GET /readyz reports; app.c stores it, the control threads only load it. */
+/* What GET /readyz reports; app.c stores it, the control handlers only load it. */
 enum lg_lifecycle {
     LG_LIFECYCLE_STARTING = 0, /* 503 {"status":"starting"} */
     LG_LIFECYCLE_READY,        /* 200 {"status":"ready"} */

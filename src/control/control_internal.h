@@ -12,7 +12,7 @@
  *
  * Owns/Frees/Threads/Bounds: as control.h says. struct lg_ctl_request lives on MHD's con_cls
  * from the first call of a body route to MHD_OPTION_NOTIFY_COMPLETED, which frees it; only the
- * MHD thread serving its connection touches it (the pacer only resumes the connection).
+ * worker serving its connection's daemon touches it (the pacer only resumes the connection).
  */
 #ifndef LG_CONTROL_INTERNAL_H
 #define LG_CONTROL_INTERNAL_H
@@ -67,7 +67,7 @@ struct lg_control {
     int64_t started_unix_ms;      /* immutable: when the control port started */
 };
 
-/* The publish routes' histograms (control_publish.c writes them from every MHD thread with
+/* The publish routes' histograms (control_publish.c writes them from every worker's daemon with
  * relaxed atomic adds; metrics.c reads them). */
 extern struct lg_histogram lg_ctl_publish_handling; /* handler time of an answered publish */
 extern struct lg_histogram lg_ctl_publish_wait;     /* time a held publish waited for room */

@@ -3,7 +3,7 @@
  *
  * Owns:    one reference to every queued event, and two arrays of `capacity` slots.
  * Frees:   lg_inbox_release() unrefs whatever is still queued (worker already joined).
- * Threads: multi-producer (control-port threads, via the hub), single consumer (its worker).
+ * Threads: multi-producer (control-port handlers on any worker, the Redis bridge, via the hub), single consumer (its worker).
  *          `items`/`count` are guarded by `lock`; `spare` belongs to the consumer alone.
  *          `occupancy` is atomic so a producer can reserve room before it assigns a sequence
  *          number: an event is either accepted with room guaranteed on every inbox it needs, or

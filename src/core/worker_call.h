@@ -1,16 +1,17 @@
 /*
  * worker_call.h - a question the control port asks every worker (the admin API): list your
  * clients, disconnect client N, tell the subscribers of a deleted topic that it ended. The
- * data needed lives on the worker threads, so the control thread never reads it: it posts a
- * call to each worker's mailbox (hub_admin.h), the worker answers on its own thread into its
- * own result slot, and the control thread reads the slots once every worker answered (or it
- * gave up waiting: the call outlives the request by reference count).
+ * data needed lives on the worker threads, so the control handler (on whichever worker serves
+ * its daemon) never reads another worker's: it posts a call to each worker's mailbox
+ * (hub_admin.h), each worker answers on its own thread into its own result slot, and the
+ * handler reads the slots once every worker answered (or it gave up waiting: the call
+ * outlives the request by reference count).
  *
  * Owns:    its parameters, one result per worker (a jansson array for LIST_CLIENTS, freed with
  *          the call) and, for END_TOPIC, a reference to the deleted topic.
  * Frees:   lg_call_unref(): the last of the caller's reference and each worker's frees it.
- * Threads: created and read by a control thread; slot w (results[w], found[w]) is written only
- *          by worker w before it decrements `pending` (release), and read by the control thread
+ * Threads: created and read by a control handler; slot w (results[w], found[w]) is written
+ *          only by worker w before it decrements `pending` (release), and read by the handler
  *          only after it saw pending == 0 (acquire). Mailbox links are under the mailbox lock.
  * Bounds:  one call in flight per control connection (limits.control_max_connections); a
  *          LIST_CLIENTS result holds at most `limit` + 1 clients per worker.
