@@ -23,14 +23,17 @@
  *          from the main thread only: start before the workers start, stop after they were
  *          joined (no thread runs a daemon any more then).
  * Bounds:  connections: limits.control_max_connections (MHD_OPTION_CONNECTION_LIMIT, split
- *          evenly between the daemons); at the limit MHD stops accepting, so further
- *          connections wait in the kernel's listen backlog. A connection idle for
- *          limits.control_idle_timeout_ms is closed (MHD_OPTION_CONNECTION_TIMEOUT), and every
- *          request has a deadline of its own (control_deadline.h), swept once a second. Request bodies are buffered up to
+ *          evenly between the daemons, at least one each); a daemon at its share stops
+ *          accepting and the others take new connections; with every daemon at its share,
+ *          further connections wait in the kernel's listen backlog. A connection idle for
+ *          limits.control_idle_timeout_ms is closed (MHD_OPTION_CONNECTION_TIMEOUT, checked at
+ *          least once a tick), and every request has a deadline of its own
+ *          (control_deadline.h), swept once a second. Request bodies are buffered up to
  *          limits.max_event_bytes (single event) or limits.max_batch_bytes (batch); a larger
  *          Content-Length is refused with 413 at once, and chunked or lying bodies are counted
  *          and discarded past the limit, then refused with 413. MHD bounds the request head
- *          (its default per-connection memory limit, 32 KiB).
+ *          (its default per-connection memory limit, 32 KiB). A serve runs MHD_run() at most
+ *          4 times (control.c).
  */
 #ifndef LG_CONTROL_H
 #define LG_CONTROL_H
