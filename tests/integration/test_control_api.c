@@ -1,13 +1,17 @@
 /*
  * test_control_api.c - the control port through the real binary: single publishes (201 with
  * consecutive seqs), every documented error status with its JSON body, and batch publishing
- * (JSON array and NDJSON) that is all-or-nothing when an item is invalid. What was published is
+ * (JSON array and NDJSON) that is all-or-nothing when an item is invalid, and publishes
+ * pipelined on one connection. What was published is
  * read back over the public port with a poll.
  */
 #include <check.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -356,7 +360,64 @@ START_TEST(test_control_publish_fans_out)
 }
 END_TEST
 
+/* Read from fd until the server closes it (or timeout_ms). Return value: true if it closed. */
+static bool read_to_close(int fd, char *buf, size_t cap, size_t *len, int timeout_ms)
+{
+    int64_t deadline = lg_now_ms() + timeout_ms;
+    *len = 0;
+    while (lg_left_ms(deadline) > 0 && *len < cap - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, (int)lg_left_ms(deadline)) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, 0);
+        if (n <= 0) {
+            buf[*len] = '\0';
+            return n == 0;
+        }
+        *len += (size_t)n;
+    }
+    buf[*len] = '\0';
+    return false;
+}
+
+#define PIPELINED 40
+
+/* Publishes pipelined on one connection, in one write, are all answered, in order, at once:
+ * the daemon takes a few requests per turn of its worker's loop and, with work left, gets the
+ * next turn of that loop (not the next one-second tick, which would take ten seconds here). */
+START_TEST(test_control_pipelined_publishes)
+{
+    static char out[PIPELINED * 160], in[PIPELINED * 400];
+    size_t len = 0;
+    for (int i = 1; i <= PIPELINED; i++)
+        len += (size_t)snprintf(out + len, sizeof out - len,
+                                "POST /v1/topics/piped/events HTTP/1.1\r\nHost: x\r\n"
+                                "Content-Length: %d\r\n%s\r\n%d",
+                                i < 10 ? 1 : 2, i == PIPELINED ? "Connection: close\r\n" : "", i);
+    int fd = lg_tcp_connect(srv.control_port);
+    ck_assert_int_ge(fd, 0);
+    int64_t sent_at = lg_now_ms();
+    ck_assert_int_eq(lg_send_all(fd, out, len), 0);
+    size_t got;
+    ck_assert_msg(read_to_close(fd, in, sizeof in, &got, 3000),
+                  "%d pipelined publishes not all answered within 3 s (%" PRId64 " ms): %s",
+                  PIPELINED, lg_now_ms() - sent_at, in);
+    close(fd);
+    const char *at = in;
+    for (int i = 1; i <= PIPELINED; i++) {
+        char seq[32];
+        snprintf(seq, sizeof seq, "\"seq\":%d}", i);
+        at = strstr(at, "HTTP/1.1 201 Created\r\n");
+        ck_assert_msg(at != NULL, "answer %d is not a 201: %s", i, in);
+        at = strstr(at, seq);
+        ck_assert_msg(at != NULL, "answer %d does not carry seq %d: %s", i, i, in);
+    }
+    ck_assert_ptr_null(strstr(at, "HTTP/1.1"));
+    expect_published(srv.control_port, PIPELINED);
+}
+END_TEST
+
 LG_CHECK_MAIN_SHARED("control_api", 30, server_setup, server_teardown,
                      LG_TESTS(test_control_publish_201, test_control_batch,
-                              test_control_publish_fans_out),
+                              test_control_publish_fans_out, test_control_pipelined_publishes),
                      LG_TESTS(test_control_errors))
