@@ -17,12 +17,13 @@
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 
+_Thread_local struct lg_worker *lg_worker_feeding;
+
 /* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
  * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
  * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
- * epoll_wait for lws' idle watcher. */
-_Thread_local struct lg_worker *lg_worker_feeding;
-
+ * epoll_wait for lws' idle watcher. From the worker's own guest, the wake-up is fed into the
+ * pass under way instead (worker_internal.h). */
 void lg_worker_wake(void *arg)
 {
     struct lg_worker *w = arg;
