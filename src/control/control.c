@@ -472,7 +472,6 @@ static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ip
         return -1;
     }
     struct lg_ctl_daemon *slot = &c->daemons[i];
-    slot->control = c;
     slot->mhd = d;
     slot->guest = (struct lg_loop_guest){.fd = epoll->epoll_fd, .hosted = daemon_hosted,
                                          .serve = serve_daemon, .arg = slot};

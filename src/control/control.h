@@ -15,8 +15,9 @@
  *          They read the immutable config, atomically load *lifecycle, and call
  *          lg_hub_publish() / lg_hub_publish_many(), which are safe from any thread; they never
  *          touch subscribers, workers or topic internals. A connection resumed from another
- *          thread (the pacer, the Redis bridge) wakes its daemon's loop through libmicrohttpd's
- *          inter-thread channel, which is in the daemon's epoll set. What it trades: a worker
+ *          thread (the pacer, the Redis bridge) is resumed with lg_resume_served(), which also
+ *          wakes the worker serving its daemon: libmicrohttpd 0.9.75 makes no inter-thread
+ *          channel in external mode, so nothing else would. What it trades: a worker
  *          stuck in a long callback holds its daemon's connections with it (new connections go
  *          to the other daemons). MHD's own error messages go to lg_log (MHD_USE_ERROR_LOG +
  *          MHD_OPTION_EXTERNAL_LOGGER). lg_control_start() and lg_control_stop() are called

@@ -12,13 +12,13 @@
  *
  * Owns:    one entry per open control connection (malloc'd at MHD's "started" notification,
  *          hung on its socket context, freed at its "closed" notification) on one list.
- * Frees:   lg_ctl_deadlines_destroy() frees the table; the daemon must be stopped first, so
+ * Frees:   lg_ctl_deadlines_destroy() frees the table; every daemon must be stopped first, so
  *          every entry has been closed (a leftover entry is freed too).
  * Threads: the daemons (on the workers' threads) open, move and close entries; the main
- *          thread sweeps. One mutex guards the list. shutdown(2) runs under it on purpose: MHD closes the descriptor
- *          only after the "closed" notification, which takes the same mutex, so a swept
- *          descriptor is never one the kernel has handed to a newer socket. shutdown() does
- *          not block.
+ *          thread sweeps. One mutex guards the list. shutdown(2) runs under it on purpose: MHD
+ *          closes the descriptor only after the "closed" notification, which takes the same
+ *          mutex, so a swept descriptor is never one the kernel has handed to a newer socket.
+ *          shutdown() does not block.
  * Bounds:  entries: one per control connection (limits.control_max_connections). An entry
  *          that cannot be allocated leaves that connection without a deadline (logged).
  */

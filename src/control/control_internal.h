@@ -42,7 +42,6 @@ struct lg_ctl_deadlines;
 
 /* One daemon and the loop that serves it. */
 struct lg_ctl_daemon {
-    struct lg_control *control;
     struct MHD_Daemon *mhd;
     struct lg_loop_guest guest;   /* what the host serves */
     struct lg_loop_host host;     /* how to wake it; set once before its loop runs */

@@ -62,8 +62,9 @@ uint64_t lg_pacer_generation(const struct lg_pacer *p);
 void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
                    const struct lg_loop_host *host, uint64_t generation, uint64_t deadline_ms);
 
-/* Resume conn and wake the loop that serves its daemon (host; NULL, or a NULL wake: a host that looks by itself): the
- * daemons run in external mode, where a resume from another thread is not seen by itself. */
+/* Resume conn and wake the loop that serves its daemon (host; NULL, or a NULL wake: a host
+ * that looks by itself). The daemons run in external mode, where libmicrohttpd does not see a
+ * resume from another thread by itself. */
 void lg_resume_served(struct MHD_Connection *conn, const struct lg_loop_host *host);
 
 /* A worker made room (lg_room_proc for lg_hub_on_room). */
