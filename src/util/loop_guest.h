@@ -3,10 +3,11 @@
  * libmicrohttpd daemons (control.h) are each served by one worker's loop (worker.h), so a
  * publish needs no second thread, no cross-thread wake-up and no context switch.
  *
- * The guest gives a descriptor that is readable whenever it has work (libmicrohttpd's epoll
- * descriptor: its connections, its listening socket and its inter-thread channel, which
- * MHD_resume_connection() writes from any thread) and a function that does the work that is
- * ready without blocking. The host watches the descriptor and calls serve():
+ * The guest gives a descriptor that is readable when new work arrives (libmicrohttpd's epoll
+ * descriptor: its connections and its listening socket) and a function that does the work
+ * that is ready without blocking; the host gives back a wake-up for what the descriptor does
+ * not announce (a connection resumed from another thread). The host watches the descriptor
+ * and calls serve():
  *   - when the descriptor is readable;
  *   - once a tick (the guest's own timeouts);
  *   - between slices of a long round of writes, so a request that arrived meanwhile is not
@@ -15,7 +16,7 @@
  *     work left;
  *   - soon after anyone called the host's wake().
  *
- * Owns:    nothing; the struct is a value, copied by the host.
+ * Owns:    nothing; both structs are values, copied by the one that keeps them.
  * Frees:   the guest's owner frees what arg points to, after the host's thread was joined.
  * Threads: serve() runs on the host's thread only, never concurrently with itself.
  * Bounds:  serve() does a bounded amount of work per call (the guest says how much).
