@@ -41,6 +41,10 @@
 #include "worker_call.h"
 
 #define LG_CTL_RUNS_PER_SERVE 4 /* MHD_run() calls per serve while work is ready */
+/* libmicrohttpd's memory pool per connection: the request head, the first part of the body,
+ * the answer's head. MHD zeroes all of it at every request (32 KiB by default): 16 KiB still
+ * holds a head of more than 12 KiB, more than nginx forwards by default (8 KiB). */
+#define LG_CTL_CONNECTION_MEMORY (16u << 10)
 
 /* ---- Routing and the MHD callbacks ---------------------------------------------------------- */
 
@@ -454,6 +458,7 @@ static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ip
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, c, /* first, so startup errors are routed too */
         MHD_OPTION_LISTEN_SOCKET, fd,
         MHD_OPTION_CONNECTION_LIMIT, share ? share : 1u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)LG_CTL_CONNECTION_MEMORY,
         MHD_OPTION_CONNECTION_TIMEOUT, (cfg->limits.control_idle_timeout_ms + 999) / 1000,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, c,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, c,

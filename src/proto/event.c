@@ -6,8 +6,6 @@
  */
 #include "event.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +15,22 @@
 
 static const char default_type[] = "message";
 
-/* The id "<topic>@<epoch>:<seq>" into out (LG_CURSOR_ENTRY_MAX bytes); returns its length. */
+/* The id "<topic>@<epoch>:<seq>" into out (LG_CURSOR_ENTRY_MAX bytes, room for the longest
+ * topic, 8 hex digits and 20 decimal ones); returns its length. Written by hand rather than
+ * with snprintf(): it is made once per publish. */
 static size_t format_id(char *out, const struct lg_event_fields *f)
 {
-    memcpy(out, f->topic_name, f->topic_name_len);
-    int n = snprintf(out + f->topic_name_len, LG_CURSOR_ENTRY_MAX - f->topic_name_len,
-                     "@%08" PRIx32 ":%" PRIu64, f->epoch, f->seq);
-    return f->topic_name_len + (size_t)n;
+    static const char hex[] = "0123456789abcdef";
+    char *p = out;
+    memcpy(p, f->topic_name, f->topic_name_len);
+    p += f->topic_name_len;
+    *p++ = '@';
+    for (int shift = 28; shift >= 0; shift -= 4)
+        *p++ = hex[(f->epoch >> shift) & 0xf];
+    *p++ = ':';
+    p += lg_format_u64(p, f->seq);
+    *p = '\0';
+    return (size_t)(p - out);
 }
 
 static void append_sse(struct lg_buf *b, const char *id, size_t id_len, const char *type,

@@ -81,15 +81,22 @@ void lg_buf_append_str(struct lg_buf *b, const char *s)
     lg_buf_append(b, s, strlen(s));
 }
 
-void lg_buf_append_u64(struct lg_buf *b, uint64_t v)
+size_t lg_format_u64(char out[LG_U64_DIGITS_MAX], uint64_t v)
 {
-    char digits[20]; /* UINT64_MAX has 20 decimal digits */
+    char digits[LG_U64_DIGITS_MAX];
     size_t i = sizeof digits;
     do {
         digits[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    lg_buf_append(b, digits + i, sizeof digits - i);
+    memcpy(out, digits + i, sizeof digits - i);
+    return sizeof digits - i;
+}
+
+void lg_buf_append_u64(struct lg_buf *b, uint64_t v)
+{
+    char digits[LG_U64_DIGITS_MAX];
+    lg_buf_append(b, digits, lg_format_u64(digits, v));
 }
 
 void lg_buf_appendf(struct lg_buf *b, const char *fmt, ...)

@@ -31,6 +31,9 @@ void lg_buf_reset(struct lg_buf *b); /* len = 0, keeps the allocation */
 void lg_buf_reserve(struct lg_buf *b, size_t n);
 void lg_buf_append(struct lg_buf *b, const void *p, size_t n);
 void lg_buf_append_str(struct lg_buf *b, const char *s);
+/* The decimal digits of v into out (no NUL); returns how many. */
+#define LG_U64_DIGITS_MAX 20 /* UINT64_MAX has 20 decimal digits */
+size_t lg_format_u64(char out[LG_U64_DIGITS_MAX], uint64_t v);
 void lg_buf_append_u64(struct lg_buf *b, uint64_t v);
 void lg_buf_appendf(struct lg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -417,7 +417,37 @@ START_TEST(test_control_pipelined_publishes)
 }
 END_TEST
 
+/* The head is bounded by the per-connection memory of libmicrohttpd (16 KiB, control.c): a
+ * head of 12 KiB is published, one of 20 KiB is refused with 431 and publishes nothing. */
+static int publish_with_header_of(size_t n, long long *published)
+{
+    size_t cap = n + 64;
+    char *headers = malloc(cap);
+    ck_assert_ptr_nonnull(headers);
+    int at = snprintf(headers, cap, "X-Padding: ");
+    memset(headers + at, 'a', n);
+    snprintf(headers + at + n, cap - (size_t)at - n, "\r\n");
+    struct lg_http_response r;
+    request(srv.control_port, "POST", "/v1/topics/big-head/events", headers, "x", 1, &r);
+    free(headers);
+    int status = r.status;
+    lg_http_response_free(&r);
+    *published = lg_stat(srv.control_port, "events_published");
+    return status;
+}
+
+START_TEST(test_control_head_bound)
+{
+    long long before = lg_stat(srv.control_port, "events_published"), after;
+    ck_assert_int_eq(publish_with_header_of(12 << 10, &after), 201);
+    ck_assert_int_eq(after, before + 1);
+    ck_assert_int_eq(publish_with_header_of(20 << 10, &after), 431);
+    ck_assert_int_eq(after, before + 1);
+}
+END_TEST
+
 LG_CHECK_MAIN_SHARED("control_api", 30, server_setup, server_teardown,
                      LG_TESTS(test_control_publish_201, test_control_batch,
-                              test_control_publish_fans_out, test_control_pipelined_publishes),
+                              test_control_publish_fans_out, test_control_pipelined_publishes,
+                              test_control_head_bound),
                      LG_TESTS(test_control_errors))
