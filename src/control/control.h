@@ -33,8 +33,8 @@
  *          limits.max_event_bytes (single event) or limits.max_batch_bytes (batch); a larger
  *          Content-Length is refused with 413 at once, and chunked or lying bodies are counted
  *          and discarded past the limit, then refused with 413. MHD bounds the request head
- *          (its default per-connection memory limit, 32 KiB). A serve runs MHD_run() at most
- *          4 times (control.c).
+ *          by its memory pool per connection (16 KiB, control.c: a head of more than 12 KiB
+ *          fits; a larger one gets MHD's 431). A serve runs MHD_run() at most 4 times.
  */
 #ifndef LG_CONTROL_H
 #define LG_CONTROL_H
