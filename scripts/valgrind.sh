@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [[ -x $build/livegate ]] || { echo "valgrind.sh: build $build first" >&2; exit 2; }
-vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
+# The gateway is linked with jemalloc (src/main.c): memcheck replaces its malloc as it does libc's.
+vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+    --soname-synonyms=somalloc=libjemalloc.so*)
 wrapper=$(mktemp)
 trap 'rm -f "$wrapper"' EXIT
 printf '#!/bin/sh\nexec %s %s "$@"\n' "${vg[*]}" "$PWD/$build/livegate" >"$wrapper"

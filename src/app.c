@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,15 +65,6 @@ static void resolve_static_dir(struct lg_app *app)
         lg_warn("static_dir %s: %s; static files will answer 404", wanted, strerror(errno));
         snprintf(app->static_dir, sizeof app->static_dir, "/nonexistent");
     }
-}
-
-/* Events are allocated by the control handlers and freed by whichever worker drops the last
- * reference, so glibc's per-thread arenas grow and shrink their heaps (an mprotect() each time)
- * at the publish rate. Keeping a few MiB of free top memory per arena stops that churn. */
-static void tune_allocator(void)
-{
-    mallopt(M_TRIM_THRESHOLD, 4 << 20);
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 }
 
 /* Descriptors the process needs besides its connections: epoll sets, eventfds, each
@@ -295,7 +285,6 @@ int lg_app_run(const struct lg_config *cfg)
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    tune_allocator();
     app.running = *cfg; /* shallow: borrows what cfg owns, which outlives the app */
     cap_connection_limits(&app.running, raise_descriptor_limit(), app.worker_count);
     app.cfg = &app.running;
