@@ -20,13 +20,12 @@ static const char default_type[] = "message";
  * with snprintf(): it is made once per publish. */
 static size_t format_id(char *out, const struct lg_event_fields *f)
 {
-    static const char hex[] = "0123456789abcdef";
     char *p = out;
     memcpy(p, f->topic_name, f->topic_name_len);
     p += f->topic_name_len;
     *p++ = '@';
-    for (int shift = 28; shift >= 0; shift -= 4)
-        *p++ = hex[(f->epoch >> shift) & 0xf];
+    lg_format_hex32(p, f->epoch);
+    p += 8;
     *p++ = ':';
     p += lg_format_u64(p, f->seq);
     *p = '\0';

@@ -93,6 +93,13 @@ size_t lg_format_u64(char out[LG_U64_DIGITS_MAX], uint64_t v)
     return sizeof digits - i;
 }
 
+void lg_format_hex32(char out[8], uint32_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 7; i >= 0; i--, v >>= 4)
+        out[i] = hex[v & 0xf];
+}
+
 void lg_buf_append_u64(struct lg_buf *b, uint64_t v)
 {
     char digits[LG_U64_DIGITS_MAX];

@@ -34,6 +34,8 @@ void lg_buf_append_str(struct lg_buf *b, const char *s);
 /* The decimal digits of v into out (no NUL); returns how many. */
 #define LG_U64_DIGITS_MAX 20 /* UINT64_MAX has 20 decimal digits */
 size_t lg_format_u64(char out[LG_U64_DIGITS_MAX], uint64_t v);
+/* The 8 lower-case hex digits of v into out (no NUL). */
+void lg_format_hex32(char out[8], uint32_t v);
 void lg_buf_append_u64(struct lg_buf *b, uint64_t v);
 void lg_buf_appendf(struct lg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
