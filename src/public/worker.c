@@ -31,6 +31,7 @@
 
 _Static_assert(LG_MAX_WORKERS <= LG_WORKER_STATS_MAX, "a worker_stats slot per worker");
 
+#define LOAD_WINDOW_NS 1000000 /* the window of the worker's busy share (worker_internal.h) */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
 /* Tags for the two RAW_FILE wsis this worker adopts (lws opaque user data). */
@@ -446,6 +447,19 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
     }
 }
 
+/* The worker's recent load, for the sweep's choice of who goes first (worker_sweep.c): the
+ * share of each window of at least LOAD_WINDOW_NS that the loop spent in callbacks. */
+static void count_load(struct lg_worker *w, uint64_t pass_start, uint64_t pass_end)
+{
+    w->window_ns += pass_end - w->pass_end_ns;
+    w->window_busy_ns += pass_end - pass_start;
+    w->pass_end_ns = pass_end;
+    if (w->window_ns < LOAD_WINDOW_NS)
+        return;
+    w->busy_pct = (uint32_t)(w->window_busy_ns * 100 / w->window_ns);
+    w->window_ns = w->window_busy_ns = 0;
+}
+
 /* Every callback of the loop runs inside this: the time it takes is the worker's busy time
  * (the rest is spent waiting in epoll), so a scrape can see how saturated each worker is. */
 static void invoke_pending_timed(struct ev_loop *loop)
@@ -453,9 +467,11 @@ static void invoke_pending_timed(struct ev_loop *loop)
     struct lg_worker *w = ev_userdata(loop);
     uint64_t start = lg_mono_ns();
     ev_invoke_pending(loop);
+    uint64_t end = lg_mono_ns();
     _Atomic uint64_t *busy = &lg_worker_stats[w->index].busy_ns; /* this thread's alone */
     atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) +
-                                    (lg_mono_ns() - start), memory_order_relaxed);
+                                    (end - start), memory_order_relaxed);
+    count_load(w, start, end);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */

@@ -63,6 +63,9 @@ struct lg_worker {
     struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
     struct lg_dlist dirty;              /* connections given events, in the order to write them */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
+    uint64_t pass_end_ns;               /* when the loop's last pass of callbacks ended */
+    uint64_t window_ns, window_busy_ns; /* the load window under way: its length, its busy part */
+    uint32_t busy_pct;                  /* the busy share of the last full window (0-100) */
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
     struct lg_dlist keepalive;          /* WebSocket streams, least recently heard first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */

@@ -9,6 +9,7 @@
  */
 #include <check.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #define IDLE 5000
 #define PUBLISHES 2000
 #define MAX_RATIO 3.0
+#define IDLE_PUBLISHES 200
 
 /* Publish n events to "active" on k, each read from sub before the next is sent: every
  * publish wakes the worker on its own, as at the low per-topic rates of per-user topics. */
@@ -100,5 +102,45 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
 }
 END_TEST
 
+/* A worker with time to spare writes a publish's subscriber before it answers the publisher
+ * (worker_sweep.c, sweep_ahead()): the answer's send is not on the event's way. Both sends
+ * are loopback sends from the worker's one thread, delivered in the order they are made, so
+ * when the answer can be read the event is in the subscriber's socket already. Answering
+ * first fails: the event then follows the answer. */
+START_TEST(test_idle_worker_writes_the_subscriber_before_answering)
+{
+    struct lg_server s;
+    ck_assert_int_eq(lg_server_start(&s, "{\"workers\":1}", NULL), 0);
+    struct lg_sse_client sub;
+    ck_assert_int_eq(lg_sse_open(&sub, s.public_port, "/sse?topic=first", NULL), 0);
+    struct lg_stall_ka k;
+    lg_stall_ka_init(&k, s.control_port);
+    int ahead = 0;
+    for (int i = 1; i <= IDLE_PUBLISHES; i++) {
+        usleep(5000); /* the worker idles between publishes */
+        struct lg_http_response r;
+        ck_assert_int_eq(lg_stall_ka_request(&k, "POST", "/v1/topics/first/events", NULL, "x",
+                                             1, &r, 10000),
+                         0);
+        ck_assert_int_eq(r.status, 201);
+        lg_http_response_free(&r);
+        struct pollfd pfd = {.fd = sub.fd, .events = POLLIN};
+        ahead += poll(&pfd, 1, 0) == 1;
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&sub, &ev, 10000), 1);
+        ck_assert_uint_eq(lg_seq_of(ev.id), (uint64_t)i);
+        lg_sse_event_free(&ev);
+    }
+    ck_assert_msg(ahead == IDLE_PUBLISHES,
+                  "the event was in the subscriber's socket before the answer for %d publishes "
+                  "of %d",
+                  ahead, IDLE_PUBLISHES);
+    lg_stall_ka_close(&k);
+    lg_sse_close(&sub);
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+}
+END_TEST
+
 LG_CHECK_MAIN_TCASE("event_loop", "cost", 180,
-                    test_publish_cost_does_not_grow_with_idle_connections)
+                    test_publish_cost_does_not_grow_with_idle_connections,
+                    test_idle_worker_writes_the_subscriber_before_answering)
