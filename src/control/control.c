@@ -273,6 +273,11 @@ static struct lg_ctl_deadline *deadline_of(struct MHD_Connection *conn)
     return info != NULL ? info->socket_context : NULL;
 }
 
+void lg_ctl_request_progressed(struct lg_control *c, struct MHD_Connection *conn)
+{
+    lg_ctl_deadline_head_in(c->deadlines, deadline_of(conn), lg_mono_ms());
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,

@@ -5,10 +5,12 @@
  *
  * Each connection gets a deadline when it opens (its first head must be in within
  * limits.request_timeout_ms), a new one when its head is in (the body and any overload hold:
- * limits.request_timeout_ms + limits.publish_wait_ms) and a new one when its request is
- * answered (idle for limits.control_idle_timeout_ms, then the next head as above). A sweep
- * once a second shuts down the socket of every connection past its deadline; libmicrohttpd
- * then reads end-of-file and closes the connection itself, through its usual path.
+ * limits.request_timeout_ms + limits.publish_wait_ms; again each time a held batch makes
+ * progress, so the bound is on each wait, not on the whole batch) and a new one when its
+ * request is answered (idle for limits.control_idle_timeout_ms, then the next head as above).
+ * A sweep once a second shuts down the socket of every connection past its deadline;
+ * libmicrohttpd then reads end-of-file and closes the connection itself, through its usual
+ * path.
  *
  * Owns:    one entry per open control connection (malloc'd at MHD's "started" notification,
  *          hung on its socket context, freed at its "closed" notification) on one list.

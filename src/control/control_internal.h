@@ -127,6 +127,10 @@ int lg_ctl_authorize(struct lg_control *c, struct MHD_Connection *conn, bool pub
 bool lg_ctl_may_publish(const struct lg_ctl_request *r, const char *topic, size_t len,
                         struct lg_ctl_error *e);
 
+/* A held batch published more of its items: its request deadline (control_deadline.h) starts
+ * afresh, as its wait for room does (limits.publish_wait_ms bounds a wait, not the batch). */
+void lg_ctl_request_progressed(struct lg_control *c, struct MHD_Connection *conn);
+
 lg_ctl_handler lg_ctl_handle_topic_event; /* control_publish.c */
 lg_ctl_handler lg_ctl_handle_batch;
 lg_ctl_handler lg_ctl_handle_healthz;     /* control_status.c */

@@ -372,8 +372,10 @@ static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
     size_t accepted = done + lg_hub_publish_many(c->hub, b->reqs + done, b->n - done,
                                                  res + done, &s);
     r->batch_done = accepted;
-    if (accepted > done)
+    if (accepted > done && r->held_since_ms != 0) {
         end_hold(r, false); /* progress: limits.publish_wait_ms bounds each wait, not the batch */
+        lg_ctl_request_progressed(c, conn);
+    }
     if (accepted < b->n && s == LG_PUBLISH_WORKERS_BEHIND && hold_for_room(c, conn, r, generation))
         return 0; /* the rest is published when resumed */
     end_hold(r, accepted < b->n && s == LG_PUBLISH_WORKERS_BEHIND);

@@ -25,33 +25,63 @@
 #define MAX_RATIO 3.0
 #define IDLE_PUBLISHES 200
 
-/* Publish n events to "active" on k, each read from sub before the next is sent: every
- * publish wakes the worker on its own, as at the low per-topic rates of per-user topics. */
-static void publish_and_receive(struct lg_stall_ka *k, struct lg_sse_client *sub, int n,
-                                int *next_seq)
+/* One gateway with one worker, a subscriber of topic on it and a keep-alive publisher. */
+struct one_topic {
+    struct lg_server server;
+    struct lg_sse_client sub;
+    struct lg_stall_ka publisher;
+    char path[64];
+};
+
+static void one_topic_start(struct one_topic *o, const char *topic)
+{
+    ck_assert_int_eq(lg_server_start(&o->server, "{\"workers\":1}", NULL), 0);
+    char sse[64];
+    snprintf(sse, sizeof sse, "/sse?topic=%s", topic);
+    snprintf(o->path, sizeof o->path, "/v1/topics/%s/events", topic);
+    ck_assert_int_eq(lg_sse_open(&o->sub, o->server.public_port, sse, NULL), 0);
+    lg_stall_ka_init(&o->publisher, o->server.control_port);
+}
+
+static void one_topic_stop(struct one_topic *o)
+{
+    lg_stall_ka_close(&o->publisher);
+    lg_sse_close(&o->sub);
+    ck_assert_int_eq(lg_server_stop(&o->server, 10000), 0);
+}
+
+static void publish_one(struct one_topic *o)
+{
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_stall_ka_request(&o->publisher, "POST", o->path, NULL, "x", 1, &r, 10000),
+                     0);
+    ck_assert_int_eq(r.status, 201);
+    lg_http_response_free(&r);
+}
+
+static void receive_seq(struct one_topic *o, uint64_t seq)
+{
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&o->sub, &ev, 10000), 1);
+    ck_assert_uint_eq(lg_seq_of(ev.id), seq);
+    lg_sse_event_free(&ev);
+}
+
+/* Publish n events, each read by the subscriber before the next is sent: every publish wakes
+ * the worker on its own, as at the low per-topic rates of per-user topics. */
+static void publish_and_receive(struct one_topic *o, int n, int *next_seq)
 {
     for (int i = 0; i < n; i++) {
-        struct lg_http_response r;
-        ck_assert_int_eq(lg_stall_ka_request(k, "POST", "/v1/topics/active/events", NULL, "x",
-                                             1, &r, 10000),
-                         0);
-        ck_assert_int_eq(r.status, 201);
-        lg_http_response_free(&r);
-        struct lg_sse_event ev;
-        ck_assert_int_eq(lg_sse_next(sub, &ev, 10000), 1);
-        unsigned long long seq;
-        ck_assert_int_eq(lg_id_parse(ev.id, NULL, 0, NULL, 0, &seq), 0);
-        ck_assert_uint_eq(seq, (unsigned long long)(*next_seq)++);
-        lg_sse_event_free(&ev);
+        publish_one(o);
+        receive_seq(o, (uint64_t)(*next_seq)++);
     }
 }
 
-static double measured_publishes(const struct lg_server *s, struct lg_stall_ka *k,
-                                 struct lg_sse_client *sub, int *next_seq)
+static double measured_publishes(struct one_topic *o, int *next_seq)
 {
-    double before = lg_server_cpu_seconds(s);
-    publish_and_receive(k, sub, PUBLISHES, next_seq);
-    return lg_server_cpu_seconds(s) - before;
+    double before = lg_server_cpu_seconds(&o->server);
+    publish_and_receive(o, PUBLISHES, next_seq);
+    return lg_server_cpu_seconds(&o->server) - before;
 }
 
 START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
@@ -63,29 +93,25 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
     rl.rlim_cur = rl.rlim_max; /* the server inherits it */
     ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
 
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"workers\":1}", NULL), 0);
-    struct lg_sse_client sub;
-    ck_assert_int_eq(lg_sse_open(&sub, s.public_port, "/sse?topic=active", NULL), 0);
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct one_topic o;
+    one_topic_start(&o, "active");
     int next_seq = 1;
-    publish_and_receive(&k, &sub, 300, &next_seq); /* warm-up: allocations, caches */
+    publish_and_receive(&o, 300, &next_seq); /* warm-up: allocations, caches */
 
-    double alone = measured_publishes(&s, &k, &sub, &next_seq);
+    double alone = measured_publishes(&o, &next_seq);
 
     static int idle[IDLE];
     for (int i = 0; i < IDLE; i++) {
-        idle[i] = lg_tcp_connect(s.public_port);
+        idle[i] = lg_tcp_connect(o.server.public_port);
         ck_assert_int_ge(idle[i], 0);
         char req[128];
         int n = snprintf(req, sizeof req,
                          "GET /sse?topic=idle-%d HTTP/1.1\r\nHost: t\r\n\r\n", i);
         ck_assert_int_eq(lg_send_all(idle[i], req, (size_t)n), 0);
     }
-    ck_assert(lg_wait_stat(s.control_port, "clients_sse", IDLE + 1, 60000));
+    ck_assert(lg_wait_stat(o.server.control_port, "clients_sse", IDLE + 1, 60000));
 
-    double crowded = measured_publishes(&s, &k, &sub, &next_seq);
+    double crowded = measured_publishes(&o, &next_seq);
     double ratio = crowded / (alone > 0.01 ? alone : 0.01);
     fprintf(stderr, "CPU for %d publishes: %.3f s alone, %.3f s with %d idle streams (x%.2f)\n",
             PUBLISHES, alone, crowded, IDLE, ratio);
@@ -96,9 +122,7 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
 
     for (int i = 0; i < IDLE; i++)
         close(idle[i]);
-    lg_stall_ka_close(&k);
-    lg_sse_close(&sub);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    one_topic_stop(&o);
 }
 END_TEST
 
@@ -109,35 +133,21 @@ END_TEST
  * first fails: the event then follows the answer. */
 START_TEST(test_idle_worker_writes_the_subscriber_before_answering)
 {
-    struct lg_server s;
-    ck_assert_int_eq(lg_server_start(&s, "{\"workers\":1}", NULL), 0);
-    struct lg_sse_client sub;
-    ck_assert_int_eq(lg_sse_open(&sub, s.public_port, "/sse?topic=first", NULL), 0);
-    struct lg_stall_ka k;
-    lg_stall_ka_init(&k, s.control_port);
+    struct one_topic o;
+    one_topic_start(&o, "first");
     int ahead = 0;
     for (int i = 1; i <= IDLE_PUBLISHES; i++) {
         usleep(5000); /* the worker idles between publishes */
-        struct lg_http_response r;
-        ck_assert_int_eq(lg_stall_ka_request(&k, "POST", "/v1/topics/first/events", NULL, "x",
-                                             1, &r, 10000),
-                         0);
-        ck_assert_int_eq(r.status, 201);
-        lg_http_response_free(&r);
-        struct pollfd pfd = {.fd = sub.fd, .events = POLLIN};
+        publish_one(&o);
+        struct pollfd pfd = {.fd = o.sub.fd, .events = POLLIN};
         ahead += poll(&pfd, 1, 0) == 1;
-        struct lg_sse_event ev;
-        ck_assert_int_eq(lg_sse_next(&sub, &ev, 10000), 1);
-        ck_assert_uint_eq(lg_seq_of(ev.id), (uint64_t)i);
-        lg_sse_event_free(&ev);
+        receive_seq(&o, (uint64_t)i);
     }
     ck_assert_msg(ahead == IDLE_PUBLISHES,
                   "the event was in the subscriber's socket before the answer for %d publishes "
                   "of %d",
                   ahead, IDLE_PUBLISHES);
-    lg_stall_ka_close(&k);
-    lg_sse_close(&sub);
-    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
+    one_topic_stop(&o);
 }
 END_TEST
 
