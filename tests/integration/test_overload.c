@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,7 +323,87 @@ START_TEST(test_paced_batch_reaches_every_subscriber)
 }
 END_TEST
 
-/* ---- 4. A stalled subscriber gets its policy; healthy ones lose nothing ------------------- */
+/* ---- 4. A batch that keeps making progress is not cut off by its request deadline -------- */
+
+/* The deadline from the batch's head is 200 + 1000 ms; the sweep runs once a second. */
+#define STEPPED_CONFIG                                                                             \
+    "{\"workers\":2,\"limits\":{\"worker_inbox_events\":2,\"request_timeout_ms\":200,"          \
+    "\"publish_wait_ms\":1000}}"
+#define STEPPED_N 60
+#define STEPPED_OLD_DEADLINE_MS (200 + 1000 + 1000)
+
+struct async_batch {
+    pthread_t thread;
+    uint16_t port;
+    char body[STEPPED_N * 48];
+    size_t len;
+    struct lg_http_response r;
+    int rc;
+    _Atomic bool done;
+};
+
+static void *async_batch_main(void *arg)
+{
+    struct async_batch *b = arg;
+    b->rc = lg_http_request(b->port, "POST", "/v1/publish", "Content-Type: application/x-ndjson\r\n",
+                            b->body, b->len, &b->r, 60000);
+    b->done = true;
+    return NULL;
+}
+
+/* Let the frozen worker run to its next system call's entry or exit, then stop again. */
+static void step_worker(pid_t tid)
+{
+    ck_assert_msg(ptrace(PTRACE_SYSCALL, tid, NULL, NULL) == 0, "PTRACE_SYSCALL: %s",
+                  strerror(errno));
+    int status;
+    ck_assert_int_eq(waitpid(tid, &status, __WALL), tid);
+    ck_assert(WIFSTOPPED(status));
+}
+
+START_TEST(test_progressing_batch_outlives_its_first_deadline)
+{
+    struct lg_server s;
+    struct lg_sse_client sub;
+    struct lg_stall_ka k;
+    pid_t tid = fill_frozen_inbox(&s, STEPPED_CONFIG, "stepped", &sub, &k);
+    static struct async_batch b;
+    b.port = s.control_port;
+    for (int i = 1; i <= STEPPED_N; i++)
+        b.len += (size_t)snprintf(b.body + b.len, sizeof b.body - b.len,
+                                  "{\"topic\":\"stepped\",\"data\":\"b%d\"}\n", i);
+    int64_t started = lg_now_ms();
+    ck_assert_int_eq(pthread_create(&b.thread, NULL, async_batch_main, &b), 0);
+    /* The worker takes 2 events every few steps: the batch progresses for seconds, each wait
+     * for room far shorter than limits.publish_wait_ms. */
+    while (!b.done && lg_now_ms() - started < 30000) {
+        usleep(20000);
+        if (!b.done)
+            step_worker(tid);
+    }
+    thaw_worker(tid);
+    pthread_join(b.thread, NULL);
+    int64_t took = lg_now_ms() - started;
+    ck_assert_msg(b.rc == 0, "the batch got no answer after %" PRId64 " ms", took);
+    ck_assert_msg(b.r.status == 200, "batch answered %d: %.300s", b.r.status, b.r.body);
+    json_t *root = json_loadb(b.r.body, b.r.body_len, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "accepted")), STEPPED_N);
+    json_decref(root);
+    lg_http_response_free(&b.r);
+    ck_assert_msg(took > STEPPED_OLD_DEADLINE_MS,
+                  "the batch took %" PRId64 " ms: not past its first deadline, proves nothing",
+                  took);
+    ck_assert_int_eq(lg_server_stat(&s, "control_connections_timed_out"), 0);
+    ck_assert_int_eq(lg_server_stat(&s, "publishes_refused"), 0);
+    for (uint64_t seq = 1; seq <= STEPPED_N + 2; seq++)
+        expect_seq(&sub, seq);
+    lg_stall_ka_close(&k);
+    lg_sse_close(&sub);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
+/* ---- 5. A stalled subscriber gets its policy; healthy ones lose nothing ------------------- */
 
 #define STALL_N 2000
 #define STALL_DATA 256 /* bytes of data per event: 2000 of them overfill a stalled socket */
@@ -429,4 +511,5 @@ END_TEST
 LG_CHECK_MAIN_TCASE("overload", "pacing", 120, test_held_then_refused_after_the_wait,
                     test_held_publish_is_accepted_when_the_worker_catches_up,
                     test_paced_batch_reaches_every_subscriber,
+                    test_progressing_batch_outlives_its_first_deadline,
                     test_stalled_subscriber_keeps_its_policy)
