@@ -351,11 +351,22 @@ static void send_pings(struct lg_worker *w, uint64_t now_ms)
     }
 }
 
+/* Serve the guest with the publishes it makes fed into this pass of the loop
+ * (lg_worker_wake()): from the loop's own callbacks, never from the sweep. */
+static void serve_guest_feeding(struct lg_worker *w)
+{
+    lg_worker_feeding = w;
+    lg_worker_serve_guest(w);
+    lg_worker_feeding = NULL;
+}
+
 static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
-    lg_worker_serve_guest(w); /* the guest's own timeouts (idle control connections) */
+    /* The guest's own timeouts (idle control connections), and a request that came in this
+     * pass: it is served here as it would be from its descriptor's callback. */
+    serve_guest_feeding(w);
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
     send_pings(w, now);
@@ -382,15 +393,6 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
 {
     (void)loop, (void)revents;
     on_cancel(watcher->data);
-}
-
-/* Serve the guest with the publishes it makes fed into this pass of the loop
- * (lg_worker_wake()). */
-static void serve_guest_feeding(struct lg_worker *w)
-{
-    lg_worker_feeding = w;
-    lg_worker_serve_guest(w);
-    lg_worker_feeding = NULL;
 }
 
 /* The guest's descriptor is readable. */
