@@ -20,8 +20,7 @@
  * (its control-port daemon, below), queues the wake-up in the pass of the loop under way
  * (ev_feed_event(): no eventfd, no second epoll_wait); a worker with time to spare then
  * writes the subscribers before the publisher is answered (worker_sweep.c, sweep_ahead()).
- * The worker offers each event to the
- * subscriptions of its topic on this worker (topic->slots[index].head) and queues the
+ * The worker offers each event to the subscriptions of its topic on this worker (topic->slots[index].head) and queues the
  * connections given output; it then writes them round-robin, straight to each socket that has
  * room (POLLOUT only for full ones), taking a few more events from the inbox every
  * WRITES_PER_TAKE writes (worker_sweep.c).

@@ -90,8 +90,8 @@ struct lg_worker {
  * it serves its guest (lg_worker_feeding == w) the wake-up joins the pass of the loop under
  * way instead. */
 void lg_worker_wake(void *arg);
-/* The worker whose guest this thread is serving from the guest's readiness callback; NULL
- * otherwise. Only then may a wake-up be fed into the pass under way: a feed from the sweep
+/* The worker whose guest this thread is serving from one of the loop's own callbacks (the
+ * guest's readiness, its zero timer and wake-up, the tick); NULL otherwise. Only then may a wake-up be fed into the pass under way: a feed from the sweep
  * would keep the loop out of epoll_wait for as long as publishes keep coming. */
 extern _Thread_local struct lg_worker *lg_worker_feeding;
 /* Serve the guest once, if there is one. */

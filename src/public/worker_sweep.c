@@ -16,8 +16,7 @@
 
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
-#define SWEEP_AHEAD_WRITES 32 /* writes made before a publisher on this loop is answered */
-#define SWEEP_AHEAD_BUSY_PCT 50 /* ... unless the worker was busier than this (worker.c) */
+#define SWEEP_AHEAD_BUSY_PCT 50 /* a busier worker answers its own publishers first (worker.c) */
 
 _Thread_local struct lg_worker *lg_worker_feeding;
 
@@ -136,7 +135,7 @@ static void sweep_ahead(struct lg_worker *w)
     if (w->dirty.count != 0 || w->busy_pct >= SWEEP_AHEAD_BUSY_PCT)
         return;
     take_events(w, EVENTS_PER_ROUND);
-    write_dirty(w, SWEEP_AHEAD_WRITES);
+    write_dirty(w, WRITES_PER_TAKE);
 }
 
 /* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
