@@ -143,7 +143,9 @@ START_TEST(test_idle_worker_writes_the_subscriber_before_answering)
         ahead += poll(&pfd, 1, 0) == 1;
         receive_seq(&o, (uint64_t)i);
     }
-    ck_assert_msg(ahead == IDLE_PUBLISHES,
+    /* At most a few answered first: a pass of the tick (heavy under TSan) can make a load
+     * window look busy. The old build got 63 of 200. */
+    ck_assert_msg(ahead >= IDLE_PUBLISHES - 5,
                   "the event was in the subscriber's socket before the answer for %d publishes "
                   "of %d",
                   ahead, IDLE_PUBLISHES);
