@@ -24,6 +24,7 @@
 #define PUBLISHES 2000
 #define MAX_RATIO 3.0
 #define IDLE_PUBLISHES 200
+#define WARM_UP_PUBLISHES 2
 
 /* One gateway with one worker, a subscriber of topic on it and a keep-alive publisher. */
 struct one_topic {
@@ -135,17 +136,30 @@ START_TEST(test_idle_worker_writes_the_subscriber_before_answering)
 {
     struct one_topic o;
     one_topic_start(&o, "first");
+    /* The first publish creates the topic and fills the caches: under TSan, on a loaded
+     * machine, its pass is long enough to make its load window look busy, and the next
+     * publish is rightly answered first. Two publishes, then a fresh window. */
+    int seq = 1;
+    for (; seq <= WARM_UP_PUBLISHES; seq++) {
+        usleep(5000);
+        publish_one(&o);
+        receive_seq(&o, (uint64_t)seq);
+    }
     int ahead = 0;
-    for (int i = 1; i <= IDLE_PUBLISHES; i++) {
+    for (int i = 0; i < IDLE_PUBLISHES; i++, seq++) {
         usleep(5000); /* the worker idles between publishes */
         publish_one(&o);
         struct pollfd pfd = {.fd = o.sub.fd, .events = POLLIN};
         ahead += poll(&pfd, 1, 0) == 1;
-        receive_seq(&o, (uint64_t)i);
+        receive_seq(&o, (uint64_t)seq);
     }
-    /* At most a few answered first: a pass of the tick (heavy under TSan) can make a load
-     * window look busy. The old build got 63 of 200. */
-    ck_assert_msg(ahead >= IDLE_PUBLISHES - 5,
+    fprintf(stderr, "the event was in the subscriber's socket first for %d publishes of %d\n",
+            ahead, IDLE_PUBLISHES);
+    /* One of 200 answered first was seen once in 36 runs under TSan with both cores saturated
+     * by other work, although no load window was busy, so the event was written first: the
+     * cause is not known (perhaps the thread moved cores between the two loopback sends). The
+     * old build got 63 of 200. */
+    ck_assert_msg(ahead >= IDLE_PUBLISHES - 2,
                   "the event was in the subscriber's socket before the answer for %d publishes "
                   "of %d",
                   ahead, IDLE_PUBLISHES);
