@@ -103,20 +103,7 @@ done
 # median) and, when any connection failed, "failed conns" (subscribers / stalled / idle).
 spec=$(printf '%s\n' "$scen" | awk -F'|' 'NF >= 4 { printf "%s=%s;", $1, $4 }')
 table_json=$work/table.json
-table_md=$(awk -v spec="$spec" -v tj="$table_json" '
-function getf(line, k,   i, s, n) {
-    i = index(line, "\"" k "\":"); if (!i) return ""
-    s = substr(line, i + length(k) + 3)
-    if (substr(s, 1, 1) == "\"") { s = substr(s, 2); return substr(s, 1, index(s, "\"") - 1) }
-    n = match(s, /[,}]/); return substr(s, 1, n - 1)
-}
-function median(key,   n, i, j, t, a) {
-    n = cnt[key]; if (!n) return ""
-    for (i = 1; i <= n; i++) a[i] = val[key, i]
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    if (n % 2) return a[(n + 1) / 2]
-    return (a[n / 2] + a[n / 2 + 1]) / 2
-}
+table_md=$(awk -v spec="$spec" -v tj="$table_json" "$LGB_AWK_RESULTS"'
 function fmt(v) {
     if (v == "") return "n/a"
     if (v == int(v) || v >= 100 || v <= -100) return sprintf("%.0f", v)

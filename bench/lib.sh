@@ -83,6 +83,15 @@ lgb_loadgen() {
     echo "$lg"
 }
 
+# Builds (incrementally) and prints the path of lg_floor (bench/floor_server.c), or nothing.
+lgb_floor_bin() {
+    local b=$LGB_BUILD/bench/lg_floor
+    if lgb_configure && cmake --build "$LGB_BUILD" --target lg_floor >>"$LGB_BUILD_LOG" 2>&1 && [ -x "$b" ]; then
+        echo "$b"
+    fi
+    return 0
+}
+
 # Builds (incrementally) and prints the path of livegate, or nothing; $LIVEGATE overrides.
 lgb_livegate_bin() {
     if [ -n "${LIVEGATE:-}" ]; then
@@ -162,6 +171,24 @@ lgb_start_nchan() {
         sleep 0.05
     done
     LGB_MEASURE_PIDS=${w:-$LGB_SRV_PID} # the worker does the work; the master stays idle
+    LGB_SUB_PORT=$LGB_NC_SUB
+    LGB_PUB_PORT=$LGB_NC_PUB
+}
+
+# lgb_start_floor DIR BIN: lg_floor on the Nchan ports (it speaks Nchan's URLs), pinned like
+# the servers it is the floor of.
+lgb_start_floor() {
+    local dir=$1 bin=$2
+    lgb_check_free "$LGB_NC_SUB" "$LGB_NC_PUB" || return 1
+    lgb_pin_argv "$LGB_SRV_CPU"
+    (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "$LGB_NC_SUB" "$LGB_NC_PUB") >"$dir/floor.log" 2>&1 &
+    LGB_SRV_PID=$!
+    if ! lgb_wait_port "$LGB_NC_SUB" 5 "$LGB_SRV_PID" || ! lgb_wait_port "$LGB_NC_PUB" 5 "$LGB_SRV_PID"; then
+        lgb_log "lg_floor did not start: $(tail -n 3 "$dir/floor.log" | tr '\n' ' ')"
+        lgb_stop
+        return 1
+    fi
+    LGB_MEASURE_PIDS=$LGB_SRV_PID
     LGB_SUB_PORT=$LGB_NC_SUB
     LGB_PUB_PORT=$LGB_NC_PUB
 }
@@ -275,10 +302,12 @@ lgb_maxconn() {
     echo "$n"
 }
 
-# lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR : starts a fresh server, runs the scenario,
+# lgb_run_one TARGET NAME ARGS LOADGEN WORKDIR [BIN] : starts a fresh server, runs the scenario,
 # stops the server; prints the JSON line (with "scenario" added), or a JSON error object.
+# TARGET livegate (BIN: its binary), nchan, or floor (BIN: lg_floor, driven as Nchan is).
 lgb_run_one() {
-    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-} scfg="" scrape_ms=""
+    local target=$1 name=$2 args=$3 lg=$4 dir=$5 lgbin=${6:-} scfg="" scrape_ms="" dialect=$1
+    [ "$target" = floor ] && dialect=nchan
     args=${args//@MAXCONN@/$(lgb_maxconn)}
     if [[ $args =~ @SCRAPE=([0-9]+)@ ]]; then # GET /metrics every N ms during the run
         scrape_ms=${BASH_REMATCH[1]}
@@ -292,6 +321,8 @@ lgb_run_one() {
     local started=1
     if [ "$target" = livegate ]; then
         lgb_start_livegate "$dir" "$lgbin" "$scfg" || started=0
+    elif [ "$target" = floor ]; then
+        lgb_start_floor "$dir" "$lgbin" || started=0
     else
         lgb_start_nchan "$dir" || started=0
     fi
@@ -310,7 +341,7 @@ lgb_run_one() {
         fi
     fi
     # shellcheck disable=SC2086
-    out=$(ulimit -n "$(ulimit -Hn)"; lgb_pin "$LGB_GEN_CPU" "$lg" --target "$target" --host "$LGB_HOST" \
+    out=$(ulimit -n "$(ulimit -Hn)"; lgb_pin "$LGB_GEN_CPU" "$lg" --target "$dialect" --host "$LGB_HOST" \
         --sub-port "$LGB_SUB_PORT" --pub-port "$LGB_PUB_PORT" --server-pid "$LGB_MEASURE_PIDS" \
         --label "$name" --max-runtime "${LGB_MAX_RUNTIME:-90}" --quiet $args 2>"$dir/loadgen.err")
     rc=$?
@@ -333,6 +364,7 @@ lgb_run_one() {
     fi
     # server_stats goes last, so the flat readers find the generator's fields first
     [ -n "$stats" ] && out="${out%\}},\"server_stats\":$stats}"
+    [ "$target" = floor ] && out=${out/\"target\":\"nchan\"/\"target\":\"floor\"}
     printf '{"scenario":"%s",%s\n' "$name" "${out#\{}"
 }
 
@@ -346,6 +378,25 @@ lgb_field() {
         if (substr(s, 1, 1) == "\"") { s = substr(s, 2); j = index(s, "\""); print substr(s, 1, j - 1); exit }
         n = match(s, /[,}]/); print substr(s, 1, n - 1) }'
 }
+
+# awk functions shared by the scripts that tabulate result lines: getf(line, key) reads a flat
+# JSON field; median(key) is the median of val[key, 1..cnt[key]] (numbers: store them as v + 0).
+# Use as awk "$LGB_AWK_RESULTS"'<program>'.
+LGB_AWK_RESULTS='
+function getf(line, k,   i, s, n) {
+    i = index(line, "\"" k "\":"); if (!i) return ""
+    s = substr(line, i + length(k) + 3)
+    if (substr(s, 1, 1) == "\"") { s = substr(s, 2); return substr(s, 1, index(s, "\"") - 1) }
+    n = match(s, /[,}]/); return substr(s, 1, n - 1)
+}
+function median(key,   n, i, j, t, a) {
+    n = cnt[key]; if (!n) return ""
+    for (i = 1; i <= n; i++) a[i] = val[key, i]
+    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    if (n % 2) return a[(n + 1) / 2]
+    return (a[n / 2] + a[n / 2 + 1]) / 2
+}
+'
 
 # Human summary of one result line (one awk process).
 lgb_summary_line() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the suite with warnings as errors, the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer, every libFuzzer
-# harness for LG_FUZZ_SECONDS (20) each, and a seconds-long smoke run of the benchmark.
+# harness for LG_FUZZ_SECONDS (20) each, and a seconds-long smoke run of the benchmark and of
+# its floor server.
 # LG_TEST_QUICK=1 skips the sanitizer and fuzzer passes (for a fast local loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,4 +35,6 @@ fi
 if [[ -x bench/run.sh ]]; then
   echo "== benchmark smoke run (no thresholds)"
   bench/run.sh --smoke
+  echo "== lg_floor smoke run (bench/floor.sh: the floor server must lose nothing)"
+  bench/floor.sh --smoke
 fi
