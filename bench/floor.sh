@@ -82,9 +82,10 @@ if [ $smoke = 1 ]; then
         line=$(lgb_run_one floor "floor_${transport}_100" "--transport $transport --subscribers 100 --topics 100 \
             --pub-conns 1 --rate 200 --duration 1 --settle-ms 100" "$lg" "$work/run" "$floor")
         lgb_log "smoke $(lgb_summary_line "$line")"
-        # a paced second publishes 199 or 200 events: every one acknowledged must arrive
+        # a paced second publishes 199 or 200 events: every one acknowledged must arrive (lost
+        # counts those that did not)
         published=$(lgb_field "$line" published)
-        [ "${published:-0}" -ge 150 ] && [ "$(lgb_field "$line" deliveries)" = "$published" ] &&
+        [ "${published:-0}" -ge 150 ] && [ "$(lgb_field "$line" deliveries)" -ge "$published" ] &&
             [ "$(lgb_field "$line" lost)$(lgb_field "$line" duplicated)$(lgb_field "$line" reordered)" = 000 ] ||
             failed=1
     done
