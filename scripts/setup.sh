@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git curl ca-certificates
-  libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libhttp-parser-dev libjwt-dev
+  libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libyajl-dev libhttp-parser-dev libjwt-dev
   libjemalloc-dev # the gateway's allocator (src/main.c says why)
   check libsubunit-dev libssl-dev
   openssl # the openssl command: scripts/mint_token.sh, which the auth tests run

@@ -191,7 +191,7 @@ static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
     snprintf(out, cap, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* Wait for SIGINT/SIGTERM; once a second meanwhile (on a fixed cadence, whatever signals
+/* Wait for SIGINT/SIGTERM (others in the set are logged and ignored); once a second meanwhile (on a fixed cadence, whatever signals
  * arrive), publish $sys/stats and expire history. */
 static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
 {
@@ -208,6 +208,9 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
                              sig == SIGINT ? "SIGINT" : "SIGTERM", app->cfg->drain_timeout_ms);
             return;
         }
+        if (sig > 0)
+            lg_log_lifecycle("received %s: ignored (only SIGINT and SIGTERM stop the gateway)",
+                             sig == SIGHUP ? "SIGHUP" : sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
         if (lg_mono_ms() < next_tick)
             continue; /* another signal */
         next_tick += 1000;
@@ -277,11 +280,16 @@ int lg_app_run(const struct lg_config *cfg)
     atomic_store(&app.lifecycle, LG_LIFECYCLE_STARTING);
     resolve_static_dir(&app);
 
-    /* Threads inherit this mask, so only sigtimedwait() below ever sees these signals. */
+    /* Threads inherit this mask, so only sigtimedwait() below ever sees these signals. A
+     * terminal hang-up or a habitual `kill -HUP` must not end the gateway without a drain, so
+     * the signals whose default action kills are taken too, and ignored with a log line. */
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGHUP);
+    sigaddset(&signals, SIGUSR1);
+    sigaddset(&signals, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 

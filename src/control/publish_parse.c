@@ -8,10 +8,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include <jansson.h>
+#include <stdio.h>
 
 #include "encode.h"
 #include "http_request.h"
+#include "json_text.h"
 
 static bool type_char_ok(char ch)
 {
@@ -45,60 +46,6 @@ static const char *key_problem(const char *s, size_t len)
         return "is not valid UTF-8";
     return NULL;
 }
-
-static bool json_walk_has_real(const json_t *v)
-{
-    const char *k;
-    json_t *item;
-    size_t i;
-    if (json_is_real(v))
-        return true;
-    if (json_is_object(v)) {
-        json_object_foreach((json_t *)v, k, item)
-            if (json_walk_has_real(item))
-                return true;
-    } else if (json_is_array(v)) {
-        json_array_foreach(v, i, item)
-            if (json_walk_has_real(item))
-                return true;
-    }
-    return false;
-}
-
-static bool reads_back_equal(const char *text, const json_t *v)
-{
-    json_t *back = json_loads(text, JSON_DECODE_ANY, NULL);
-    bool same = back != NULL && json_equal(back, (json_t *)v);
-    json_decref(back);
-    return same;
-}
-
-/*
- * Compact JSON text of v (JSON_COMPACT|JSON_ENCODE_ANY, UTF-8 kept as is). jansson prints reals
- * with 17 significant digits by default (1.07 -> 1.0700000000000001), so a value holding reals
- * is printed with the fewest of 15, 16, 17 digits that reads back equal.
- * Return value: new malloc'd text with *len set, or NULL on OOM.
- */
-char *lg_json_compact(const json_t *v, size_t *len)
-{
-    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
-    char *text = NULL;
-    if (json_walk_has_real(v)) {
-        for (int digits = 15; digits < 17 && text == NULL; digits++) {
-            text = json_dumps(v, flags | JSON_REAL_PRECISION(digits));
-            if (text != NULL && !reads_back_equal(text, v)) {
-                free(text);
-                text = NULL;
-            }
-        }
-    }
-    if (text == NULL)
-        text = json_dumps(v, flags | JSON_REAL_PRECISION(17));
-    if (text != NULL)
-        *len = strlen(text);
-    return text;
-}
-
 
 /* Percent-decode the {topic} path segment into topic (NUL-terminated). */
 static int decode_topic(const char *seg, size_t seg_len, char *topic, size_t *topic_len,
@@ -212,16 +159,20 @@ static int event_data(const struct lg_event_input *in, uint32_t max_event_bytes,
         req->data_len = body_len;
         return 0;
     }
-    json_error_t jerr;
-    json_t *v = json_loadb(body, body_len, JSON_DECODE_ANY, &jerr);
-    if (v == NULL)
-        return lg_ctl_fail(e, 400, "bad_request",
-                    "body is not valid JSON (Content-Type is application/json): %s at line %d, "
-                    "column %d", jerr.text, jerr.line, jerr.column);
-    *json_text = lg_json_compact(v, &req->data_len);
-    json_decref(v);
+    *json_text = malloc(body_len + 1);
     if (*json_text == NULL)
-        return lg_ctl_fail(e, 503, "unavailable", "out of memory encoding the event; retry");
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory reading the event; retry");
+    char why[160];
+    switch (lg_json_text_compact(body, body_len, *json_text, &req->data_len, why, sizeof why)) {
+    case LG_JSON_TEXT_OK: break;
+    case LG_JSON_TEXT_NO_MEMORY:
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory reading the event; retry");
+    case LG_JSON_TEXT_INVALID:
+    case LG_JSON_TEXT_TOO_DEEP:
+        return lg_ctl_fail(e, 400, "bad_request",
+                    "body is not valid JSON (Content-Type is application/json): %s", why);
+    }
+    (*json_text)[req->data_len] = '\0';
     if (req->data_len > max_event_bytes)
         return lg_ctl_fail(e, 413, "payload_too_large",
                     "event data is %zu bytes as compact JSON; the limit is %u "
@@ -238,17 +189,77 @@ void lg_parsed_batch_release(struct lg_parsed_batch *b)
         free(b->texts[i]);
     free(b->texts);
     free(b->reqs);
-    json_decref(b->items);
+    free(b->items);
+    for (size_t i = 0; i < b->root_count; i++)
+        yajl_tree_free(b->roots[i]);
+    free(b->roots);
+}
+
+/*
+ * Parse text[0..len) (a copy is made NUL-terminated for yajl) into a tree added to b->roots.
+ * what names the text in a refusal ("batch", "batch item 3 (line 4)").
+ * Return value: 0 with *out set, or -1 with e filled.
+ */
+static int parse_tree(const char *text, size_t len, const char *what, struct lg_parsed_batch *b,
+                      yajl_val *out, struct lg_ctl_error *e)
+{
+    struct lg_json_text_shape shape = lg_json_text_scan(text, len);
+    if (shape.depth > LG_JSON_DEPTH_MAX)
+        return lg_ctl_fail(e, 400, "bad_request", "%s is nested deeper than %d levels", what,
+                           LG_JSON_DEPTH_MAX);
+    if (shape.nul_escape)
+        return lg_ctl_fail(e, 400, "bad_request",
+                           "%s holds \\u0000 in a string, which a batch cannot carry; publish "
+                           "that event alone (POST /v1/topics/{topic}/events)", what);
+    yajl_val *roots = realloc(b->roots, (b->root_count + 1) * sizeof *roots);
+    char *copy = malloc(len + 1);
+    if (roots != NULL)
+        b->roots = roots;
+    if (roots == NULL || copy == NULL) {
+        free(copy);
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory parsing the batch; retry");
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    char why[160] = "";
+    yajl_val v = yajl_tree_parse(copy, why, sizeof why);
+    free(copy);
+    if (v == NULL) {
+        why[strcspn(why, "\n")] = '\0'; /* yajl adds the text around the error below */
+        return lg_ctl_fail(e, 400, "bad_request", "%s is not valid JSON: %s", what,
+                           why[0] ? why : "out of memory");
+    }
+    b->roots[b->root_count++] = v;
+    *out = v;
+    return 0;
+}
+
+static int add_item(struct lg_parsed_batch *b, yajl_val item, size_t *cap, struct lg_ctl_error *e)
+{
+    if (b->n == *cap) {
+        size_t want = *cap ? 2 * *cap : 16;
+        yajl_val *items = realloc(b->items, want * sizeof *items);
+        if (items == NULL)
+            return lg_ctl_fail(e, 503, "unavailable", "out of memory parsing the batch; retry");
+        b->items = items;
+        *cap = want;
+    }
+    b->items[b->n++] = item;
+    return 0;
 }
 
 static int parse_json_array(const char *body, size_t len, struct lg_parsed_batch *b,
                             struct lg_ctl_error *e)
 {
-    json_error_t jerr;
-    b->items = json_loadb(body, len, 0, &jerr);
-    if (b->items == NULL)
-        return lg_ctl_fail(e, 400, "bad_request", "batch is not valid JSON: %s at line %d, column %d",
-                    jerr.text, jerr.line, jerr.column);
+    yajl_val root;
+    if (parse_tree(body, len, "batch", b, &root, e) != 0)
+        return -1;
+    if (!YAJL_IS_ARRAY(root))
+        return lg_ctl_fail(e, 400, "bad_request", "a batch is a JSON array of items, or NDJSON");
+    size_t cap = 0;
+    for (size_t i = 0; i < root->u.array.len; i++)
+        if (add_item(b, root->u.array.values[i], &cap, e) != 0)
+            return -1;
     return 0;
 }
 
@@ -256,10 +267,7 @@ static int parse_json_array(const char *body, size_t len, struct lg_parsed_batch
 static int parse_ndjson(const char *body, size_t len, struct lg_parsed_batch *b,
                         struct lg_ctl_error *e)
 {
-    b->items = json_array();
-    if (b->items == NULL)
-        return lg_ctl_fail(e, 503, "unavailable", "out of memory parsing the batch; retry");
-    size_t line_no = 0;
+    size_t line_no = 0, cap = 0;
     for (size_t pos = 0; pos < len; line_no++) {
         const char *line = body + pos;
         const char *nl = memchr(line, '\n', len - pos);
@@ -270,54 +278,67 @@ static int parse_ndjson(const char *body, size_t len, struct lg_parsed_batch *b,
             blank++;
         if (blank == n)
             continue; /* blank line */
-        json_error_t jerr;
-        json_t *item = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
-        if (item == NULL) {
-            e->index = (long)json_array_size(b->items);
-            return lg_ctl_fail(e, 400, "bad_request",
-                        "batch item %ld (line %zu) is not valid JSON: %s at column %d",
-                        e->index, line_no + 1, jerr.text, jerr.column);
-        }
-        if (json_array_append_new(b->items, item) != 0)
-            return lg_ctl_fail(e, 503, "unavailable", "out of memory parsing the batch; retry");
+        char what[64];
+        e->index = (long)b->n;
+        snprintf(what, sizeof what, "batch item %zu (line %zu)", b->n, line_no + 1);
+        yajl_val item;
+        if (parse_tree(line, n, what, b, &item, e) != 0 || add_item(b, item, &cap, e) != 0)
+            return -1;
     }
+    e->index = -1;
     return 0;
+}
+
+/* The member `name` of an item object, or NULL. */
+static yajl_val member(yajl_val item, const char *name)
+{
+    for (size_t k = 0; k < item->u.object.len; k++)
+        if (strcmp(item->u.object.keys[k], name) == 0)
+            return item->u.object.values[k];
+    return NULL;
 }
 
 /* An optional string member: NULL/absent = not given. Return value: 0, or -1 with e filled. */
-static int item_string(json_t *item, const char *name, size_t i, const char **s, size_t *len,
+static int item_string(yajl_val item, const char *name, size_t i, const char **s, size_t *len,
                        struct lg_ctl_error *e)
 {
-    json_t *v = json_object_get(item, name);
+    yajl_val v = member(item, name);
     *s = NULL;
     *len = 0;
-    if (v == NULL || json_is_null(v))
+    if (v == NULL || YAJL_IS_NULL(v))
         return 0;
-    if (!json_is_string(v))
+    if (!YAJL_IS_STRING(v))
         return lg_ctl_fail(e, 400, "bad_request", "batch item %zu: \"%s\" must be a string", i, name);
-    *s = json_string_value(v);
-    *len = json_string_length(v);
+    *s = v->u.string;
+    *len = strlen(v->u.string);
     return 0;
 }
 
-static int item_keys(json_t *item, size_t i, struct lg_ctl_error *e)
+/* Only the known members, each at most once. */
+static int item_keys(yajl_val item, size_t i, struct lg_ctl_error *e)
 {
     static const char *const known[] = {"topic", "data", "type", "key", "id"};
-    const char *k;
-    json_t *v;
-    json_object_foreach(item, k, v) {
+    enum { KNOWN = sizeof known / sizeof known[0] };
+    bool seen[KNOWN] = {false};
+    for (size_t k = 0; k < item->u.object.len; k++) {
+        const char *name = item->u.object.keys[k];
         size_t j = 0;
-        while (j < sizeof known / sizeof known[0] && strcmp(k, known[j]) != 0)
+        while (j < KNOWN && strcmp(name, known[j]) != 0)
             j++;
-        if (j == sizeof known / sizeof known[0])
+        if (j == KNOWN)
             return lg_ctl_fail(e, 400, "bad_request",
                         "batch item %zu has an unknown key \"%.64s\"; an item may hold "
-                        "topic, data, type, key and id", i, k);
+                        "topic, data, type, key and id", i, name);
+        if (seen[j])
+            return lg_ctl_fail(e, 400, "bad_request", "batch item %zu has \"%s\" twice", i,
+                               name);
+        seen[j] = true;
     }
     return 0;
 }
 
-static int item_topic(json_t *item, size_t i, struct lg_publish_req *req, struct lg_ctl_error *e)
+static int item_topic(yajl_val item, size_t i, struct lg_publish_req *req,
+                      struct lg_ctl_error *e)
 {
     if (item_string(item, "topic", i, &req->topic, &req->topic_len, e) != 0)
         return -1;
@@ -335,17 +356,17 @@ static int item_topic(json_t *item, size_t i, struct lg_publish_req *req, struct
     return 0;
 }
 
-static int item_data(uint32_t max_event_bytes, json_t *item, size_t i,
+static int item_data(uint32_t max_event_bytes, yajl_val item, size_t i,
                      struct lg_publish_req *req, char **text, struct lg_ctl_error *e)
 {
-    json_t *data = json_object_get(item, "data");
+    yajl_val data = member(item, "data");
     if (data == NULL)
         return lg_ctl_fail(e, 400, "bad_request", "batch item %zu has no \"data\"", i);
-    if (json_is_string(data)) {
-        req->data = json_string_value(data);
-        req->data_len = json_string_length(data);
+    if (YAJL_IS_STRING(data)) {
+        req->data = data->u.string;
+        req->data_len = strlen(data->u.string);
     } else {
-        *text = lg_json_compact(data, &req->data_len);
+        *text = lg_json_text_of_tree(data, &req->data_len);
         if (*text == NULL)
             return lg_ctl_fail(e, 503, "unavailable", "out of memory encoding the batch; retry");
         req->data = *text;
@@ -358,7 +379,7 @@ static int item_data(uint32_t max_event_bytes, json_t *item, size_t i,
     return 0;
 }
 
-static int item_options(json_t *item, size_t i, struct lg_publish_req *req,
+static int item_options(yajl_val item, size_t i, struct lg_publish_req *req,
                         struct lg_ctl_error *e)
 {
     const char *id, *problem;
@@ -386,9 +407,6 @@ static int item_options(json_t *item, size_t i, struct lg_publish_req *req,
 static int batch_validate(uint32_t max_event_bytes, struct lg_parsed_batch *b,
                           struct lg_ctl_error *e)
 {
-    if (!json_is_array(b->items))
-        return lg_ctl_fail(e, 400, "bad_request", "a batch is a JSON array of items, or NDJSON");
-    b->n = json_array_size(b->items);
     if (b->n == 0)
         return lg_ctl_fail(e, 400, "bad_request",
                     "the batch holds no items; send {\"topic\":...,\"data\":...} objects");
@@ -397,9 +415,9 @@ static int batch_validate(uint32_t max_event_bytes, struct lg_parsed_batch *b,
     if (b->reqs == NULL || b->texts == NULL)
         return lg_ctl_fail(e, 503, "unavailable", "out of memory validating the batch; retry");
     for (size_t i = 0; i < b->n; i++) {
-        json_t *item = json_array_get(b->items, i);
+        yajl_val item = b->items[i];
         e->index = (long)i;
-        if (!json_is_object(item))
+        if (!YAJL_IS_OBJECT(item))
             return lg_ctl_fail(e, 400, "bad_request", "batch item %zu is not a JSON object", i);
         if (item_keys(item, i, e) != 0 || item_topic(item, i, &b->reqs[i], e) != 0 ||
             item_data(max_event_bytes, item, i, &b->reqs[i], &b->texts[i], e) != 0 ||

@@ -5,13 +5,13 @@
  *
  *   POST /v1/topics/{topic}/events   lg_parse_event(): the path segment, ?type=, ?key=, the
  *                                    Idempotency-Key and Content-Type headers, and the body
- *                                    (UTF-8 text, or JSON made compact).
+ *                                    (UTF-8 text, or JSON made compact: json_text.h).
  *   POST /v1/publish                 lg_parse_batch(): a JSON array of items or NDJSON (one
  *                                    item per non-blank line); every item is validated before
  *                                    anything is published.
  *
  * Owns:    what the parsed structs hold: decoded topic/type/key buffers, compact JSON texts,
- *          the batch's jansson tree. Requests point into these and into the caller's input.
+ *          the batch's yajl trees. Requests point into these and into the caller's input.
  * Frees:   lg_parsed_event_release() / lg_parsed_batch_release(), also after a failed parse.
  *          The input (body, header values) is borrowed and must outlive the parsed struct.
  * Threads: any; no shared state. A parsed struct must not be moved (requests point into it).
@@ -28,12 +28,12 @@
 
 #include "control_error.h"
 #include "hub.h"
+#include "json_text.h"
 #include "topic_name.h"
 
 #define LG_CTL_TYPE_MAX 64  /* event type: 1..64 bytes of [A-Za-z0-9_.:/-] */
 #define LG_CTL_KEY_MAX 256  /* conflation key and batch item id: 1..256 bytes of UTF-8 */
 
-struct json_t;
 
 /* A query parameter as it arrived (percent-encoded). */
 struct lg_raw_value {
@@ -63,7 +63,9 @@ struct lg_parsed_event {
 };
 
 struct lg_parsed_batch {
-    struct json_t *items;        /* array of the item objects, in order (owned reference) */
+    yajl_val *roots;             /* root_count owned trees: the array, or one per NDJSON line */
+    size_t root_count;
+    yajl_val *items;             /* n item values, in order, borrowed from roots */
     size_t n;                    /* items */
     struct lg_publish_req *reqs; /* n requests pointing into items and texts */
     char **texts;                /* n compact JSON data texts (NULL where data is a string) */
@@ -79,12 +81,5 @@ void lg_parsed_event_release(struct lg_parsed_event *ev);
 int lg_parse_batch(const char *body, size_t len, uint32_t max_event_bytes,
                    struct lg_parsed_batch *b, struct lg_ctl_error *e);
 void lg_parsed_batch_release(struct lg_parsed_batch *b);
-
-/*
- * Compact JSON text of v (JSON_COMPACT|JSON_ENCODE_ANY, UTF-8 kept as is), reals printed with
- * the fewest of 15, 16, 17 digits that read back equal (1.07 stays 1.07).
- * Return value: new malloc'd text with *len set, or NULL on OOM.
- */
-char *lg_json_compact(const struct json_t *v, size_t *len);
 
 #endif

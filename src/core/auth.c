@@ -246,12 +246,18 @@ static bool numeric_date(const json_t *claims, const char *name, bool *present, 
     *present = v != NULL;
     if (!v)
         return true;
+    double d;
     if (json_is_integer(v))
         *out = json_integer_value(v);
-    else if (json_is_real(v) && json_real_value(v) > -9e15 && json_real_value(v) < 9e15)
-        *out = (int64_t)json_real_value(v);
+    else if (json_is_real(v) && (d = json_real_value(v)) > -9e15 && d < 9e15)
+        *out = (int64_t)d;
     else
         return false;
+    /* Clamped so that adding the leeway and scaling to milliseconds cannot overflow. */
+    if (*out > LG_NUMERIC_DATE_MAX)
+        *out = LG_NUMERIC_DATE_MAX;
+    else if (*out < -LG_NUMERIC_DATE_MAX)
+        *out = -LG_NUMERIC_DATE_MAX;
     return true;
 }
 

@@ -35,6 +35,9 @@ struct lg_config;
 
 #define LG_AUTH_TOKEN_MAX 4096
 #define LG_GRANT_PATTERNS_MAX 64
+/* exp and nbf are clamped to +-this (9999-12-31T23:59:59Z): a later exp means "never expires"
+ * and the times derived from it (plus auth.leeway_s, in milliseconds) stay in int64_t. */
+#define LG_NUMERIC_DATE_MAX INT64_C(253402300799)
 
 /* Why a token was refused (LG_AUTH_OK: it was not). Index of the counters in stats.h. */
 enum lg_auth_result {

@@ -360,6 +360,37 @@ START_TEST(test_control_publish_fans_out)
 }
 END_TEST
 
+/* JSON data reaches subscribers as the publisher's text less the whitespace between tokens:
+ * the SSE data line and the WebSocket event's "data" member, byte for byte. */
+START_TEST(test_control_json_kept_as_text)
+{
+    static const char body[] = "{ \"n\": 123456789012345678901234567890,\n \"n\": 1e-400,"
+                               " \"r\": 0.1234567890123456789, \"s\": \"\\u00e9\" }";
+    static const char want[] = "{\"n\":123456789012345678901234567890,\"n\":1e-400,"
+                               "\"r\":0.1234567890123456789,\"s\":\"\\u00e9\"}";
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=exact", NULL);
+    struct lg_ws_client w;
+    char cursor[256];
+    lg_ws_must_subscribe(&w, srv.public_port, "/ws?topic=exact", NULL, cursor, sizeof cursor);
+    char id[256];
+    ck_assert_int_eq(lg_publish_ex(srv.control_port, "exact", NULL, "application/json", body,
+                                   strlen(body), id, sizeof id), 201);
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.data, want);
+    lg_sse_event_free(&ev);
+    char *msg = NULL, frag[256];
+    ck_assert_int_eq(lg_ws_next(&w, &msg, WAIT_MS), 1);
+    snprintf(frag, sizeof frag, ",\"data\":%s}", want);
+    size_t ml = strlen(msg), fl = strlen(frag);
+    ck_assert_msg(ml > fl && strcmp(msg + ml - fl, frag) == 0, "message: %s", msg);
+    free(msg);
+    lg_ws_close(&w);
+    lg_sse_close(&c);
+}
+END_TEST
+
 /* Read from fd until the server closes it (or timeout_ms). Return value: true if it closed. */
 static bool read_to_close(int fd, char *buf, size_t cap, size_t *len, int timeout_ms)
 {
@@ -448,6 +479,7 @@ END_TEST
 
 LG_CHECK_MAIN_SHARED("control_api", 30, server_setup, server_teardown,
                      LG_TESTS(test_control_publish_201, test_control_batch,
-                              test_control_publish_fans_out, test_control_pipelined_publishes,
+                              test_control_publish_fans_out, test_control_json_kept_as_text,
+                              test_control_pipelined_publishes,
                               test_control_head_bound),
                      LG_TESTS(test_control_errors))

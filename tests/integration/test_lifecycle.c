@@ -108,6 +108,35 @@ START_TEST(test_lifecycle_sigint)
 }
 END_TEST
 
+/* SIGHUP, SIGUSR1 and SIGUSR2 (whose default action kills) are logged and ignored: the stream
+ * that was open before them gets the event published after them. */
+START_TEST(test_lifecycle_ignored_signals)
+{
+    static const struct { int sig; const char *line; } sigs[] = {
+        {SIGHUP, "received SIGHUP: ignored"},
+        {SIGUSR1, "received SIGUSR1: ignored"},
+        {SIGUSR2, "received SIGUSR2: ignored"},
+    };
+    struct lg_server s;
+    struct lg_sse_client a;
+    lg_server_must_start(&s, NULL);
+    lg_sse_must_open(&a, s.public_port, "/sse?topic=hup", NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        ck_assert_int_eq(kill(s.pid, sigs[i].sig), 0);
+        ck_assert_msg(lg_server_wait_log(&s, sigs[i].line, WAIT_MS), "log:\n%s", s.log);
+    }
+    char id[128];
+    ck_assert_int_eq(lg_publish(s.control_port, "hup", "after", id, sizeof id), 201);
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&a, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.id, id);
+    ck_assert_str_eq(ev.data, "after");
+    lg_sse_event_free(&ev);
+    lg_sse_close(&a);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 /* A subscriber that does not read keeps the drain busy: readyz says 503 draining meanwhile,
  * and the process still exits 0 once drain_timeout_ms is over. */
 START_TEST(test_lifecycle_readyz_draining)
@@ -302,5 +331,6 @@ START_TEST(test_lifecycle_print_config)
 END_TEST
 
 LG_CHECK_MAIN_TCASE("lifecycle", "lifecycle", 30, test_lifecycle_health_and_sigterm,
-                    test_lifecycle_sigint, test_lifecycle_readyz_draining,
+                    test_lifecycle_sigint, test_lifecycle_ignored_signals,
+                    test_lifecycle_readyz_draining,
                     test_lifecycle_check_config, test_lifecycle_print_config)

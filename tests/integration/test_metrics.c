@@ -27,33 +27,6 @@
     "\"drain_timeout_ms\":1000,\"client_queue\":{\"max_events\":8},"                              \
     "\"limits\":{\"max_topics\":3}}"
 
-/* The body of GET /metrics (caller frees). */
-static char *scrape(uint16_t cport)
-{
-    struct lg_http_response r;
-    ck_assert_int_eq(lg_http_request(cport, "GET", "/metrics", NULL, NULL, 0, &r, WAIT_MS), 0);
-    ck_assert_int_eq(r.status, 200);
-    char ct[128];
-    ck_assert(lg_http_header(&r, "Content-Type", ct, sizeof ct));
-    ck_assert_str_eq(ct, "text/plain; version=0.0.4; charset=utf-8");
-    char *body = r.body;
-    r.body = NULL;
-    lg_http_response_free(&r);
-    return body;
-}
-
-/* The value of the sample `series` (name and labels exactly as exposed). */
-static double value(const char *body, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = body; (p = strstr(p, series)) != NULL; p += n) {
-        if ((p == body || p[-1] == '\n') && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    }
-    ck_abort_msg("no sample %s in the exposition", series);
-    return -1;
-}
-
 /* One sample the exposition must hold, with its exact value. */
 struct sample {
     const char *series; /* name and labels exactly as exposed */
@@ -62,7 +35,7 @@ struct sample {
 
 static void expect(const char *body, const char *series, double want)
 {
-    double got = value(body, series);
+    double got = lg_metrics_value(body, series);
     ck_assert_msg(got == want, "%s is %.17g, want %.17g", series, got, want);
 }
 
@@ -134,7 +107,7 @@ START_TEST(test_metrics_exact_after_traffic)
 {
     struct lg_server s;
     lg_server_must_start(&s, CONFIG);
-    char *idle = scrape(s.control_port);
+    char *idle = lg_metrics_scrape(s.control_port);
     promtool_accepts(idle);
     free(idle);
 
@@ -188,7 +161,7 @@ START_TEST(test_metrics_exact_after_traffic)
 
     /* The poll's connection is closed (and counted) once only the 4 streams are open. */
     ck_assert(lg_wait_stat(s.control_port, "connections_open", 4, WAIT_MS));
-    char *body = scrape(s.control_port);
+    char *body = lg_metrics_scrape(s.control_port);
     promtool_accepts(body);
     const struct sample after_traffic[] = {
         {"livegate_events_published_total", 5 + 1 + FLOOD_N + 1},
@@ -215,10 +188,10 @@ START_TEST(test_metrics_exact_after_traffic)
     };
     expect_samples(body, after_traffic, COUNT(after_traffic));
     expect(body, "livegate_worker_busy_seconds_total{worker=\"1\"}",
-           value(body, "livegate_worker_busy_seconds_total{worker=\"1\"}"));
+           lg_metrics_value(body, "livegate_worker_busy_seconds_total{worker=\"1\"}"));
     ck_assert_ptr_null(strstr(body, "worker=\"2\""));
-    ck_assert_msg(value(body, "livegate_worker_busy_seconds_total{worker=\"0\"}") +
-                          value(body, "livegate_worker_busy_seconds_total{worker=\"1\"}") > 0,
+    ck_assert_msg(lg_metrics_value(body, "livegate_worker_busy_seconds_total{worker=\"0\"}") +
+                          lg_metrics_value(body, "livegate_worker_busy_seconds_total{worker=\"1\"}") > 0,
                   "no worker was ever busy");
     expect(body, "livegate_build_info{version=\"" LG_VERSION "\"}", 1);
     free(body);
@@ -226,7 +199,7 @@ START_TEST(test_metrics_exact_after_traffic)
     /* Closing: a client close and a slow one are told apart. */
     lg_sse_close(&a);
     ck_assert(lg_wait_stat(s.control_port, "clients_sse", 2, WAIT_MS));
-    body = scrape(s.control_port);
+    body = lg_metrics_scrape(s.control_port);
     expect(body, "livegate_connections_closed_total{reason=\"client\"}", 2);
     expect(body, "livegate_connections_closed_total{reason=\"slow_consumer\"}", 0);
     free(body);
@@ -243,7 +216,7 @@ START_TEST(test_metrics_shape)
 {
     struct lg_server s;
     lg_server_must_start(&s, NULL);
-    char *body = scrape(s.control_port);
+    char *body = lg_metrics_scrape(s.control_port);
     size_t types = 0;
     for (char *line = body; *line;) {
         char *end = strchr(line, '\n');
@@ -258,6 +231,12 @@ START_TEST(test_metrics_shape)
     ck_assert_uint_ge(types, 30);
     free(body);
     struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/metrics", NULL, NULL, 0, &r, WAIT_MS),
+                     0);
+    char ct[128];
+    ck_assert(lg_http_header(&r, "Content-Type", ct, sizeof ct));
+    ck_assert_str_eq(ct, "text/plain; version=0.0.4; charset=utf-8");
+    lg_http_response_free(&r);
     ck_assert_int_eq(lg_http_request(s.control_port, "POST", "/metrics", NULL, "", 0, &r, WAIT_MS),
                      0);
     lg_expect_error(&r, 405, "method_not_allowed", LG_ERROR_JSON_TYPE);
@@ -278,7 +257,7 @@ START_TEST(test_metrics_topic_allow_list)
     lg_publish_n(s.control_port, "vip", 1, 4, NULL, 0);
     struct lg_sse_client c;
     lg_sse_must_open(&c, s.public_port, "/sse?topic=vip", NULL);
-    char *body = scrape(s.control_port);
+    char *body = lg_metrics_scrape(s.control_port);
     promtool_accepts(body);
     static const struct sample allowed[] = {
         {"livegate_topic_last_seq{topic=\"orders/1\"}", 3},
@@ -298,7 +277,7 @@ START_TEST(test_metrics_topic_allow_list)
     struct lg_server none;
     lg_server_must_start(&none, NULL);
     lg_publish_n(none.control_port, "orders/1", 1, 1, NULL, 0);
-    body = scrape(none.control_port);
+    body = lg_metrics_scrape(none.control_port);
     ck_assert_ptr_null(strstr(body, "livegate_topic_last_seq"));
     free(body);
     lg_server_must_stop(&none);

@@ -216,6 +216,20 @@ long long lg_stat_wait(uint16_t control_port, const char *name, int op, long lon
 bool lg_wait_stat(uint16_t control_port, const char *name, long long want, int timeout_ms);
 /* ==== end of lg_stats.c ==================================================================== */
 
+/* ==== lg_metrics.c: GET /metrics ========================================================= */
+/* The exposition (malloc'd; the test fails unless it answers 200). */
+char *lg_metrics_scrape(uint16_t control_port);
+/* The value of sample `series` (name and labels exactly as exposed); the test fails without it. */
+double lg_metrics_value(const char *body, const char *series);
+/* lg_metrics_value() of a scrape made now. */
+double lg_metric(uint16_t control_port, const char *series);
+/* Poll /metrics (every 10 ms, <= timeout_ms) until series == want. Return value: true if so. */
+bool lg_metric_wait(uint16_t control_port, const char *series, double want, int timeout_ms);
+/* Between two scrapes, family{label="value"} rose by delta and every other series
+ * family{label="..."} stayed as it was (the test fails otherwise). */
+void lg_metrics_expect_rise(const char *before, const char *after, const char *family,
+                            const char *label, const char *value, double delta);
+
 /* ==== lg_extra.c: publish variants, raw SSE bytes, running the binary =================== */
 /* (added for test_sse/test_ws/test_poll/test_resume/test_lifecycle/test_control_api) */
 

@@ -224,6 +224,37 @@ START_TEST(test_refusal_texts)
 }
 END_TEST
 
+/* exp and nbf at the edges of int64 (or past the leeway's reach) are clamped, not overflowed:
+ * such a token is valid, and its end in milliseconds, with the leeway, is representable. */
+START_TEST(test_numeric_date_extremes)
+{
+    static const char *const claims[] = {
+        "{\"exp\":9300000000000000}",
+        "{\"exp\":9223372036854775807}",
+        "{\"exp\":9223372036854775807,\"nbf\":-9223372036854775808}",
+        "{\"exp\":8.9e15,\"nbf\":-8.9e15}",
+    };
+    struct lg_auth *a = auth_of("{\"auth\":{\"hs256_secret\":\"" SECRET "\",\"leeway_s\":3600}}");
+    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+        char *t = lg_token_raw(HS, claims[i], LG_SIGN_HMAC, SECRET, NULL);
+        struct lg_grant *g = NULL;
+        ck_assert_int_eq(lg_auth_verify(a, t, strlen(t), (int64_t)time(NULL), &g), LG_AUTH_OK);
+        ck_assert_int_eq(g->exp_s, LG_NUMERIC_DATE_MAX);
+        ck_assert_int_eq(g->expires_at_s, g->exp_s + 3600);
+        ck_assert(g->expires_at_s <= INT64_MAX / 1000);
+        lg_grant_free(g);
+        free(t);
+    }
+    char *late = lg_token_raw(HS, "{\"exp\":9223372036854775807,\"nbf\":9223372036854775807}",
+                              LG_SIGN_HMAC, SECRET, NULL);
+    struct lg_grant *g = NULL;
+    ck_assert_int_eq(lg_auth_verify(a, late, strlen(late), (int64_t)time(NULL), &g),
+                     LG_AUTH_NOT_YET_VALID);
+    free(late);
+    lg_auth_destroy(a);
+}
+END_TEST
+
 START_TEST(test_anonymous_and_off)
 {
     struct lg_auth *off = auth_of("{}");
@@ -375,6 +406,7 @@ static Suite *lg_auth_suite(void)
                          test_bad_key_file, test_concurrent_verify);
     tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown); /* one RSA key for all */
     tcase_add_loop_test(tc, test_verify_table, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, test_numeric_date_extremes);
     tcase_set_timeout(tc, 60);
     return s;
 }

@@ -249,7 +249,7 @@ START_TEST(publish_json_with_type_and_key)
             "{ \"price\" : 1.07,\n \"name\": \"\xc3\xa9\", \"n\": [1, 2.5e3] }");
     assert_published(&r, "prices", 1);
     const struct lg_event *ev = newest("prices");
-    assert_data(ev, "{\"price\":1.07,\"name\":\"\xc3\xa9\",\"n\":[1,2500.0]}");
+    assert_data(ev, "{\"price\":1.07,\"name\":\"\xc3\xa9\",\"n\":[1,2.5e3]}");
     ck_assert(ev->data_is_json);
     ck_assert_str_eq(ev->type, "tick");
     ck_assert_str_eq(ev->key, "EUR/USD");
@@ -273,7 +273,8 @@ START_TEST(invalid_json)
             "{\"a\":1,}");
     assert_reply(&r, 400,
                  "{\"error\":\"bad_request\",\"message\":\"body is not valid JSON (Content-Type "
-                 "is application/json): string or '}' expected near '}' at line 1, column 8\"}");
+                 "is application/json): parse error: invalid object key (must be a string) near "
+                 "byte 8\"}");
     ck_assert_ptr_null(topic("demo"));
 }
 END_TEST
@@ -530,7 +531,7 @@ START_TEST(batch_bad_item_publishes_nothing)
     request(&r, "POST", "/v1/publish", NULL, "{\"topic\":\"demo\",\"data\":\"a\"}\n{oops\n");
     assert_reply(&r, 400,
                  "{\"error\":\"bad_request\",\"message\":\"batch item 1 (line 2) is not valid "
-                 "JSON: string or '}' expected near 'oops' at column 5\",\"index\":1}");
+                 "JSON: lexical error: invalid char in json text.\",\"index\":1}");
     char *big = malloc(70000 + 64);
     ck_assert_ptr_nonnull(big);
     int n = snprintf(big, 64, "[{\"topic\":\"demo\",\"data\":\"");

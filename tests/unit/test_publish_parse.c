@@ -116,6 +116,46 @@ START_TEST(event_json_is_made_compact)
 }
 END_TEST
 
+/* JSON data is the publisher's text less the whitespace between tokens: numbers beyond
+ * int64/double, more than 17 digits and underflowing reals keep every digit, duplicate keys and
+ * string escapes stay. */
+START_TEST(event_json_is_kept_as_text)
+{
+    static const struct { const char *body, *want; } cases[] = {
+        {"[ 0.1234567890123456789 , 1e-400,\n 123456789012345678901234567890 ]",
+         "[0.1234567890123456789,1e-400,123456789012345678901234567890]"},
+        {"{ \"a\" : 1 , \"a\" : 2 }", "{\"a\":1,\"a\":2}"},
+        {" \"x \\u0000 \\/ \\\" \xc3\xa9\" ", "\"x \\u0000 \\/ \\\" \xc3\xa9\""},
+        {"-0.0E+2", "-0.0E+2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct event_case k = {.topic = "t", .content_type = "application/json",
+                               .body = cases[i].body};
+        struct lg_parsed_event ev;
+        struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+        ck_assert_msg(parse_event(&k, &ev, &e) == 0, "%s: %s", cases[i].body, e.message);
+        ck_assert(ev.req.data_is_json);
+        ck_assert_uint_eq(ev.req.data_len, strlen(cases[i].want));
+        ck_assert_str_eq(ev.req.data, cases[i].want);
+        lg_parsed_event_release(&ev);
+    }
+    char deep[2 * (LG_JSON_DEPTH_MAX + 1) + 1];
+    memset(deep, '[', LG_JSON_DEPTH_MAX + 1);
+    memset(deep + LG_JSON_DEPTH_MAX + 1, ']', LG_JSON_DEPTH_MAX + 1);
+    deep[sizeof deep - 1] = '\0';
+    expect_event_refused(&(struct event_case){.topic = "t", .content_type = "application/json",
+                                              .body = deep},
+                         400, "bad_request",
+                         "body is not valid JSON (Content-Type is application/json): nested "
+                         "deeper than 512 levels");
+    expect_event_refused(&(struct event_case){.topic = "t", .content_type = "application/json",
+                                              .body = "01"},
+                         400, "bad_request",
+                         "body is not valid JSON (Content-Type is application/json): parse "
+                         "error: trailing garbage near byte 2");
+}
+END_TEST
+
 START_TEST(event_refusals)
 {
     expect_event_refused(&(struct event_case){.topic = "a%2", .body = "x"}, 400, "bad_request",
@@ -135,8 +175,8 @@ START_TEST(event_refusals)
     expect_event_refused(&(struct event_case){.topic = "t", .content_type = "application/json",
                                               .body = "[1,"},
                          400, "bad_request",
-                         "body is not valid JSON (Content-Type is application/json): ']' "
-                         "expected near end of file at line 1, column 3");
+                         "body is not valid JSON (Content-Type is application/json): parse "
+                         "error: premature EOF near byte 3");
     /* 69 bytes of JSON text, 65 once compact: still over MAX_EVENT (64). */
     char big[128];
     snprintf(big, sizeof big, "[ \"%061d\" ]", 0);
@@ -193,13 +233,24 @@ START_TEST(batch_array_and_ndjson)
 }
 END_TEST
 
+START_TEST(batch_json_data_is_kept)
+{
+    struct lg_parsed_batch b;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_batch("[{\"topic\":\"a\",\"data\":[0.1234567890123456789, 1e-400,"
+                                 " {\"k\":1, \"k\":2}]}]", &b, &e), 0);
+    ck_assert_str_eq(b.reqs[0].data, "[0.1234567890123456789,1e-400,{\"k\":1,\"k\":2}]");
+    lg_parsed_batch_release(&b);
+}
+END_TEST
+
 START_TEST(batch_refusals)
 {
     expect_batch_refused("", 400, -1,
                          "the batch holds no items; send {\"topic\":...,\"data\":...} objects");
     expect_batch_refused("{\"topic\":\"a\",\"data\":1}\n{\"topic\":", 400, 1,
-                         "batch item 1 (line 2) is not valid JSON: unexpected token near "
-                         "end of file at column 9");
+                         "batch item 1 (line 2) is not valid JSON: parse error: premature "
+                         "EOF");
     expect_batch_refused("[{\"topic\":\"a\",\"data\":1},{\"topic\":\"b\",\"data\":1,\"x\":0}]",
                          400, 1,
                          "batch item 1 has an unknown key \"x\"; an item may hold topic, data, "
@@ -209,6 +260,11 @@ START_TEST(batch_refusals)
                          "for the gateway; publish to a name without it");
     expect_batch_refused("[{\"topic\":\"a\"}]", 400, 0, "batch item 0 has no \"data\"");
     expect_batch_refused("[7]", 400, 0, "batch item 0 is not a JSON object");
+    expect_batch_refused("[{\"topic\":\"a\",\"topic\":\"b\",\"data\":1}]", 400, 0,
+                         "batch item 0 has \"topic\" twice");
+    expect_batch_refused("[{\"topic\":\"a\",\"data\":\"x\\u0000\"}]", 400, -1,
+                         "batch holds \\u0000 in a string, which a batch cannot carry; publish "
+                         "that event alone (POST /v1/topics/{topic}/events)");
 }
 END_TEST
 
@@ -218,8 +274,10 @@ static Suite *publish_parse_suite(void)
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, event_text_with_type_and_key);
     tcase_add_test(tc, event_json_is_made_compact);
+    tcase_add_test(tc, event_json_is_kept_as_text);
     tcase_add_test(tc, event_refusals);
     tcase_add_test(tc, batch_array_and_ndjson);
+    tcase_add_test(tc, batch_json_data_is_kept);
     tcase_add_test(tc, batch_refusals);
     suite_add_tcase(s, tc);
     return s;
