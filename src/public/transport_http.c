@@ -155,7 +155,9 @@ static void next_request(struct lg_conn *c)
         return;
     }
     lg_worker_conn_timer_cancel(c->worker, c);
-    if (rx->req.upgrade)
+    if (rx->req.method == LG_HTTP_CONNECT)
+        lg_conn_http_error(c, 405, "method_not_allowed", LG_CONNECT_MESSAGE, LG_CONNECT_ALLOW);
+    else if (lg_http_request_is_websocket(rx->buf, &rx->req))
         lg_conn_http_error(c, 400, "bad_request",
                            "a WebSocket upgrade must be the first request on a connection", NULL);
     else
