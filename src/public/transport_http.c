@@ -255,6 +255,10 @@ static int http_timer(struct lg_conn *c)
 /* c's deadline passed: what it means depends on what c is now. Return value: -1 to close. */
 static int on_timer(struct lg_conn *c)
 {
+    if (c->ending && !c->lingering) { /* lingering: the notice was taken, the close is its own */
+        lg_conn_end_now(c);
+        return 0;
+    }
     if (c->transport == &lg_transport_http)
         return http_timer(c);
     if (c->transport && c->transport->timer)
