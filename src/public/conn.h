@@ -75,6 +75,7 @@ struct lg_conn {
     uint32_t poll_max_batch;
     uint32_t ws_bad_messages; /* malformed control messages in a row */
     uint16_t ws_close_code;   /* when closing: the code to send (1001 at shutdown) */
+    bool ws_close_sent;       /* WebSocket: the close frame is queued; nothing more is written */
     struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
     struct lg_grant *grant;   /* its verified token (auth.h), NULL = none; conn_auth.c */
     char *cors;               /* CORS header lines for its answers (malloc'd), NULL = none */
