@@ -70,8 +70,48 @@ bool lg_client_address_is_loopback(const struct lg_client_address *a)
 
 typedef bool parse_entry_fn(const char *s, size_t len, struct lg_client_address *out);
 
-/* One element of a Forwarded header (RFC 7239 4): its for= node, quoted or not; an IPv6 node
- * is in brackets and either may carry a port. "unknown" and obfuscated nodes do not parse. */
+/* A port after a node: digits, or an obfuscated port ("_" and letters, digits, ".", "_", "-";
+ * RFC 7239 6.3). */
+static bool is_port(const char *s, size_t len)
+{
+    if (len == 0 || len > 32)
+        return false;
+    bool obfuscated = s[0] == '_';
+    for (size_t i = obfuscated; i < len; i++) {
+        char c = s[i];
+        bool digit = c >= '0' && c <= '9';
+        bool other = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_' ||
+                     c == '-';
+        if (!digit && !(obfuscated && other))
+            return false;
+    }
+    return obfuscated ? len > 1 : len <= 5;
+}
+
+/* A node as proxies write it (RFC 7239 6): an address alone, IPv4:port, [IPv6] or
+ * [IPv6]:port; in X-Forwarded-For also a bare IPv6 address. */
+static bool parse_node(const char *s, size_t len, struct lg_client_address *out)
+{
+    if (len > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (!close)
+            return false;
+        size_t after = len - (size_t)(close - s) - 1;
+        if (after > 0 && (close[1] != ':' || !is_port(close + 2, after - 1)))
+            return false;
+        return memchr(s + 1, ':', (size_t)(close - s - 1)) != NULL && /* IPv6 only */
+               lg_client_address_parse(s + 1, (size_t)(close - s - 1), out);
+    }
+    if (lg_client_address_parse(s, len, out))
+        return true;
+    const char *colon = memchr(s, ':', len); /* IPv4:port: one colon */
+    return colon && !memchr(colon + 1, ':', len - (size_t)(colon - s) - 1) &&
+           is_port(colon + 1, len - (size_t)(colon - s) - 1) &&
+           lg_client_address_parse(s, (size_t)(colon - s), out);
+}
+
+/* One element of a Forwarded header (RFC 7239 4): its for= node, quoted or not. "unknown" and
+ * obfuscated nodes do not parse. */
 static bool parse_forwarded_element(const char *s, size_t len, struct lg_client_address *out)
 {
     for (size_t pos = 0; pos < len;) {
@@ -88,12 +128,7 @@ static bool parse_forwarded_element(const char *s, size_t len, struct lg_client_
                 n--;
             if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
                 v++, n -= 2;
-            if (n > 0 && v[0] == '[') { /* [IPv6]:port */
-                const char *close = memchr(v, ']', n);
-                return close && lg_client_address_parse(v + 1, (size_t)(close - v - 1), out);
-            }
-            const char *colon = memchr(v, ':', n); /* IPv4:port */
-            return lg_client_address_parse(v, colon ? (size_t)(colon - v) : n, out);
+            return parse_node(v, n, out);
         }
         pos = end + 1;
     }
@@ -140,7 +175,7 @@ bool lg_client_address_resolve(const struct lg_client_address *peer,
         return !lg_client_address_is_loopback(peer); /* a local process: counted nowhere */
     }
     if (xff_len > 0)
-        return resolve_list(peer, trusted, n, xff, xff_len, lg_client_address_parse, client);
+        return resolve_list(peer, trusted, n, xff, xff_len, parse_node, client);
     return resolve_list(peer, trusted, n, forwarded, forwarded_len, parse_forwarded_element,
                         client);
 }

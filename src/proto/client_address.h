@@ -39,7 +39,8 @@ bool lg_client_address_is_loopback(const struct lg_client_address *a);
  * The client address of a request from peer: peer itself unless it is one of the n trusted
  * proxies; then the rightmost X-Forwarded-For entry (xff[0..xff_len)) that is not a trusted
  * proxy or, with no X-Forwarded-For, the rightmost for= of a Forwarded header (RFC 7239) that
- * is not; an unreadable entry ("unknown", an obfuscated node) counts against the peer.
+ * is not; an unreadable entry ("unknown", an obfuscated node) counts against the peer. Either
+ * header's entry may carry a port (203.0.113.9:1234, [2001:db8::1]:1234), which is ignored.
  * Return value: true with *client set, or false when the request counts against no address:
  * a trusted proxy that names no client, or a loopback peer that is not a trusted proxy (a
  * local process - a load test, a health check - could exhaust the host anyway, and a bound

@@ -20,6 +20,8 @@ static enum lg_http_method method_of(unsigned m)
         return LG_HTTP_POST;
     case HTTP_OPTIONS:
         return LG_HTTP_OPTIONS;
+    case HTTP_CONNECT:
+        return LG_HTTP_CONNECT;
     default:
         return LG_HTTP_OTHER;
     }
@@ -36,6 +38,7 @@ static const char *const header_names[LG_HDR_COUNT_] = {
     [LG_HDR_FORWARDED] = "forwarded",
     [LG_HDR_AUTHORIZATION] = "authorization",
     [LG_HDR_COOKIE] = "cookie",
+    [LG_HDR_HOST] = "host",
 };
 
 /* The buffer being fed; valid only during lg_http_request_feed(). */
@@ -93,6 +96,8 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
     if (!req->in_value) {
         req->in_value = true;
         req->current_header = identify_header(ctx);
+        if (req->current_header == LG_HDR_HOST && req->hosts < UINT8_MAX)
+            req->hosts++;
         if (req->current_header >= 0)
             req->headers[req->current_header].len = 0; /* the last occurrence wins */
     }
@@ -135,6 +140,46 @@ static void split_target(struct lg_http_request *req, const char *buf)
     }
 }
 
+/*
+ * Check the line endings of the head in buf[req->line_checked..end): every CR must be followed
+ * by LF. The head ends at its empty line (LF CRLF or LF LF); a body's bytes are not looked at.
+ * A CR that is the last byte received is checked once the next byte arrives.
+ * Return value: false when a bare CR was found.
+ */
+static bool line_endings_ok(struct lg_http_request *req, const char *buf, size_t len, size_t end)
+{
+    size_t i = req->line_checked;
+    for (; i < end && !req->head_checked; i++) {
+        if (buf[i] == '\r') {
+            if (i + 1 >= len)
+                break;
+            if (buf[i + 1] != '\n')
+                return false;
+        } else if (buf[i] == '\n' && i > 0 &&
+                   (buf[i - 1] == '\n' || (buf[i - 1] == '\r' && i > 1 && buf[i - 2] == '\n'))) {
+            req->head_checked = true;
+        }
+    }
+    req->line_checked = (uint32_t)i;
+    return true;
+}
+
+/* What RFC 9112 refuses and http-parser lets through, once the parser has read up to req->fed.
+ * Return value: NULL, or why the request is malformed. */
+static const char *strict_problem(struct lg_http_request *req, const char *buf, size_t len)
+{
+    const http_parser *parser = parser_of(req);
+    if (!line_endings_ok(req, buf, len, req->fed))
+        return "a bare CR in the request head (a line ends with CRLF)";
+    if (parser->http_major == 0 && parser->http_minor == 9)
+        return "a request line without an HTTP version (HTTP/0.9 is not supported)";
+    if (req->hosts > 1)
+        return "more than one Host header";
+    if (req->complete && parser->http_major == 1 && parser->http_minor >= 1 && req->hosts == 0)
+        return "an HTTP/1.1 request needs a Host header";
+    return NULL;
+}
+
 int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t len,
                          const char **problem)
 {
@@ -146,6 +191,12 @@ int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t le
     size_t n = http_parser_execute(parser, &settings, buf + req->fed, len - req->fed);
     req->fed += (uint32_t)n;
     enum http_errno err = HTTP_PARSER_ERRNO(parser);
+    const char *strict = strict_problem(req, buf, len);
+    if (strict) {
+        req->complete = false;
+        *problem = strict;
+        return -1;
+    }
     if (req->complete) {
         req->head_len = req->fed;
         req->method = method_of(parser->method);
@@ -161,6 +212,27 @@ int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t le
         return -1;
     }
     return 0;
+}
+
+bool lg_http_request_is_websocket(const char *buf, const struct lg_http_request *req)
+{
+    const struct lg_slice *h = &req->headers[LG_HDR_UPGRADE];
+    static const char token[] = "websocket";
+    size_t n = sizeof token - 1;
+    if (!req->upgrade || req->method == LG_HTTP_CONNECT)
+        return false;
+    for (uint32_t i = 0; i < h->len;) { /* Upgrade = #protocol: "websocket", "h2c, websocket" */
+        while (i < h->len && (buf[h->off + i] == ' ' || buf[h->off + i] == '\t' ||
+                              buf[h->off + i] == ','))
+            i++;
+        uint32_t start = i;
+        while (i < h->len && buf[h->off + i] != ',' && buf[h->off + i] != ' ' &&
+               buf[h->off + i] != '\t')
+            i++;
+        if (i - start == n && strncasecmp(buf + h->off + start, token, n) == 0)
+            return true;
+    }
+    return false;
 }
 
 static int hex_value(char c)

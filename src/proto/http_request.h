@@ -34,10 +34,18 @@ enum lg_header_id {
     LG_HDR_FORWARDED,
     LG_HDR_AUTHORIZATION,
     LG_HDR_COOKIE,
+    LG_HDR_HOST,
     LG_HDR_COUNT_
 };
 
-enum lg_http_method { LG_HTTP_OTHER = 0, LG_HTTP_GET, LG_HTTP_HEAD, LG_HTTP_POST, LG_HTTP_OPTIONS };
+enum lg_http_method {
+    LG_HTTP_OTHER = 0,
+    LG_HTTP_GET,
+    LG_HTTP_HEAD,
+    LG_HTTP_POST,
+    LG_HTTP_OPTIONS,
+    LG_HTTP_CONNECT
+};
 
 /* libhttp-parser's http.h cannot be included next to libwebsockets.h (both define enum
  * http_status), so its state is kept here as opaque, suitably aligned bytes. */
@@ -49,6 +57,9 @@ struct lg_http_request {
     int current_header;             /* private: header whose value is being read, or -1 */
     bool in_value;                  /* private */
     struct lg_slice field;          /* private: header name being read (may span feeds) */
+    uint32_t line_checked;          /* private: line endings checked up to here */
+    bool head_checked;              /* private: every line ending of the head was checked */
+    uint8_t hosts;                  /* private: Host header lines seen */
     bool complete;                  /* the head (and any body) has been parsed */
     uint32_t head_len;              /* bytes of the buffer this request used */
     enum lg_http_method method;
@@ -67,9 +78,17 @@ void lg_http_request_init(struct lg_http_request *req);
  * Feed buf[0..len): the whole buffer received so far on this connection for this request (the
  * parser only looks at bytes it has not seen). Return value: 1 when the request is complete,
  * 0 when more bytes are needed, -1 when the request is malformed (*problem says why).
+ * Malformed beyond what http-parser refuses (RFC 9112): a bare CR in the head (Debian's lenient
+ * http-parser takes CR + any byte for the CRLF that ends a head, which would let a second
+ * request hide behind it), a request line without an HTTP version (HTTP/0.9), more than one
+ * Host header, or none in an HTTP/1.1 request.
  */
 int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t len,
                          const char **problem);
+
+/* Whether req, complete, asks to become a WebSocket (Upgrade lists "websocket"). Any other
+ * upgrade (h2c, ...) may be ignored and the request served as HTTP/1.1 (RFC 9110 7.8). */
+bool lg_http_request_is_websocket(const char *buf, const struct lg_http_request *req);
 
 /*
  * Iterate the query string q[0..len): each call decodes the next "name=value" pair

@@ -25,5 +25,8 @@ const char *lg_http_reason(int status);
 #define LG_HTTP_VERSION_MESSAGE "this server speaks HTTP/1.0 and HTTP/1.1 only"
 #define LG_URI_TOO_LONG_MESSAGE "request line exceeds limits.max_request_head_bytes"
 #define LG_HEAD_TOO_LARGE_MESSAGE "request head exceeds limits.max_request_head_bytes"
+/* CONNECT asks for a tunnel: this is not a proxy (405 with LG_CONNECT_ALLOW). */
+#define LG_CONNECT_MESSAGE "CONNECT is not supported: this server is not a proxy"
+#define LG_CONNECT_ALLOW "Allow: GET, HEAD, OPTIONS\r\n"
 
 #endif

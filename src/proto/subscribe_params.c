@@ -61,6 +61,36 @@ static const char *parse_cursor(struct lg_subscribe_params *p, const char *text,
     return NULL;
 }
 
+/* The answer to a parameter lg_query_next() could not decode (rc -1 or -2). */
+static const char *undecodable(int rc, char *problem, size_t problem_cap)
+{
+    if (rc == -2)
+        snprintf(problem, problem_cap,
+                 "malformed query string: a parameter holds a NUL byte (%%00), which no name, "
+                 "topic, cursor or timeout may contain");
+    else
+        snprintf(problem, problem_cap,
+                 "malformed query string: bad %%-escape or a parameter over %d bytes", VALUE_MAX);
+    return "bad_request";
+}
+
+const char *lg_subscribe_params_check_query(const char *q, size_t len, char *problem,
+                                            size_t problem_cap)
+{
+    char name[32];
+    char *value = malloc(VALUE_MAX);
+    if (!value) {
+        snprintf(problem, problem_cap, "out of memory");
+        return "bad_request";
+    }
+    size_t pos = 0;
+    int rc;
+    while ((rc = lg_query_next(q, len, &pos, name, sizeof name, value, VALUE_MAX)) > 0) {
+    }
+    free(value);
+    return rc < 0 ? undecodable(rc, problem, problem_cap) : NULL;
+}
+
 const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char *q, size_t len,
                                       const char *cursor_param, const char *header,
                                       size_t header_len, uint32_t max_topics, char *problem,
@@ -80,16 +110,8 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
     size_t pos = 0;
     int rc;
     while (!code && (rc = lg_query_next(q, len, &pos, name, sizeof name, value, VALUE_MAX)) != 0) {
-        if (rc == -2) {
-            snprintf(problem, problem_cap,
-                     "malformed query string: a parameter holds a NUL byte (%%00), which no "
-                     "name, topic, cursor or timeout may contain");
-            code = "bad_request";
-        } else if (rc < 0) {
-            snprintf(problem, problem_cap,
-                     "malformed query string: bad %%-escape or a parameter over %d bytes",
-                     VALUE_MAX);
-            code = "bad_request";
+        if (rc < 0) {
+            code = undecodable(rc, problem, problem_cap);
         } else if (strcmp(name, "topic") == 0) {
             code = lg_subscribe_params_add_topic(p, value, strlen(value), max_topics, problem,
                                                  problem_cap);

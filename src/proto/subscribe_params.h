@@ -38,6 +38,12 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
                                       size_t header_len, uint32_t max_topics, char *problem,
                                       size_t problem_cap);
 
+/* Whether every parameter of query q[0..len) decodes (no bad %-escape, no %00, none too long),
+ * whatever it means. Return value: NULL, or "bad_request" with the message
+ * lg_subscribe_params_parse() would give in problem. */
+const char *lg_subscribe_params_check_query(const char *q, size_t len, char *problem,
+                                            size_t problem_cap);
+
 /* Add one topic (deduplicated). Return value: NULL or an error code as above. */
 const char *lg_subscribe_params_add_topic(struct lg_subscribe_params *p, const char *topic,
                                           size_t len, uint32_t max_topics, char *problem,

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "accounting.h"
 #include "stats.h"
+#include "subscribe_params.h"
 
 #define ACCEPTS_PER_WAKE 64
 #define ACCEPT_PAUSE_MS 100   /* out of descriptors and no spare: how long to stop accepting */
@@ -365,6 +366,7 @@ static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
     const struct lg_slice *version = &req->headers[LG_HDR_SEC_WEBSOCKET_VERSION];
     const struct lg_slice *protocol = &req->headers[LG_HDR_SEC_WEBSOCKET_PROTOCOL];
     const struct lg_slice *origin = &req->headers[LG_HDR_ORIGIN];
+    char problem[160];
     if (lg_origin_check(&a->cfg->allowed_origins, p->buf + origin->off, origin->len) ==
         LG_ORIGIN_REFUSED) {
         /* A browser's cross-site upgrade (cross-site WebSocket hijacking): no frame is sent. */
@@ -386,6 +388,9 @@ static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
         pending_refuse(a, p, 400, "unsupported_subprotocol",
                        "the subprotocol of /ws is " LG_WS_SUBPROTOCOL
                        " (or offer none); none of those offered is supported", NULL);
+    else if (lg_subscribe_params_check_query(p->buf + req->query.off, req->query.len, problem,
+                                             sizeof problem))
+        pending_refuse(a, p, 400, "bad_request", problem, NULL); /* lws would close silently */
     else
         return false;
     return true;
@@ -398,10 +403,18 @@ static void classify_complete(struct lg_acceptor *a, struct lg_pending *p)
         pending_refuse(a, p, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
         return;
     }
-    if (req->upgrade) {
-        if (!is_path(p->buf, &req->path, "/ws"))
-            pending_refuse(a, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
-        else if (req->method != LG_HTTP_GET)
+    if (req->method == LG_HTTP_CONNECT) {
+        pending_refuse(a, p, 405, "method_not_allowed", LG_CONNECT_MESSAGE, LG_CONNECT_ALLOW);
+        return;
+    }
+    /* Upgrades other than to a WebSocket (h2c, ...) are ignored: served as HTTP/1.1. */
+    if (req->upgrade && !is_path(p->buf, &req->path, "/ws") &&
+        lg_http_request_is_websocket(p->buf, req)) {
+        pending_refuse(a, p, 404, "not_found", "WebSocket endpoint is /ws", NULL);
+        return;
+    }
+    if (req->upgrade && is_path(p->buf, &req->path, "/ws")) {
+        if (req->method != LG_HTTP_GET)
             pending_refuse(a, p, 405, "method_not_allowed", "use GET for /ws", "Allow: GET\r\n");
         else if (p->len > WEBSOCKET_HEAD_MAX)
             pending_refuse(a, p, 431, "headers_too_large",

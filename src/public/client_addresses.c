@@ -69,7 +69,19 @@ static uint32_t hash_address(const struct lg_client_address *a)
     return h;
 }
 
-/* The slot pointing at a's entry (or at NO_ENTRY, where it would go). Caller holds lock. */
+/* What a counts as: an IPv4 address itself, an IPv6 address its /64 (one subscriber's
+ * network: a host can pick any of its 2^64 addresses, so a bound per /128 binds nobody). */
+static struct lg_client_address key_of(const struct lg_client_address *a)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    struct lg_client_address key = *a;
+    if (memcmp(a->bytes, mapped, sizeof mapped) != 0)
+        memset(key.bytes + 8, 0, 8);
+    return key;
+}
+
+/* The slot pointing at a's entry (or at NO_ENTRY, where it would go). Caller holds lock; a is
+ * a key (key_of). */
 static uint32_t *find_slot(struct lg_client_addresses *t, const struct lg_client_address *a)
 {
     uint32_t *slot = &t->buckets[hash_address(a) & t->mask];
@@ -78,8 +90,9 @@ static uint32_t *find_slot(struct lg_client_addresses *t, const struct lg_client
     return slot;
 }
 
-bool lg_client_addresses_acquire(struct lg_client_addresses *t, const struct lg_client_address *a)
+bool lg_client_addresses_acquire(struct lg_client_addresses *t, const struct lg_client_address *address)
 {
+    struct lg_client_address key = key_of(address), *a = &key;
     bool ok = false;
     pthread_mutex_lock(&t->lock);
     uint32_t *slot = find_slot(t, a);
@@ -99,8 +112,9 @@ bool lg_client_addresses_acquire(struct lg_client_addresses *t, const struct lg_
     return ok;
 }
 
-void lg_client_addresses_release(struct lg_client_addresses *t, const struct lg_client_address *a)
+void lg_client_addresses_release(struct lg_client_addresses *t, const struct lg_client_address *address)
 {
+    struct lg_client_address key = key_of(address), *a = &key;
     pthread_mutex_lock(&t->lock);
     uint32_t *slot = find_slot(t, a);
     if (*slot != NO_ENTRY) {
@@ -115,8 +129,9 @@ void lg_client_addresses_release(struct lg_client_addresses *t, const struct lg_
     pthread_mutex_unlock(&t->lock);
 }
 
-uint32_t lg_client_addresses_count(struct lg_client_addresses *t, const struct lg_client_address *a)
+uint32_t lg_client_addresses_count(struct lg_client_addresses *t, const struct lg_client_address *address)
 {
+    struct lg_client_address key = key_of(address), *a = &key;
     pthread_mutex_lock(&t->lock);
     uint32_t *slot = find_slot(t, a);
     uint32_t n = *slot != NO_ENTRY ? t->entries[*slot].connections : 0;

@@ -1,7 +1,8 @@
 /*
  * client_addresses.h - what each client address holds on the public port, so one address
  * cannot take every connection: a process-wide table of open connections per address, with a
- * bound per address (limits.max_connections_per_address).
+ * bound per address (limits.max_connections_per_address). An IPv6 client counts as its /64
+ * (2001:db8:1:2::a and 2001:db8:1:2::b are one address here), an IPv4 client as itself.
  *
  * Which address a connection counts against is client_address.h's (trusted proxies,
  * X-Forwarded-For).

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "client_addresses.h"
@@ -130,10 +131,41 @@ static bool writes_directly(const struct lg_conn *c)
            !lws_partial_buffered(c->wsi);
 }
 
+/* c was kicked or the disconnect policy fired: its notice goes out when the socket has room,
+ * and the socket closes after it, or at the deadline whatever the peer does. */
+static void arm_end_deadline(struct lg_conn *c)
+{
+    if (c->ending || c->released)
+        return;
+    c->ending = true;
+    lg_worker_conn_timer(c->worker, c, LG_END_NOTICE_MS);
+}
+
+void lg_conn_end_now(struct lg_conn *c)
+{
+    static struct lg_ratelimit rl;
+    LG_STAT_ADD(clients_closed_unread, 1);
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                       "closing a %s %s client that did not take its notice within %u ms",
+                       strcmp(lg_conn_close_reason(c), "admin") == 0 ? "kicked" : "slow",
+                       c->transport->name, LG_END_NOTICE_MS);
+    /* Shut down, a close waiting to flush what the peer never reads fails at once; with no
+     * linger the close sends a reset instead of keeping the unsent bytes. */
+    int fd = lws_get_socket_fd(c->wsi);
+    if (fd >= 0) {
+        struct linger hard = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+        shutdown(fd, SHUT_RDWR);
+    }
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+}
+
 void lg_conn_write_now(struct lg_conn *c)
 {
     if (c->released || (!lg_subscriber_has_output(&c->sub) && c->out.len == 0))
         return;
+    if (c->sub.slow_disconnect)
+        arm_end_deadline(c);
     if (!writes_directly(c)) {
         lg_conn_want_write(c);
         lg_worker_conn_backlog(c->worker, c); /* a full socket: its queue is lag-checked */
@@ -159,8 +191,10 @@ void lg_conn_check_lag(struct lg_conn *c)
     if (!c->transport->stream)
         return;
     lg_subscriber_check_lag(&c->sub, lg_mono_ns());
-    if (c->sub.slow_disconnect)
+    if (c->sub.slow_disconnect) {
+        arm_end_deadline(c);
         lg_conn_want_write(c);
+    }
 }
 
 void lg_conn_drain(struct lg_conn *c)
@@ -179,9 +213,11 @@ void lg_conn_kick(struct lg_conn *c, const char *reason)
         lg_conn_set_transport(c, &lg_transport_http);
         lg_conn_http_error(c, 409, "kicked", reason, NULL);
         c->close_reason = "admin";
+        arm_end_deadline(c);
         return;
     }
     lg_subscriber_kick(&c->sub, reason); /* a stream: SSE or WebSocket */
+    arm_end_deadline(c);
     lg_conn_want_write(c);
 }
 

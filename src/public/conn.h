@@ -55,6 +55,8 @@ struct lg_conn {
     struct lg_rate ws_messages;     /* WebSocket control messages (websocket.max_messages_per_s) */
     struct lg_client_address client;
     bool closing;             /* send what is in `out`, then close */
+    bool ending;              /* kicked or slow-disconnected: closed hard at its deadline
+                                 (LG_END_NOTICE_MS) if the notice has not gone out by then */
     bool draining;            /* SSE/WS at shutdown: send what is queued, then end cleanly */
     bool drain_fired;         /* its drain ran (a windowed drain fires each at its moment) */
     uint64_t drain_at_ms;     /* windowed drain (drain_window_ms): its random moment */
@@ -73,6 +75,7 @@ struct lg_conn {
     uint32_t poll_max_batch;
     uint32_t ws_bad_messages; /* malformed control messages in a row */
     uint16_t ws_close_code;   /* when closing: the code to send (1001 at shutdown) */
+    bool ws_close_sent;       /* WebSocket: the close frame is queued; nothing more is written */
     struct lg_buf ws_msg;     /* a WebSocket message being reassembled */
     struct lg_grant *grant;   /* its verified token (auth.h), NULL = none; conn_auth.c */
     char *cors;               /* CORS header lines for its answers (malloc'd), NULL = none */
@@ -95,6 +98,12 @@ struct lg_conn {
     char peer[48];            /* the socket's peer address, read at open ("" = unknown) */
     const char *close_reason; /* static: "policy", "error", ...; NULL = decided at release */
 };
+
+/* How long a kicked or slow-disconnected client has to take its notice (SSE error event,
+ * WebSocket close, a held poll's 409) before its socket is closed without it: a peer that
+ * does not read must not keep its connection, its per-address slot and its place in the
+ * client list. */
+#define LG_END_NOTICE_MS 1000
 
 /* ---- shared connection helpers (conn.c) ----------------------------------------------- */
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
@@ -131,6 +140,9 @@ void lg_conn_drain(struct lg_conn *c);
  * gets an error event "kicked" with the reason, WebSocket a close 4001 with it, a held poll a
  * 409 answer; then it is closed. */
 void lg_conn_kick(struct lg_conn *c, const char *reason);
+/* c's end deadline (`ending`) passed with c still open: close its socket now, discarding what
+ * the peer did not take (counted: clients_closed_unread; logged). */
+void lg_conn_end_now(struct lg_conn *c);
 
 /* ---- raw HTTP requests that subscribe (SSE, long-poll) ------------------------------------ */
 /* Parse the query of req (cursor_param: "last_event_id", which the Last-Event-ID header also

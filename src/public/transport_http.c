@@ -155,7 +155,9 @@ static void next_request(struct lg_conn *c)
         return;
     }
     lg_worker_conn_timer_cancel(c->worker, c);
-    if (rx->req.upgrade)
+    if (rx->req.method == LG_HTTP_CONNECT)
+        lg_conn_http_error(c, 405, "method_not_allowed", LG_CONNECT_MESSAGE, LG_CONNECT_ALLOW);
+    else if (lg_http_request_is_websocket(rx->buf, &rx->req))
         lg_conn_http_error(c, 400, "bad_request",
                            "a WebSocket upgrade must be the first request on a connection", NULL);
     else
@@ -253,6 +255,10 @@ static int http_timer(struct lg_conn *c)
 /* c's deadline passed: what it means depends on what c is now. Return value: -1 to close. */
 static int on_timer(struct lg_conn *c)
 {
+    if (c->ending && !c->lingering) { /* lingering: the notice was taken, the close is its own */
+        lg_conn_end_now(c);
+        return 0;
+    }
     if (c->transport == &lg_transport_http)
         return http_timer(c);
     if (c->transport && c->transport->timer)

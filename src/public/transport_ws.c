@@ -37,14 +37,31 @@
 
 /* ---- Replies ------------------------------------------------------------------------------ */
 
+/* Queue the close frame (lws sends it once the callback returns -1): the replies already
+ * queued go before it, and nothing is written after it (RFC 6455 5.5.1). Return value: -1. */
+static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
+{
+    if (c->out.len && !c->out.oom) {
+        struct lg_buf *scratch = lg_worker_scratch(c->worker);
+        lg_buf_append(scratch, c->out.data, c->out.len);
+        if (!scratch->oom)
+            (void)lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, c->out.len,
+                            LWS_WRITE_RAW); /* a failed socket is being closed anyway */
+    }
+    lg_buf_reset(&c->out);
+    c->closing = true;
+    c->ws_close_sent = true;
+    lws_close_reason(c->wsi, (enum lws_close_status)code, (unsigned char *)reason, strlen(reason));
+    return -1;
+}
+
 /* Close now with code and reason (from a receive callback), and say so in the log. */
 static int close_now(struct lg_conn *c, enum lws_close_status code, const char *reason)
 {
     static struct lg_ratelimit rl;
     lg_log_ratelimited(&rl, 1000, LG_LOG_INFO, "closing a WebSocket client with %d: %s",
                        (int)code, reason);
-    lws_close_reason(c->wsi, code, (unsigned char *)reason, strlen(reason));
-    return -1;
+    return close_with(c, (uint16_t)code, reason);
 }
 
 /* Queue one JSON reply (steals obj). A client that floods requests without reading the
@@ -61,8 +78,10 @@ static int reply(struct lg_conn *c, json_t *obj)
     lg_buf_append(&c->out, header, lg_ws_write_header(header, len, 0x1));
     lg_buf_append(&c->out, text, len);
     free(text);
-    if (c->out.len > (size_t)cfg->websocket.max_message_bytes * WS_REPLY_BACKLOG_FACTOR)
+    if (c->out.len > (size_t)cfg->websocket.max_message_bytes * WS_REPLY_BACKLOG_FACTOR) {
+        lg_buf_reset(&c->out); /* it would not read them */
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "client does not read replies");
+    }
     lg_conn_want_write(c);
     return 0;
 }
@@ -372,6 +391,8 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
 static int on_receive(struct lg_conn *c, const char *in, size_t len)
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
+    if (c->ws_close_sent)
+        return 0; /* the rest of a read that held the message which closed c: not answered */
     lg_worker_ws_heard(c->worker, c);
     if (c->ws_msg.len + len > cfg->websocket.max_message_bytes) {
         char reason[96];
@@ -388,12 +409,6 @@ static int on_receive(struct lg_conn *c, const char *in, size_t len)
                     : handle_message(c, c->ws_msg.data, c->ws_msg.len);
     lg_buf_reset(&c->ws_msg);
     return rc;
-}
-
-static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
-{
-    lws_close_reason(c->wsi, (enum lws_close_status)code, (unsigned char *)reason, strlen(reason));
-    return -1;
 }
 
 /* One coalesced write: queued replies, then notices and events up to write_batch_bytes.
@@ -417,7 +432,7 @@ static int write_batch(struct lg_conn *c)
 
 static int ws_write_events(struct lg_conn *c)
 {
-    while (!c->sub.slow_disconnect && !lws_partial_buffered(c->wsi) &&
+    while (!c->ws_close_sent && !c->sub.slow_disconnect && !lws_partial_buffered(c->wsi) &&
            (c->out.len || lg_subscriber_has_output(&c->sub)))
         if (write_batch(c) != 0)
             return -1;
@@ -426,6 +441,8 @@ static int ws_write_events(struct lg_conn *c)
 
 static int on_writable(struct lg_conn *c)
 {
+    if (c->ws_close_sent)
+        return 0;
     if (c->closing)
         return close_with(c, c->ws_close_code,
                           c->ws_close_reason ? c->ws_close_reason : "server shutting down");
@@ -454,6 +471,8 @@ void lg_ws_ping(struct lg_conn *c)
     /* FIN, opcode 9, unmasked, 2 bytes of payload: lws 4.1.6 passes a pong to the protocol
      * (LWS_CALLBACK_RECEIVE_PONG) only when it carries some, so the pong echoes "lg". */
     static const unsigned char ping[4] = {0x89, 0x02, 'l', 'g'};
+    if (c->ws_close_sent)
+        return;
     lg_buf_append(&c->out, ping, sizeof ping); /* goes before any queued event */
     lg_conn_write_now(c); /* straight to the socket when it has room: no POLLOUT round */
 }

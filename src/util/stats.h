@@ -28,6 +28,8 @@ struct lg_stats {
     _Atomic uint64_t events_conflated;       /* conflate: replaced by a newer same-key event */
     _Atomic uint64_t gaps_sent;              /* gap notices written to clients */
     _Atomic uint64_t clients_disconnected_slow; /* disconnect policy fired */
+    _Atomic uint64_t clients_closed_unread;  /* kicked or disconnected, notice not taken in time:
+                                                the socket closed hard (conn.c) */
     _Atomic uint64_t history_evicted;        /* events evicted from topic history */
     /* connections */
     _Atomic int64_t clients_sse;             /* gauge */

@@ -386,6 +386,64 @@ START_TEST(test_ws_malformed_messages)
 }
 END_TEST
 
+/* Every frame the server sends from now until it closes the connection (bounded), as
+ * "opcode:payload-length" items, space-separated; the handshake's leftover bytes first. */
+static void read_frames_to_eof(struct lg_ws_client *c, char *out, size_t cap)
+{
+    unsigned char buf[65536];
+    size_t len = c->len < sizeof buf ? c->len : sizeof buf;
+    memcpy(buf, c->buf, len);
+    int64_t deadline = lg_now_ms() + 3 * WAIT_MS;
+    for (;;) {
+        struct timeval tv = {.tv_usec = 100 * 1000};
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ssize_t n = recv(c->fd, buf + len, sizeof buf - len, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            break;
+        if (n > 0)
+            len += (size_t)n;
+        ck_assert_msg(lg_now_ms() < deadline, "the server did not close");
+    }
+    out[0] = '\0';
+    for (size_t off = 0; off + 2 <= len;) {
+        size_t plen = buf[off + 1] & 0x7f, hl = 2;
+        if (plen == 126) {
+            plen = (size_t)buf[off + 2] << 8 | buf[off + 3];
+            hl = 4;
+        }
+        ck_assert_msg(plen < 126 * 256 && off + hl + plen <= len, "a cut frame at %zu", off);
+        snprintf(out + strlen(out), cap - strlen(out), "%s%d:%zu", off ? " " : "",
+                 buf[off] & 0x0f, plen);
+        off += hl + plen;
+    }
+}
+
+/* Five malformed messages in one read: four error replies, then the close 1008, then
+ * nothing (RFC 6455 5.5.1), although the read held three more. */
+START_TEST(test_ws_nothing_after_close)
+{
+    struct lg_server s;
+    struct lg_ws_client c;
+    start_own(&s, NULL, &c);
+    unsigned char frames[8 * 16];
+    size_t len = 0;
+    for (int i = 0; i < 8; i++) { /* FIN text, masked (zero mask), "{not json" */
+        static const unsigned char frame[] = {0x81, 0x89, 0, 0, 0, 0, '{', 'n', 'o', 't',
+                                              ' ', 'j', 's', 'o', 'n'};
+        memcpy(frames + len, frame, sizeof frame);
+        len += sizeof frame;
+    }
+    ck_assert_int_eq(lg_send_all(c.fd, frames, len), 0);
+    char seen[512];
+    read_frames_to_eof(&c, seen, sizeof seen);
+    /* 1: text (each error reply), 8: close (2 bytes of code + the reason) */
+    const char *want = "1:115 1:115 1:115 1:115 8:29";
+    ck_assert_msg(strcmp(seen, want) == 0, "frames: %s, want %s", seen, want);
+    lg_ws_close(&c);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 START_TEST(test_ws_message_too_big)
 {
     struct lg_server s;
@@ -500,5 +558,6 @@ LG_CHECK_MAIN_SHARED("ws", 30, server_setup, server_teardown,
                      LG_TESTS(test_ws_subprotocol, test_ws_query_topics_and_event_json,
                               test_ws_subscribe_since_replays, test_ws_since_in_query,
                               test_ws_unsubscribe, test_ws_shutdown_1001),
-                     LG_TESTS(test_ws_malformed_messages, test_ws_message_too_big,
+                     LG_TESTS(test_ws_malformed_messages, test_ws_nothing_after_close,
+                              test_ws_message_too_big,
                               test_ws_keepalive))

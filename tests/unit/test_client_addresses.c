@@ -126,6 +126,42 @@ START_TEST(the_forwarded_header_names_the_client_when_x_forwarded_for_does_not)
 }
 END_TEST
 
+START_TEST(forwarded_entries_may_carry_a_port)
+{
+    expect_resolved("127.0.0.1", "203.0.113.9:1234", "203.0.113.9");
+    expect_resolved("127.0.0.1", "[2001:db8::1]:1234", "2001:db8::1");
+    expect_resolved("127.0.0.1", "[2001:db8::1]", "2001:db8::1");
+    expect_resolved("127.0.0.1", "198.51.100.1, 203.0.113.9:80, 10.0.0.5:4711", "203.0.113.9");
+    expect_resolved("127.0.0.1", "203.0.113.9:", "127.0.0.1");        /* no port: unreadable */
+    expect_resolved("127.0.0.1", "203.0.113.9:123456", "127.0.0.1");  /* not a port */
+    expect_resolved("127.0.0.1", "[203.0.113.9]:80", "127.0.0.1");    /* brackets are IPv6's */
+    expect_resolved("127.0.0.1", "[2001:db8::1]x", "127.0.0.1");
+    expect_resolved("127.0.0.1", "2001:db8::1:80", "2001:db8::1:80"); /* bare IPv6: no port */
+    expect_resolved_from("127.0.0.1", "", "for=\"[2001:db8::1]:_p1\"", "2001:db8::1");
+}
+END_TEST
+
+START_TEST(ipv6_clients_count_per_64)
+{
+    struct lg_client_addresses *t = lg_client_addresses_create(10, 2);
+    struct lg_client_address a = addr("2001:db8:1:2::a"), b = addr("2001:db8:1:2:ffff::b"),
+                             c = addr("2001:db8:1:2::c"), other = addr("2001:db8:1:3::a"),
+                             v4 = addr("192.0.2.1"), v4b = addr("192.0.2.2");
+    ck_assert(lg_client_addresses_acquire(t, &a));
+    ck_assert(lg_client_addresses_acquire(t, &b));
+    ck_assert(!lg_client_addresses_acquire(t, &c)); /* a third in the same /64 */
+    ck_assert_uint_eq(lg_client_addresses_count(t, &c), 2);
+    ck_assert(lg_client_addresses_acquire(t, &other)); /* the next /64 is another client */
+    lg_client_addresses_release(t, &b);               /* given back by any address of it */
+    ck_assert(lg_client_addresses_acquire(t, &c));
+    ck_assert(lg_client_addresses_acquire(t, &v4));   /* IPv4: per address */
+    ck_assert(lg_client_addresses_acquire(t, &v4));
+    ck_assert(!lg_client_addresses_acquire(t, &v4));
+    ck_assert(lg_client_addresses_acquire(t, &v4b));
+    lg_client_addresses_destroy(t);
+}
+END_TEST
+
 static Suite *client_addresses_suite(void)
 {
     Suite *s = suite_create("client_addresses");
@@ -135,6 +171,8 @@ static Suite *client_addresses_suite(void)
     tcase_add_test(tc, addresses_parse_and_format_ipv4_mapped);
     tcase_add_test(tc, forwarded_addresses_count_only_through_trusted_proxies);
     tcase_add_test(tc, the_forwarded_header_names_the_client_when_x_forwarded_for_does_not);
+    tcase_add_test(tc, forwarded_entries_may_carry_a_port);
+    tcase_add_test(tc, ipv6_clients_count_per_64);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -91,6 +91,81 @@ START_TEST(rejects_garbage)
 }
 END_TEST
 
+/* feed text whole and then byte by byte: the same verdict, and the same problem. */
+static int feed_both_ways(const char *text, const char **problem)
+{
+    struct lg_http_request req;
+    lg_http_request_init(&req);
+    int whole = lg_http_request_feed(&req, text, strlen(text), problem);
+    lg_http_request_init(&req);
+    const char *bytewise_problem = NULL;
+    int bytewise = 0;
+    for (size_t i = 1; i <= strlen(text) && bytewise == 0; i++)
+        bytewise = lg_http_request_feed(&req, text, i, &bytewise_problem);
+    ck_assert_int_eq(bytewise, whole);
+    if (whole < 0)
+        ck_assert_str_eq(bytewise_problem, *problem);
+    return whole;
+}
+
+START_TEST(refuses_what_rfc_9112_refuses)
+{
+    static const struct {
+        const char *text, *problem;
+    } bad[] = {
+        {"GET /poll?topic=a HTTP/1.1\r\nHost: x\r\n\rXGET /poll?topic=b HTTP/1.1\r\n\r\n",
+         "a bare CR in the request head (a line ends with CRLF)"},
+        {"GET / HTTP/1.1\r\nHost: x\rY: z\r\n\r\n",
+         "a bare CR in the request head (a line ends with CRLF)"},
+        {"GET /\r\n", "a request line without an HTTP version (HTTP/0.9 is not supported)"},
+        {"GET /\n", "a request line without an HTTP version (HTTP/0.9 is not supported)"},
+        {"GET / HTTP/1.1\r\nHost: a\r\nHOST: a\r\n\r\n", "more than one Host header"},
+        {"GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", "more than one Host header"},
+        {"GET / HTTP/1.1\r\nX: y\r\n\r\n", "an HTTP/1.1 request needs a Host header"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *problem = NULL;
+        ck_assert_msg(feed_both_ways(bad[i].text, &problem) == -1, "accepted: %s", bad[i].text);
+        ck_assert_str_eq(problem, bad[i].problem);
+    }
+    const char *ok[] = {"GET / HTTP/1.0\r\n\r\n", "GET / HTTP/1.1\nHost: x\n\n",
+                        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\na\rb"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        const char *problem = NULL;
+        ck_assert_msg(feed_both_ways(ok[i], &problem) == 1, "refused %s: %s", ok[i], problem);
+    }
+}
+END_TEST
+
+START_TEST(tells_a_websocket_upgrade_from_others)
+{
+    static const struct {
+        const char *text;
+        bool websocket;
+        enum lg_http_method method;
+    } cases[] = {
+        {"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: WebSocket\r\n\r\n",
+         true, LG_HTTP_GET},
+        {"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c, websocket\r\n\r\n",
+         true, LG_HTTP_GET},
+        {"GET /sse HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n", false,
+         LG_HTTP_GET},
+        {"GET /sse HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n", false, LG_HTTP_GET},
+        {"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", false, LG_HTTP_CONNECT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct lg_http_request req;
+        const char *problem = NULL;
+        lg_http_request_init(&req);
+        ck_assert_int_eq(
+            lg_http_request_feed(&req, cases[i].text, strlen(cases[i].text), &problem), 1);
+        ck_assert_int_eq(req.method, cases[i].method);
+        ck_assert_msg(lg_http_request_is_websocket(cases[i].text, &req) == cases[i].websocket,
+                      "%s", cases[i].text);
+    }
+}
+END_TEST
+
 START_TEST(decodes_query_pairs)
 {
     const char q[] = "topic=a%2Fb&&x=1+2&flag&topic=%41";
@@ -184,6 +259,8 @@ static Suite *http_request_suite(void)
     tcase_add_test(head, recognises_an_upgrade);
     tcase_add_test(head, http10_without_keep_alive_closes);
     tcase_add_test(head, rejects_garbage);
+    tcase_add_test(head, refuses_what_rfc_9112_refuses);
+    tcase_add_test(head, tells_a_websocket_upgrade_from_others);
     suite_add_tcase(s, head);
     TCase *query = tcase_create("query");
     tcase_add_test(query, decodes_query_pairs);
