@@ -143,6 +143,7 @@ static const struct metric_row rows[] = {
     PUBLISH_REFUSED("max_retained_bytes", publishes_refused_memory),
     PUBLISH_REFUSED("out_of_memory", publishes_refused_oom),
     PUBLISH_REFUSED("store_unavailable", publishes_refused_store),
+    PUBLISH_REFUSED("draining", publishes_refused_draining),
     COUNTER("livegate_publishes_held_total",
             "Publishes held for a worker's room (overload pacing), by reason.",
             "reason=\"workers_behind\"", publishes_held),
@@ -185,6 +186,7 @@ static const struct metric_row rows[] = {
     AUTH_REFUSED("wrong_algorithm", auth_refused_wrong_algorithm),
     AUTH_REFUSED("topic", auth_refused_topic),
     AUTH_REFUSED("origin", auth_refused_origin),
+    AUTH_REFUSED("control_token_required", auth_refused_control_token),
     COUNTER("livegate_auth_streams_expired_total",
             "Connections ended when their token reached exp (SSE error event, WebSocket 4003, "
             "poll answered).", NULL, auth_streams_expired),
