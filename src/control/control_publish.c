@@ -102,10 +102,6 @@ static bool refuse_draining(const struct lg_control *c, struct lg_ctl_error *e)
     return true;
 }
 
-/* Whether r's remote publish has been answered and its answer not taken yet (it is given
- * whatever happened since: the store has the event). */
-static bool remote_answered(struct lg_ctl_request *r);
-
 /* Append {"topic":..,"id":..,"seq":..[,"duplicate":true]} of one accepted event. Written
  * directly rather than through jansson: this is the hot path of publishing. */
 static void append_result(struct lg_buf *b, const struct lg_publish_req *req,
@@ -221,6 +217,8 @@ static bool remote_submit(struct lg_control *c, struct MHD_Connection *conn,
     return true;
 }
 
+/* Whether r's remote publish has been answered and its answer not taken yet (it is given
+ * whatever happened since: the store has the event). */
 static bool remote_answered(struct lg_ctl_request *r)
 {
     return atomic_load(&r->remote_state) == REMOTE_DONE;
