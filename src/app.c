@@ -226,7 +226,9 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
 
 static void drain(struct lg_app *app)
 {
-    /* Workers first: once readyz says draining, no worker takes a new subscriber. */
+    /* Publishes first: the streams that would carry them are about to end. */
+    lg_control_drain(app->control);
+    /* Workers next: once readyz says draining, no worker takes a new subscriber. */
     for (uint32_t i = 0; i < app->worker_count; i++)
         lg_worker_drain(app->workers[i]);
     atomic_store(&app->lifecycle, LG_LIFECYCLE_DRAINING);

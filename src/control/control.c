@@ -16,6 +16,7 @@
  */
 #include "control.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -54,27 +55,54 @@ static uint32_t limit_batch(const struct lg_config *cfg) { return cfg->limits.ma
 static uint32_t limit_none(const struct lg_config *cfg) { (void)cfg; return 0; }
 
 static const struct lg_ctl_route routes[] = {
-    {.prefix = "/v1/topics/", .suffix = "/events", .method = "POST", .allow = "POST",
-     .body_what = "event body", .limit_name = "limits.max_event_bytes",
+    {.access = LG_CTL_PUBLISH, .prefix = "/v1/topics/", .suffix = "/events", .method = "POST",
+     .allow = "POST", .body_what = "event body", .limit_name = "limits.max_event_bytes",
      .limit_of = limit_event, .handle = lg_ctl_handle_topic_event},
-    {.prefix = "/v1/publish", .method = "POST", .allow = "POST", .body_what = "batch body",
-     .limit_name = "limits.max_batch_bytes", .limit_of = limit_batch, .handle = lg_ctl_handle_batch},
-    {.prefix = "/healthz", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_healthz},
-    {.prefix = "/readyz", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_readyz},
-    {.prefix = "/v1/stats", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_stats},
-    {.prefix = "/metrics", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_metrics},
-    {.prefix = "/v1/topics", .method = "GET", .allow = "GET, HEAD", .handle = lg_ctl_handle_topics},
-    {.prefix = "/v1/topics/", .suffix = "", .method = "GET", .allow = "GET, HEAD, DELETE",
-     .handle = lg_ctl_handle_topic_get},
-    {.prefix = "/v1/topics/", .suffix = "", .method = "DELETE", .allow = "GET, HEAD, DELETE",
+    {.access = LG_CTL_PUBLISH, .prefix = "/v1/publish", .method = "POST", .allow = "POST",
+     .body_what = "batch body", .limit_name = "limits.max_batch_bytes", .limit_of = limit_batch,
+     .handle = lg_ctl_handle_batch},
+    {.access = LG_CTL_OPEN, .prefix = "/healthz", .method = "GET", .allow = "GET, HEAD",
+     .handle = lg_ctl_handle_healthz},
+    {.access = LG_CTL_OPEN, .prefix = "/readyz", .method = "GET", .allow = "GET, HEAD",
+     .handle = lg_ctl_handle_readyz},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/stats", .method = "GET", .allow = "GET, HEAD",
+     .handle = lg_ctl_handle_stats},
+    {.access = LG_CTL_ADMIN, .prefix = "/metrics", .method = "GET", .allow = "GET, HEAD",
+     .handle = lg_ctl_handle_metrics},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/topics", .method = "GET", .allow = "GET, HEAD",
+     .handle = lg_ctl_handle_topics},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "", .method = "GET",
+     .allow = "GET, HEAD, DELETE", .handle = lg_ctl_handle_topic_get},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "", .method = "DELETE",
+     .allow = "GET, HEAD, DELETE", .body_what = "request body", .limit_name = "no body",
+     .limit_of = limit_none, .handle = lg_ctl_handle_topic_delete},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/clients", .method = "GET", .allow = "GET, HEAD",
      .body_what = "request body", .limit_name = "no body", .limit_of = limit_none,
-     .handle = lg_ctl_handle_topic_delete},
-    {.prefix = "/v1/clients", .method = "GET", .allow = "GET, HEAD", .body_what = "request body",
-     .limit_name = "no body", .limit_of = limit_none, .handle = lg_ctl_handle_clients},
-    {.prefix = "/v1/clients/", .suffix = "", .method = "DELETE", .allow = "DELETE",
-     .body_what = "request body", .limit_name = "no body", .limit_of = limit_none,
-     .handle = lg_ctl_handle_client_delete},
+     .handle = lg_ctl_handle_clients},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/clients/", .suffix = "", .method = "DELETE",
+     .allow = "DELETE", .body_what = "request body", .limit_name = "no body",
+     .limit_of = limit_none, .handle = lg_ctl_handle_client_delete},
 };
+
+const struct lg_ctl_route *lg_ctl_routes(size_t *count)
+{
+    *count = sizeof routes / sizeof routes[0];
+    return routes;
+}
+
+int lg_ctl_routes_check(char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        enum lg_ctl_access a = routes[i].access;
+        if (a != LG_CTL_OPEN && a != LG_CTL_PUBLISH && a != LG_CTL_ADMIN) {
+            snprintf(err, errlen, "control route %s %s%s states no access (LG_CTL_OPEN, "
+                     "LG_CTL_PUBLISH or LG_CTL_ADMIN)", routes[i].method, routes[i].prefix,
+                     routes[i].suffix ? "{...}" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static bool route_matches(const struct lg_ctl_route *rt, const char *url)
 {
@@ -121,46 +149,76 @@ static int too_large(struct MHD_Connection *conn, const struct lg_ctl_route *rt,
     return lg_ctl_reply_error(conn, &e, NULL);
 }
 
-struct framing {
+/* What the request head says about its own shape (one walk over its header lines). */
+struct head_shape {
     unsigned content_lengths;
     bool lengths_differ;
     const char *first_length;
     bool chunked;
+    unsigned hosts;
+    const char *bad_name; /* the first header name that is not a token (RFC 9110 5.1) */
 };
 
-static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value)
+/* RFC 9110 5.6.2: tchar. A name with a space ("Content-Length : 71") is not one. */
+static bool is_token(const char *s)
 {
-    struct framing *f = cls;
+    if (*s == '\0')
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || strchr("!#$%&'*+-.^_`|~", *s)))
+            return false;
+    return true;
+}
+
+static enum MHD_Result note_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    struct head_shape *h = cls;
     (void)kind;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
-        if (f->content_lengths++ == 0)
-            f->first_length = value;
-        else if (strcmp(value ? value : "", f->first_length ? f->first_length : "") != 0)
-            f->lengths_differ = true;
+    if (!is_token(key)) {
+        if (h->bad_name == NULL)
+            h->bad_name = key;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        h->hosts++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (h->content_lengths++ == 0)
+            h->first_length = value;
+        else if (strcmp(value ? value : "", h->first_length ? h->first_length : "") != 0)
+            h->lengths_differ = true;
     } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
-        f->chunked = true;
+        h->chunked = true;
     }
     return MHD_YES;
 }
 
 /*
- * Two Content-Length values, or a length beside Transfer-Encoding, make the end of the body a
- * matter of opinion (libmicrohttpd takes the first length and leaves the rest of the bytes on
- * the connection): a request-smuggling setup when a proxy takes another. Refuse it and close.
+ * A head whose meaning is a matter of opinion is refused with 400 and the connection closed,
+ * whatever the route: libmicrohttpd takes the first of two lengths and ignores a header name
+ * with a space before its colon, leaving the body on the connection to be read as a second
+ * request (request smuggling, when a proxy in front reads it another way). RFC 9112 5.1
+ * (whitespace before the colon), 6.3 (conflicting lengths, length beside Transfer-Encoding),
+ * 7.2 (no Host in an HTTP/1.1 request, or more than one).
  * Return value: true when the request was refused (the answer is queued, or -1 in *rc).
  */
-static bool ambiguous_framing(struct MHD_Connection *conn, int *rc)
+static bool ambiguous_head(struct MHD_Connection *conn, const char *version, int *rc)
 {
-    struct framing f = {0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, note_framing, &f);
-    if (!f.lengths_differ && !(f.chunked && f.content_lengths > 0))
-        return false;
+    struct head_shape h = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, note_header, &h);
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
-    lg_ctl_fail(&e, 400, "bad_request",
-                f.lengths_differ ? "the request has Content-Length headers that disagree; send one"
-                                 : "the request has both Content-Length and Transfer-Encoding; "
-                                   "send one of them");
+    if (h.bad_name != NULL)
+        lg_ctl_fail(&e, 400, "bad_request", "the header name \"%.64s\" is not a token "
+                    "(whitespace before the colon?); nothing was done", h.bad_name);
+    else if (h.lengths_differ)
+        lg_ctl_fail(&e, 400, "bad_request",
+                    "the request has Content-Length headers that disagree; send one");
+    else if (h.chunked && h.content_lengths > 0)
+        lg_ctl_fail(&e, 400, "bad_request", "the request has both Content-Length and "
+                    "Transfer-Encoding; send one of them");
+    else if (h.hosts > 1 || (h.hosts == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+        lg_ctl_fail(&e, 400, "bad_request", "an HTTP/1.1 request needs exactly one Host header; "
+                    "this one has %u", h.hosts);
+    else
+        return false;
     e.close = true;
     *rc = lg_ctl_reply_error(conn, &e, NULL);
     return true;
@@ -168,9 +226,12 @@ static bool ambiguous_framing(struct MHD_Connection *conn, int *rc)
 
 /* First call of a request: route it, answer what needs no body, else set up *con_cls. */
 static int begin_request(struct lg_control *c, struct MHD_Connection *conn, const char *url,
-                         const char *method, void **con_cls)
+                         const char *method, const char *version, void **con_cls)
 {
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    int refused;
+    if (ambiguous_head(conn, version, &refused))
+        return refused;
     const struct lg_ctl_route *rt = route_find(url, method);
     if (rt == NULL) {
         lg_ctl_fail(&e, 404, "not_found",
@@ -185,20 +246,14 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
              url, rt->allow);
         return lg_ctl_reply_error(conn, &e, rt->allow);
     }
-    bool probe = rt->handle == lg_ctl_handle_healthz || rt->handle == lg_ctl_handle_readyz;
     struct lg_grant *grant = NULL;
     bool answered = false;
-    int auth_rc = probe ? 0 : lg_ctl_authorize(c, conn, rt->limit_of != NULL, &grant, &answered);
+    int auth_rc = lg_ctl_authorize(c, conn, rt->access, &grant, &answered);
     if (answered)
         return auth_rc;
     if (rt->limit_of == NULL)
         return rt->handle(c, conn, url, NULL);
 
-    int refused;
-    if (ambiguous_framing(conn, &refused)) {
-        lg_grant_free(grant);
-        return refused;
-    }
     uint32_t limit = rt->limit_of(c->cfg);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -286,10 +341,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct lg_control *c = cls;
     struct lg_ctl_request *r = *con_cls;
     int rc = 0;
-    (void)version;
     if (r == NULL) {
         lg_ctl_deadline_head_in(c->deadlines, deadline_of(conn), lg_mono_ms());
-        rc = begin_request(c, conn, url, method, con_cls);
+        rc = begin_request(c, conn, url, method, version, con_cls);
     }
     else if (*upload_data_size != 0)
         take_body(r, upload_data, upload_data_size);
@@ -493,7 +547,7 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
                                     uint16_t *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
-    if (lg_control_check_bind(cfg, err, errlen) != 0 ||
+    if (lg_ctl_routes_check(err, errlen) != 0 || lg_control_check_bind(cfg, err, errlen) != 0 ||
         resolve(&cfg->control_addr, &ss, err, errlen) != 0)
         return NULL;
     struct lg_control *c = calloc(1, sizeof *c);
@@ -557,6 +611,11 @@ void lg_control_sweep(struct lg_control *c)
                        "(limits.request_timeout_ms %u, control_idle_timeout_ms %u)",
                        swept, c->cfg->limits.request_timeout_ms,
                        c->cfg->limits.control_idle_timeout_ms);
+}
+
+void lg_control_drain(struct lg_control *c)
+{
+    atomic_store_explicit(&c->draining, true, memory_order_release);
 }
 
 void lg_control_stop(struct lg_control *c)

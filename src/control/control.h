@@ -81,6 +81,11 @@ const struct lg_loop_guest *lg_control_guest(const struct lg_control *c, uint32_
  * (control_deadline.h), counting control_connections_timed_out. */
 void lg_control_sweep(struct lg_control *c);
 
+/* Any thread, once, when the drain begins (before the streams end): from now on the publish
+ * routes answer 503 `draining` and publish nothing, since an event accepted now would reach no
+ * subscriber and die with the process; a publisher retries on another node. */
+void lg_control_drain(struct lg_control *c);
+
 /* Answer every held publish (lg_pacer_stop), stop every daemon and free c; the workers that
  * served them must have been joined. NULL is ignored. */
 void lg_control_stop(struct lg_control *c);

@@ -20,6 +20,7 @@
 #include <microhttpd.h>
 
 #include "clock.h"
+#include "encode.h"
 #include "control_internal.h"
 #include "control_reply.h"
 #include "http_request.h"
@@ -51,19 +52,35 @@ static int query_text(struct MHD_Connection *conn, const char *name, char *out, 
     return 0;
 }
 
-static int query_limit(struct MHD_Connection *conn, uint32_t *limit, struct lg_ctl_error *e)
+/* Query parameter name as a decimal integer from min to max: digits only (strtoull would take
+ * "-1" as 2^64 - 1, "+5" and " 5"); absent = *out left as it is. */
+static int query_uint(struct MHD_Connection *conn, const char *name, uint64_t min, uint64_t max,
+                      uint64_t *out, struct lg_ctl_error *e)
 {
-    char text[16];
-    if (query_text(conn, "limit", text, sizeof text, e) != 0)
+    char text[24];
+    if (query_text(conn, name, text, sizeof text, e) != 0)
         return -1;
-    *limit = LG_ADMIN_PAGE_DEFAULT;
     if (!text[0])
         return 0;
-    char *end;
-    unsigned long v = strtoul(text, &end, 10);
-    if (*end || end == text || v < 1 || v > LG_ADMIN_PAGE_MAX)
-        return lg_ctl_fail(e, 400, "bad_request", "limit must be an integer from 1 to %u",
-                           LG_ADMIN_PAGE_MAX);
+    uint64_t v = 0;
+    bool ok = strspn(text, "0123456789") == strlen(text) && strlen(text) <= 20;
+    for (const char *d = text; ok && *d; d++) {
+        ok = v <= (UINT64_MAX - (uint64_t)(*d - '0')) / 10;
+        v = v * 10 + (uint64_t)(*d - '0');
+    }
+    if (!ok || v < min || v > max)
+        return lg_ctl_fail(e, 400, "invalid_parameter",
+                           "query parameter %s must be an integer from %" PRIu64 " to %" PRIu64,
+                           name, min, max);
+    *out = v;
+    return 0;
+}
+
+static int query_limit(struct MHD_Connection *conn, uint32_t *limit, struct lg_ctl_error *e)
+{
+    uint64_t v = LG_ADMIN_PAGE_DEFAULT;
+    if (query_uint(conn, "limit", 1, LG_ADMIN_PAGE_MAX, &v, e) != 0)
+        return -1;
     *limit = (uint32_t)v;
     return 0;
 }
@@ -192,6 +209,11 @@ int lg_ctl_handle_topic_delete(struct lg_control *c, struct MHD_Connection *conn
     if (r->call == NULL) {
         if (path_name(url, "/v1/topics/", name, sizeof name, &e) != 0)
             return lg_ctl_reply_error(conn, &e, NULL);
+        if (name[0] == '$') { /* the gateway's own ($sys/stats): refused as publishing is */
+            lg_ctl_fail(&e, 422, "invalid_topic", "topic \"%.128s\": names starting with '$' "
+                        "are reserved for the gateway and cannot be deleted", name);
+            return lg_ctl_reply_error(conn, &e, NULL);
+        }
         r->call = lg_call_new(LG_CALL_END_TOPIC);
         if (!r->call)
             return call_oom(conn);
@@ -252,18 +274,13 @@ int lg_ctl_handle_clients(struct lg_control *c, struct MHD_Connection *conn, con
     (void)url;
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
     if (r->call == NULL) {
-        char topic[LG_TOPIC_NAME_MAX + 1], after[24];
+        char topic[LG_TOPIC_NAME_MAX + 1];
         uint32_t limit;
+        uint64_t after_id = 0;
         if (query_text(conn, "topic", topic, sizeof topic, &e) != 0 ||
-            query_text(conn, "after", after, sizeof after, &e) != 0 ||
+            query_uint(conn, "after", 0, UINT64_MAX, &after_id, &e) != 0 ||
             query_limit(conn, &limit, &e) != 0)
             return lg_ctl_reply_error(conn, &e, NULL);
-        char *end;
-        unsigned long long after_id = strtoull(after, &end, 10);
-        if (*end) {
-            lg_ctl_fail(&e, 400, "bad_request", "after must be a client id (an integer)");
-            return lg_ctl_reply_error(conn, &e, NULL);
-        }
         r->call = lg_call_new(LG_CALL_LIST_CLIENTS);
         if (!r->call)
             return call_oom(conn);
@@ -279,6 +296,34 @@ int lg_ctl_handle_clients(struct lg_control *c, struct MHD_Connection *conn, con
     if (!list)
         return call_oom(conn);
     return lg_ctl_reply_json(conn, 200, json_pack("{s:o,s:o}", "clients", list, "next", next));
+}
+
+/*
+ * in as UTF-8 into out (cap bytes, NUL-terminated): each byte that does not start a well-formed
+ * sequence becomes U+FFFD, and the text is cut at a character boundary to fit. A kick's reason
+ * is a WebSocket close reason (UTF-8, at most 123 bytes: RFC 6455 5.5, 7.4) and a JSON string.
+ */
+static void utf8_sanitized(const char *in, char *out, size_t cap)
+{
+    static const char replacement[] = "\xEF\xBF\xBD";
+    size_t w = 0;
+    for (size_t i = 0; in[i];) {
+        unsigned char lead = (unsigned char)in[i];
+        size_t n = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+        const char *take = in + i;
+        if (strnlen(in + i, n) < n || !lg_utf8_valid(in + i, n)) {
+            take = replacement;
+            n = 3;
+            i++;
+        } else {
+            i += n;
+        }
+        if (w + n >= cap)
+            break;
+        memcpy(out + w, take, n);
+        w += n;
+    }
+    out[w] = '\0';
 }
 
 int lg_ctl_handle_client_delete(struct lg_control *c, struct MHD_Connection *conn,
@@ -299,8 +344,10 @@ int lg_ctl_handle_client_delete(struct lg_control *c, struct MHD_Connection *con
         if (!r->call)
             return call_oom(conn);
         r->call->client_id = id;
-        if (query_text(conn, "reason", r->call->reason, sizeof r->call->reason, &e) != 0)
+        char reason[LG_CALL_REASON_MAX + 1];
+        if (query_text(conn, "reason", reason, sizeof reason, &e) != 0)
             return lg_ctl_reply_error(conn, &e, NULL);
+        utf8_sanitized(reason, r->call->reason, sizeof r->call->reason);
         if (!r->call->reason[0])
             snprintf(r->call->reason, sizeof r->call->reason, "disconnected by the operator");
     }

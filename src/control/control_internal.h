@@ -64,6 +64,7 @@ struct lg_control {
     char start_err[512];          /* {err_lock} the last MHD message while capturing */
     uint32_t worker_count;        /* immutable: the hub's workers */
     int64_t started_unix_ms;      /* immutable: when the control port started */
+    _Atomic bool draining;        /* set once by lg_control_drain(): publishes are refused */
 };
 
 /* The publish routes' histograms (control_publish.c writes them from every worker's daemon with
@@ -107,7 +108,18 @@ struct lg_ctl_request {
 typedef int lg_ctl_handler(struct lg_control *c, struct MHD_Connection *conn, const char *url,
                            struct lg_ctl_request *r);
 
+/* Who may use a route (docs/security.md, "The control port"). Every route states one: the zero
+ * value is not an access, and lg_ctl_routes_check() refuses a table with it. */
+enum lg_ctl_access {
+    LG_CTL_ACCESS_UNSET = 0, /* invalid: a route that forgot to say */
+    LG_CTL_OPEN,             /* anyone: the probes /healthz and /readyz */
+    LG_CTL_PUBLISH,          /* the control token, or a token whose publish claim covers the
+                                topic (every item of a batch) */
+    LG_CTL_ADMIN,            /* the control token only; no JWT ever grants it */
+};
+
 struct lg_ctl_route {
+    enum lg_ctl_access access;
     const char *prefix;      /* the path, or its start when suffix is set */
     const char *suffix;      /* NULL = exact path; else path = prefix {segment} suffix */
     const char *method;      /* the one method served (GET also serves HEAD) */
@@ -118,10 +130,15 @@ struct lg_ctl_route {
     lg_ctl_handler *handle;
 };
 
-/* control_auth.c. Whether the request may go on: 0 with *answered false (and *grant set when
- * a publish token let it in), or a 401 was queued (*answered true; return value as a
- * handler's). publishes: the route publishes (a publish token may do). */
-int lg_ctl_authorize(struct lg_control *c, struct MHD_Connection *conn, bool publishes,
+/* The route table (control.c), for lg_ctl_routes_check() and the tests. */
+const struct lg_ctl_route *lg_ctl_routes(size_t *count);
+/* 0 when every route states its access, else -1 with the first that does not in err. */
+int lg_ctl_routes_check(char *err, size_t errlen);
+
+/* control_auth.c. Whether the request may go on under access: 0 with *answered false (and
+ * *grant set when a publish token let it in), or a 401/403 was queued (*answered true; return
+ * value as a handler's). */
+int lg_ctl_authorize(struct lg_control *c, struct MHD_Connection *conn, enum lg_ctl_access access,
                      struct lg_grant **grant, bool *answered);
 /* Whether r's grant covers topic[0..len); false with a 403 in e. */
 bool lg_ctl_may_publish(const struct lg_ctl_request *r, const char *topic, size_t len,

@@ -82,6 +82,26 @@ static int refusal(const struct lg_control *c, enum lg_publish_status s, const c
     return -1;
 }
 
+/*
+ * Once the gateway drains (lg_control_drain), its subscribers' streams end: an event accepted
+ * now would reach nobody and die with the process. True with 503 `draining` in e (nothing is
+ * published; Retry-After sends the publisher to another node), counted and logged.
+ */
+static bool refuse_draining(const struct lg_control *c, struct lg_ctl_error *e)
+{
+    if (!atomic_load_explicit(&c->draining, memory_order_acquire))
+        return false;
+    LG_STAT_ADD(publishes_refused, 1);
+    LG_STAT_ADD(publishes_refused_draining, 1);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                       "publish refused: the gateway is draining (shutting down)");
+    lg_ctl_fail(e, 503, "draining",
+                "the gateway is shutting down and its streams are ending: nothing was "
+                "published; retry on another node");
+    return true;
+}
+
 /* Append {"topic":..,"id":..,"seq":..[,"duplicate":true]} of one accepted event. Written
  * directly rather than through jansson: this is the hot path of publishing. */
 static void append_result(struct lg_buf *b, const struct lg_publish_req *req,
@@ -197,6 +217,13 @@ static bool remote_submit(struct lg_control *c, struct MHD_Connection *conn,
     return true;
 }
 
+/* Whether r's remote publish has been answered and its answer not taken yet (it is given
+ * whatever happened since: the store has the event). */
+static bool remote_answered(struct lg_ctl_request *r)
+{
+    return atomic_load(&r->remote_state) == REMOTE_DONE;
+}
+
 /* The answer of the remote publish in flight, once it came. Return value: true if it did. */
 static bool remote_take(struct lg_ctl_request *r, enum lg_publish_status *s,
                         struct lg_publish_result *res)
@@ -251,6 +278,9 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
     if (lg_parse_event(&in, c->cfg->limits.max_event_bytes, &ev, &e) != 0 ||
         !lg_ctl_may_publish(r, ev.req.topic, ev.req.topic_len, &e)) {
         rc = lg_ctl_reply_error(conn, &e, NULL);
+    } else if (!remote_answered(r) && refuse_draining(c, &e)) {
+        end_hold(r, false);
+        rc = lg_ctl_reply_error(conn, &e, NULL);
     } else if (lg_hub_remote(c->hub)) {
         uint64_t generation = lg_pacer_generation(c->pacer);
         if (!remote_take(r, &answer, &res) && remote_submit(c, conn, r, &ev.req, &answer)) {
@@ -288,11 +318,9 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
 
 /* ---- POST /v1/publish --------------------------------------------------------------------- */
 
-/* Why the batch stopped at item `accepted`, in e (the message says what was published). */
-static void batch_refusal(const struct lg_control *c, const struct lg_parsed_batch *b,
-                          size_t accepted, enum lg_publish_status s, struct lg_ctl_error *e)
+/* Say in e's message where the batch stopped (item `accepted`) and what was published. */
+static void batch_stopped_at(size_t accepted, struct lg_ctl_error *e)
 {
-    refusal(c, s, b->reqs[accepted].topic, b->reqs[accepted].topic_len, e);
     size_t used = strlen(e->message);
     if (accepted == 0)
         snprintf(e->message + used, sizeof e->message - used,
@@ -303,6 +331,14 @@ static void batch_refusal(const struct lg_control *c, const struct lg_parsed_bat
                  accepted, accepted - 1);
     lg_ctl_error_make_safe(e);
     lg_debug("control: batch refused at item %zu: %s", accepted, e->message);
+}
+
+/* Why the batch stopped at item `accepted`, in e (the message says what was published). */
+static void batch_refusal(const struct lg_control *c, const struct lg_parsed_batch *b,
+                          size_t accepted, enum lg_publish_status s, struct lg_ctl_error *e)
+{
+    refusal(c, s, b->reqs[accepted].topic, b->reqs[accepted].topic_len, e);
+    batch_stopped_at(accepted, e);
 }
 
 /* The batch answer: [{"error":..,"message":..,]"accepted":N,"results":[...]} (e = NULL when
@@ -345,6 +381,12 @@ static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
         lg_ctl_fail(&e, 503, "unavailable",
                     "out of memory publishing the batch; nothing was published");
         return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    if (!remote_answered(r) && refuse_draining(c, &e)) {
+        end_hold(r, false);
+        batch_stopped_at(r->batch_done, &e);
+        return lg_ctl_reply_text(conn, e.status, batch_answer(b, res, r->batch_done, &e), NULL,
+                                 e.retry);
     }
     enum lg_publish_status s = LG_PUBLISH_OK;
     if (lg_hub_remote(c->hub)) {

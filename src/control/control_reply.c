@@ -39,6 +39,15 @@ static int reply_json(struct MHD_Connection *conn, unsigned status, json_t *body
 {
     char *text = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
+    if (text == NULL) {
+        /* jansson refused the body (out of memory, or a string that is not UTF-8): the
+         * request still gets an answer */
+        lg_warn("control: could not render a %u answer as JSON; answering 500", status);
+        text = strdup("{\"error\":\"internal_error\",\"message\":\"the answer could not be "
+                      "rendered\"}");
+        status = 500;
+        retry = false;
+    }
     return reply(conn, status, text, allow, retry, close);
 }
 

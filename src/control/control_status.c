@@ -68,7 +68,8 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
                             json_integer((json_int_t)LG_STAT_GET(redis_tail_stalls)));
     }
 #undef STAT
-    /* Authorization refusals by reason (docs/security.md), set beside the packed ones. */
+    /* Authorization refusals by reason (docs/security.md), publishes refused while draining and
+     * clients closed without their notice, set beside the packed ones. */
     static const struct {
         const char *name;
         _Atomic uint64_t *counter;
@@ -81,6 +82,9 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         {"auth_refused_wrong_algorithm", &lg_stats.auth_refused_wrong_algorithm},
         {"auth_refused_topic", &lg_stats.auth_refused_topic},
         {"auth_refused_origin", &lg_stats.auth_refused_origin},
+        {"auth_refused_control_token", &lg_stats.auth_refused_control_token},
+        {"publishes_refused_draining", &lg_stats.publishes_refused_draining},
+        {"clients_closed_unread", &lg_stats.clients_closed_unread},
         {"auth_streams_expired", &lg_stats.auth_streams_expired},
         {"auth_refreshed", &lg_stats.auth_refreshed},
     };

@@ -125,6 +125,9 @@ static const struct metric_row rows[] = {
     CLOSED("error", connections_closed_error),
     CLOSED("admin", connections_closed_admin),
     CLOSED("keepalive", connections_closed_keepalive),
+    COUNTER("livegate_clients_closed_unread_total",
+            "Kicked or slow-consumer-disconnected clients closed hard: they did not take their "
+            "notice within 1 s.", NULL, clients_closed_unread),
     CONN_REFUSED("max_connections", connections_refused),
     CONN_REFUSED("max_connections_per_address", connections_refused_address),
     COUNTER("livegate_requests_rejected_total",
@@ -143,6 +146,7 @@ static const struct metric_row rows[] = {
     PUBLISH_REFUSED("max_retained_bytes", publishes_refused_memory),
     PUBLISH_REFUSED("out_of_memory", publishes_refused_oom),
     PUBLISH_REFUSED("store_unavailable", publishes_refused_store),
+    PUBLISH_REFUSED("draining", publishes_refused_draining),
     COUNTER("livegate_publishes_held_total",
             "Publishes held for a worker's room (overload pacing), by reason.",
             "reason=\"workers_behind\"", publishes_held),
@@ -185,6 +189,7 @@ static const struct metric_row rows[] = {
     AUTH_REFUSED("wrong_algorithm", auth_refused_wrong_algorithm),
     AUTH_REFUSED("topic", auth_refused_topic),
     AUTH_REFUSED("origin", auth_refused_origin),
+    AUTH_REFUSED("control_token_required", auth_refused_control_token),
     COUNTER("livegate_auth_streams_expired_total",
             "Connections ended when their token reached exp (SSE error event, WebSocket 4003, "
             "poll answered).", NULL, auth_streams_expired),

@@ -289,6 +289,8 @@ enum lg_publish_status lg_hub__refuse(enum lg_publish_status s)
         LG_STAT_ADD(publishes_refused_topics, 1);
     else if (s == LG_PUBLISH_MEMORY_FULL)
         LG_STAT_ADD(publishes_refused_memory, 1);
+    else if (s == LG_PUBLISH_STORE_UNAVAILABLE)
+        LG_STAT_ADD(publishes_refused_store, 1);
     else
         LG_STAT_ADD(publishes_refused_oom, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "publish refused: %s", lg_publish_status_message(s));

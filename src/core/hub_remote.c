@@ -127,8 +127,6 @@ static bool on_remote_appended(void *arg, enum lg_append_status status, struct l
         else
             LG_STAT_ADD(events_published, 1);
     } else {
-        if (call->status == LG_PUBLISH_STORE_UNAVAILABLE)
-            LG_STAT_ADD(publishes_refused_store, 1);
         lg_hub__refuse(call->status);
     }
     int expected = CALL_SUBMITTING;

@@ -57,6 +57,7 @@ struct lg_stats {
     _Atomic uint64_t auth_refused_wrong_algorithm; /* alg not the configured one (none, confusion) */
     _Atomic uint64_t auth_refused_topic;         /* 403 / WS error: topic outside the claims */
     _Atomic uint64_t auth_refused_origin;        /* 403: Origin not in allowed_origins */
+    _Atomic uint64_t auth_refused_control_token; /* 403: a JWT on an admin control route */
     _Atomic uint64_t auth_streams_expired;       /* connections ended at their token's exp */
     _Atomic uint64_t auth_refreshed;             /* WebSocket auth/refresh messages accepted */
     /* the gateway's own topics (sys_stats.h) */
@@ -71,6 +72,7 @@ struct lg_stats {
     _Atomic uint64_t publishes_refused_topics;  /* publishes_refused: limits.max_topics */
     _Atomic uint64_t publishes_refused_memory;  /* publishes_refused: max_retained_bytes */
     _Atomic uint64_t publishes_refused_oom;     /* publishes_refused: out of memory */
+    _Atomic uint64_t publishes_refused_draining; /* publishes_refused: the gateway is draining */
     _Atomic uint64_t connections_opened;     /* public-port sockets accepted */
     _Atomic uint64_t connections_closed_client;  /* peer closed, or its request was answered */
     _Atomic uint64_t connections_closed_slow;    /* slow-consumer disconnect */

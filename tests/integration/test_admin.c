@@ -46,6 +46,15 @@ static void expect_404(const char *method, const char *path)
     lg_http_response_free(&r);
 }
 
+static void expect_refusal(const char *method, const char *path, int status, const char *code)
+{
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(srv.control_port, method, path, NULL, NULL, 0, &r, WAIT_MS),
+                     0);
+    lg_expect_error_named(path, &r, status, code, LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS);
+    lg_http_response_free(&r);
+}
+
 /* The names of o[key] (an array of objects with "name"), comma-joined. */
 static void names_of(json_t *o, const char *key, const char *member, char *out, size_t cap)
 {
@@ -283,8 +292,7 @@ START_TEST(test_admin_clients_list_page_kick)
     expect_404("DELETE", path);
     expect_404("DELETE", "/v1/clients/999999");
     expect_404("DELETE", "/v1/clients/abc");
-    o = admin("GET", "/v1/clients?after=x", 400);
-    json_decref(o);
+    expect_refusal("GET", "/v1/clients?after=x", 400, "invalid_parameter");
     /* The three kicked connections are counted once their sockets are closed. */
     bool counted = false;
     for (int64_t deadline = lg_now_ms() + WAIT_MS; !counted && lg_left_ms(deadline) > 0;) {
@@ -303,13 +311,113 @@ START_TEST(test_admin_clients_list_page_kick)
 }
 END_TEST
 
+/* The id of the only client subscribed to topic. */
+static long long only_client_of(const char *topic)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/clients?topic=%s", topic);
+    json_t *o = admin("GET", path, 200);
+    ck_assert_uint_eq(json_array_size(json_object_get(o, "clients")), 1);
+    long long id = (long long)json_integer_value(
+        json_object_get(json_array_get(json_object_get(o, "clients"), 0), "id"));
+    json_decref(o);
+    return id;
+}
+
+/* A kick's reason that is not UTF-8 is answered (each bad byte becomes U+FFFD) and what the
+ * client sees is that UTF-8 text, bounded to fit a WebSocket close reason (123 bytes). */
+START_TEST(test_admin_kick_reason_not_utf8)
+{
+    struct lg_sse_client sse;
+    lg_sse_must_open(&sse, srv.public_port, "/sse?topic=k8", NULL);
+    char path[512];
+    snprintf(path, sizeof path, "/v1/clients/%lld?reason=%%FF%%FEok%%C3%%A9%%C3",
+             only_client_of("k8"));
+    json_t *o = admin("DELETE", path, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "reason")),
+                     "\xEF\xBF\xBD\xEF\xBF\xBDok\xC3\xA9\xEF\xBF\xBD");
+    json_decref(o);
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&sse, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.data, "{\"code\":\"kicked\",\"message\":"
+                              "\"\xEF\xBF\xBD\xEF\xBF\xBDok\xC3\xA9\xEF\xBF\xBD\"}");
+    lg_sse_event_free(&ev);
+    lg_sse_close(&sse);
+
+    /* 41 bad bytes: 41 U+FFFD would be 123 bytes; the reason is cut at 40 (120 bytes) */
+    struct lg_ws_client ws;
+    lg_ws_must_subscribe(&ws, srv.public_port, "/ws?topic=k9", NULL, NULL, 0);
+    int at = snprintf(path, sizeof path, "/v1/clients/%lld?reason=", only_client_of("k9"));
+    for (int i = 0; i < 41; i++)
+        at += snprintf(path + at, sizeof path - (size_t)at, "%%FF");
+    o = admin("DELETE", path, 200);
+    char want[128] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(want, "\xEF\xBF\xBD");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "reason")), want);
+    json_decref(o);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(&ws, &m, WAIT_MS), -1);
+    ck_assert_int_eq(ws.close_code, 4001);
+    ck_assert_str_eq(ws.close_reason, want);
+    lg_ws_close(&ws);
+
+    /* more than 120 bytes as sent: refused, nobody kicked */
+    char longer[200];
+    memset(longer, 'r', 121);
+    longer[121] = '\0';
+    snprintf(path, sizeof path, "/v1/clients/1?reason=%s", longer);
+    expect_refusal("DELETE", path, 400, "bad_request");
+}
+END_TEST
+
+/* The gateway's own topics cannot be deleted, as they cannot be published to: 422, and
+ * $sys/stats goes on for its subscriber. */
+START_TEST(test_admin_delete_reserved_topic)
+{
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, srv.public_port, "/sse?topic=$sys/stats", NULL);
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1); /* it exists: it has ticked */
+    lg_sse_event_free(&ev);
+    expect_refusal("DELETE", "/v1/topics/$sys/stats", 422, "invalid_topic");
+    expect_refusal("DELETE", "/v1/topics/%24sys%2Fstats", 422, "invalid_topic");
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(srv.control_port, "POST", "/v1/topics/$sys/stats/events",
+                                     NULL, "x", 1, &r, WAIT_MS), 0);
+    lg_expect_error(&r, 422, "invalid_topic", LG_ERROR_ONLY_KEYS);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_sse_next(&c, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.event, "message"); /* not `end` */
+    lg_sse_event_free(&ev);
+    lg_sse_close(&c);
+}
+END_TEST
+
+/* Numeric query parameters are digits only, in range: 400 invalid_parameter otherwise. */
+START_TEST(test_admin_numeric_parameters)
+{
+    static const char *const bad[] = {
+        "/v1/clients?after=-1", "/v1/clients?after=+1", "/v1/clients?after=%201",
+        "/v1/clients?after=1x", "/v1/clients?after=18446744073709551616",
+        "/v1/clients?limit=-1", "/v1/clients?limit=+5", "/v1/clients?limit=0",
+        "/v1/clients?limit=1001", "/v1/topics?limit=-1", "/v1/topics?limit=%2B5",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_refusal("GET", bad[i], 400, "invalid_parameter");
+    json_decref(admin("GET", "/v1/clients?after=0&limit=1000", 200));
+    json_decref(admin("GET", "/v1/clients?after=18446744073709551615", 200));
+}
+END_TEST
+
 static Suite *admin_suite(void)
 {
     Suite *s = suite_create("admin");
     TCase *tc = LG_TCASE(s, "admin", server_setup, server_teardown,
                          test_admin_topics_list_page_inspect,
                          test_admin_delete_topic_ends_every_transport,
-                         test_admin_clients_list_page_kick);
+                         test_admin_clients_list_page_kick, test_admin_kick_reason_not_utf8,
+                         test_admin_delete_reserved_topic, test_admin_numeric_parameters);
     tcase_set_timeout(tc, 60);
     return s;
 }

@@ -127,6 +127,8 @@ START_TEST(a_kicked_sse_client_that_does_not_read_is_closed_within_the_bound)
     expect_gone_within_bound(&s, "clients_sse", kicked_at);
     ck_assert(lg_server_wait_log(&s, "closing a kicked SSE client that did not take its notice "
                                      "within 1000 ms", WAIT_MS));
+    ck_assert(lg_metric(s.control_port, "livegate_clients_closed_unread_total") == 1);
+    ck_assert_int_eq(lg_stat(s.control_port, "clients_closed_unread"), 1);
     close(fd);
     lg_server_must_stop(&s);
 }
@@ -165,6 +167,8 @@ START_TEST(a_slow_disconnected_sse_client_that_does_not_read_is_closed_within_th
     expect_gone_within_bound(&s, "clients_sse", start);
     ck_assert(lg_server_wait_log(&s, "closing a slow SSE client that did not take its notice "
                                      "within 1000 ms", WAIT_MS));
+    ck_assert(lg_metric(s.control_port, "livegate_clients_closed_unread_total") == 1);
+    ck_assert_int_eq(lg_stat(s.control_port, "clients_closed_unread"), 1);
     close(fd);
     lg_server_must_stop(&s);
 }

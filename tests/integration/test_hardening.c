@@ -59,6 +59,27 @@ static const struct bad_input bad_inputs[] = {
      400, "{\"error\":\"bad_request\",\"message\":\"the request has both Content-Length and "
           "Transfer-Encoding; send one of them\"}",
      true, NULL},
+    /* RFC 9112 5.1: libmicrohttpd ignores "Content-Length : 71", and would read the body as a
+     * second request (a publish to "smuggled"); the answer closes the connection instead */
+    {"whitespace before a header's colon (control port)", CONTROL,
+     "POST /v1/topics/a/events HTTP/1.1\r\nHost: x\r\nContent-Length : 71\r\n\r\n"
+     "POST /v1/topics/smuggled/events HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+     400, "{\"error\":\"bad_request\",\"message\":\"the header name \\\"Content-Length \\\" is "
+          "not a token (whitespace before the colon?); nothing was done\"}",
+     true, NULL},
+    /* RFC 9112 7.2: an HTTP/1.1 request has exactly one Host */
+    {"no Host (control port)", CONTROL,
+     "POST /v1/topics/a/events HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"
+     "POST /v1/topics/smuggled/events HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\ny",
+     400, "{\"error\":\"bad_request\",\"message\":\"an HTTP/1.1 request needs exactly one Host "
+          "header; this one has 0\"}",
+     true, NULL},
+    {"two Host headers (control port)", CONTROL,
+     "POST /v1/topics/a/events HTTP/1.1\r\nHost: x\r\nHost: y\r\nContent-Length: 1\r\n\r\nx"
+     "POST /v1/topics/smuggled/events HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\ny",
+     400, "{\"error\":\"bad_request\",\"message\":\"an HTTP/1.1 request needs exactly one Host "
+          "header; this one has 2\"}",
+     true, NULL},
     {"a NUL in a topic", PUBLIC, "GET /sse?topic=demo%00junk HTTP/1.1\r\nHost: x\r\n\r\n", 400,
      NUL_BODY, true, NULL},
     {"a NUL in a cursor", PUBLIC, "GET /poll?topic=demo&since=%00garbage HTTP/1.1\r\nHost: x\r\n\r\n",

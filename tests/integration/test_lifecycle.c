@@ -137,35 +137,36 @@ START_TEST(test_lifecycle_ignored_signals)
 }
 END_TEST
 
-/* A subscriber that does not read keeps the drain busy: readyz says 503 draining meanwhile,
- * and the process still exits 0 once drain_timeout_ms is over. */
-START_TEST(test_lifecycle_readyz_draining)
+/* A subscriber c that does not read, to keep the drain of s busy: its socket is full and its
+ * queue holds more. */
+static void open_stalled_subscriber(struct lg_server *s, struct lg_sse_client *c)
 {
-    struct lg_server s;
-    struct lg_sse_client c;
-    lg_server_must_start(&s, "{\"drain_timeout_ms\":2000}");
-    lg_sse_must_open(&c, s.public_port, "/sse?topic=slow", NULL);
+    lg_sse_must_open(c, s->public_port, "/sse?topic=slow", NULL);
     /* about 3.6 MB: far more than both socket buffers hold, so output stays queued */
     size_t n = 60000;
     char *data = malloc(n + 1);
     memset(data, 'z', n);
     data[n] = '\0';
     for (int i = 0; i < 60; i++)
-        ck_assert_int_eq(lg_publish(s.control_port, "slow", data, NULL, 0), 201);
+        ck_assert_int_eq(lg_publish(s->control_port, "slow", data, NULL, 0), 201);
     free(data);
     /* wait until the worker has taken them all and the client's queue overflowed: then its
      * socket is full and the queue holds the rest (a 201 only means the hub took the event) */
     int64_t w0 = lg_now_ms();
-    while (lg_stat(s.control_port, "events_dropped_overflow") < 1 && lg_now_ms() - w0 < WAIT_MS)
+    while (lg_stat(s->control_port, "events_dropped_overflow") < 1 && lg_now_ms() - w0 < WAIT_MS)
         poll(NULL, 0, 20);
-    ck_assert_int_ge(lg_stat(s.control_port, "events_dropped_overflow"), 1);
+    ck_assert_int_ge(lg_stat(s->control_port, "events_dropped_overflow"), 1);
+}
 
+/* SIGTERM s, then wait (<= 1.5 s) until readyz says 503 draining. */
+static void sigterm_until_draining(struct lg_server *s)
+{
     int64_t t0 = lg_now_ms();
-    ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+    ck_assert_int_eq(kill(s->pid, SIGTERM), 0);
     bool draining = false;
     while (!draining && lg_now_ms() - t0 < 1500) {
         struct lg_http_response r;
-        if (lg_http_request(s.control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0 &&
+        if (lg_http_request(s->control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0 &&
             r.status == 503) {
             ck_assert_str_eq(r.body, "{\"status\":\"draining\"}");
             draining = true;
@@ -175,6 +176,18 @@ START_TEST(test_lifecycle_readyz_draining)
             poll(NULL, 0, 10);
     }
     ck_assert_msg(draining, "readyz never answered 503 draining");
+}
+
+/* A subscriber that does not read keeps the drain busy: readyz says 503 draining meanwhile,
+ * and the process still exits 0 once drain_timeout_ms is over. */
+START_TEST(test_lifecycle_readyz_draining)
+{
+    struct lg_server s;
+    struct lg_sse_client c;
+    lg_server_must_start(&s, "{\"drain_timeout_ms\":2000}");
+    open_stalled_subscriber(&s, &c);
+    int64_t t0 = lg_now_ms();
+    sigterm_until_draining(&s);
     /* new subscribers are not taken while draining */
     int fd = lg_tcp_connect(s.public_port);
     if (fd >= 0) {
@@ -191,6 +204,45 @@ START_TEST(test_lifecycle_readyz_draining)
     int64_t took = lg_now_ms() - t0;
     ck_assert_msg(took >= 1500 && took < 5000, "drain took %lld ms with drain_timeout_ms 2000",
                   (long long)took);
+    lg_sse_close(&c);
+}
+END_TEST
+
+/* A draining node's streams are ending: a publish it accepted would reach nobody. Both publish
+ * routes answer 503 draining with Retry-After, publish nothing, and the refusal is counted. */
+START_TEST(test_lifecycle_no_publish_while_draining)
+{
+    struct lg_server s;
+    struct lg_sse_client c;
+    lg_server_must_start(&s, "{\"drain_timeout_ms\":3000}");
+    open_stalled_subscriber(&s, &c);
+    long long published = lg_stat(s.control_port, "events_published");
+    sigterm_until_draining(&s);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "POST", "/v1/topics/late/events", NULL, "x",
+                                     1, &r, WAIT_MS), 0);
+    lg_expect_error(&r, 503, "draining", LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS);
+    char retry[16];
+    ck_assert(lg_http_header(&r, "Retry-After", retry, sizeof retry));
+    ck_assert_str_eq(retry, "1");
+    lg_http_response_free(&r);
+    static const char batch[] = "[{\"topic\":\"late\",\"data\":\"1\"}]";
+    ck_assert_int_eq(lg_http_request(s.control_port, "POST", "/v1/publish", NULL, batch,
+                                     sizeof batch - 1, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 503);
+    ck_assert(lg_http_header(&r, "Retry-After", retry, sizeof retry));
+    ck_assert_msg(strstr(r.body, "{\"error\":\"draining\",") == r.body &&
+                      strstr(r.body, "\"accepted\":0,\"results\":[]}"), "%s", r.body);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_stat(s.control_port, "publishes_refused_draining"), 2);
+    ck_assert_int_eq(lg_stat(s.control_port, "events_published"), published);
+    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/metrics", NULL, NULL, 0, &r,
+                                     WAIT_MS), 0);
+    ck_assert_msg(strstr(r.body, "\nlivegate_publishes_refused_total{reason=\"draining\"} 2\n"),
+                  "%s", r.body);
+    lg_http_response_free(&r);
+    ck_assert(lg_server_wait_log(&s, "publish refused: the gateway is draining", WAIT_MS));
+    ck_assert_int_eq(lg_server_stop(&s, 10000), 0);
     lg_sse_close(&c);
 }
 END_TEST
@@ -332,5 +384,5 @@ END_TEST
 
 LG_CHECK_MAIN_TCASE("lifecycle", "lifecycle", 30, test_lifecycle_health_and_sigterm,
                     test_lifecycle_sigint, test_lifecycle_ignored_signals,
-                    test_lifecycle_readyz_draining,
+                    test_lifecycle_readyz_draining, test_lifecycle_no_publish_while_draining,
                     test_lifecycle_check_config, test_lifecycle_print_config)

@@ -308,11 +308,57 @@ START_TEST(test_metrics_topic_allow_list)
 }
 END_TEST
 
+/* The publish refusals by reason, each of them exactly (max_topics and overload have tests of
+ * their own: test_metrics_exact_after_traffic, test_overload). */
+static void expect_refusals(const char *body, double memory, double oom, double store,
+                            double draining)
+{
+    const struct sample refused[] = {
+        {"livegate_publishes_refused_total{reason=\"max_retained_bytes\"}", memory},
+        {"livegate_publishes_refused_total{reason=\"out_of_memory\"}", oom},
+        {"livegate_publishes_refused_total{reason=\"store_unavailable\"}", store},
+        {"livegate_publishes_refused_total{reason=\"draining\"}", draining},
+    };
+    expect_samples(body, refused, COUNT(refused));
+}
+
+/*
+ * limits.max_retained_bytes reached (memory store): one topic's history holds nearly all of it
+ * (it gave way to its own new events, so less than one more event fits), and a publish to
+ * another topic, which has no history to give way, is refused 503. Counted as
+ * max_retained_bytes, not as out of memory.
+ */
+START_TEST(test_metrics_retained_bytes_refusal)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"limits\":{\"max_retained_bytes\":1048576}}");
+    enum { DATA = 60000 };
+    char *data = malloc(DATA + 1);
+    memset(data, 'm', DATA);
+    data[DATA] = '\0';
+    for (int i = 0; i < 12; i++)
+        ck_assert_int_eq(lg_publish(s.control_port, "hoard", data, NULL, 0), 201);
+    ck_assert_int_ge(lg_stat(s.control_port, "history_evicted"), 1);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "POST", "/v1/topics/other/events", NULL,
+                                     data, DATA, &r, WAIT_MS), 0);
+    lg_expect_error(&r, 503, "unavailable", LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS);
+    ck_assert_msg(strstr(r.body, "limits.max_retained_bytes"), "%s", r.body);
+    lg_http_response_free(&r);
+    char *body = scrape(s.control_port);
+    expect_refusals(body, 1, 0, 0, 0);
+    free(body);
+    free(data);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
     TCase *tc = LG_TCASE(s, "metrics", NULL, NULL, test_metrics_exact_after_traffic,
-                         test_metrics_shape, test_metrics_topic_allow_list);
+                         test_metrics_shape, test_metrics_topic_allow_list,
+                         test_metrics_retained_bytes_refusal);
     tcase_set_timeout(tc, 120);
     return s;
 }

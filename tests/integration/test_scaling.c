@@ -341,6 +341,19 @@ START_TEST(redis_restart_503_meanwhile_nothing_acknowledged_lost)
         ck_assert(lg_http_header(&r, "Retry-After", retry, sizeof retry));
         lg_http_response_free(&r);
     }
+    /* counted as what they are: the store unreachable, not out of memory */
+    ck_assert_int_eq(lg_http_request(a.control_port, "GET", "/metrics", NULL, NULL, 0, &r,
+                                     WAIT_MS), 0);
+    static const char *const refused[] = {
+        "\nlivegate_publishes_refused_total{reason=\"store_unavailable\"} 3\n",
+        "\nlivegate_publishes_refused_total{reason=\"out_of_memory\"} 0\n",
+        "\nlivegate_publishes_refused_total{reason=\"max_retained_bytes\"} 0\n",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        ck_assert_msg(strstr(r.body, refused[i]), "no %s in /metrics; it has\n%.400s",
+                      refused[i] + 1, strstr(r.body, "livegate_publishes_refused_total{"));
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_stat(a.control_port, "publishes_refused_store"), 3);
     ck_assert_int_eq(lg_redis_restart(&redis), 0);
     deadline = lg_now_ms() + WAIT_MS;
     for (int i = 5; i < 10; i++)
