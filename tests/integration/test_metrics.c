@@ -345,7 +345,7 @@ START_TEST(test_metrics_retained_bytes_refusal)
     lg_expect_error(&r, 503, "unavailable", LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS);
     ck_assert_msg(strstr(r.body, "limits.max_retained_bytes"), "%s", r.body);
     lg_http_response_free(&r);
-    char *body = scrape(s.control_port);
+    char *body = lg_metrics_scrape(s.control_port);
     expect_refusals(body, 1, 0, 0, 0);
     free(body);
     free(data);
