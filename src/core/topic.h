@@ -45,6 +45,8 @@ struct lg_topic {
     _Atomic uint32_t refs;
     pthread_mutex_t lock;
     struct lg_stream *stream;      /* {lock} every call on it; the pointer is immutable */
+    uint32_t listeners;            /* {lock} subscriptions over every worker: a remote store
+                                      follows the topic's live feed while there are any */
     struct lg_topic *next_in_bucket; /* {hub registry lock} */
     uint32_t slot_count;           /* immutable: number of workers */
     uint64_t rate_mark;            /* {lock} newest seq when the expiry sweep last saw it */

@@ -18,7 +18,6 @@
 #include "stats.h"
 
 #define WATCHDOG_S 0.05
-#define TAIL_GRACE_MS 1000 /* a blocking read may stay unanswered for its BLOCK time too */
 
 struct lg_redis_bridge {
     struct lg_redis_options opts;
@@ -36,12 +35,12 @@ struct lg_redis_bridge {
     void *later_arg;
 
     /* Bridge thread only. */
-    redisAsyncContext *cmd, *tail;
-    bool cmd_ready, tail_ready, up;
+    redisAsyncContext *cmd, *sub;
+    bool cmd_ready, sub_ready, up;
     uint64_t connect_started_ms;
     uint32_t backoff_ms;
-    uint32_t cmd_inflight, tail_inflight;
-    uint64_t cmd_progress_ms, tail_sent_ms;
+    uint32_t cmd_inflight;
+    uint64_t cmd_progress_ms;
 
     _Atomic int state;      /* enum lg_redis_state, read by any thread */
     _Atomic bool stopping;
@@ -55,7 +54,6 @@ struct pending {
     struct lg_redis_bridge *b;
     lg_redis_reply_fn *cb;
     void *priv;
-    bool on_tail;
 };
 
 const char *lg_redis_state_name(enum lg_redis_state s)
@@ -140,11 +138,11 @@ static void schedule_reconnect(struct lg_redis_bridge *b)
 /* Drop both connections (their pending replies are failed) and reconnect later. */
 static void fail_session(struct lg_redis_bridge *b, const char *why)
 {
-    redisAsyncContext *c = b->cmd, *t = b->tail;
+    redisAsyncContext *c = b->cmd, *t = b->sub;
     bool was_up = b->up;
-    b->cmd = b->tail = NULL;
-    b->up = b->cmd_ready = b->tail_ready = false;
-    b->cmd_inflight = b->tail_inflight = 0;
+    b->cmd = b->sub = NULL;
+    b->up = b->cmd_ready = b->sub_ready = false;
+    b->cmd_inflight = 0;
     if (was_up || c || t)
         set_state(b, atomic_load(&b->stopping) ? LG_REDIS_STOPPED : LG_REDIS_DOWN);
     if (was_up) {
@@ -167,8 +165,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     struct lg_redis_bridge *b = ac->data;
     if (ac == b->cmd)
         b->cmd = NULL;
-    else if (ac == b->tail)
-        b->tail = NULL;
+    else if (ac == b->sub)
+        b->sub = NULL;
     else
         return; /* freed by fail_session already */
     fail_session(b, status == REDIS_OK ? "closed" : ac->errstr);
@@ -181,17 +179,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
         /* hiredis frees ac after this callback and calls no disconnect callback */
         if (ac == b->cmd)
             b->cmd = NULL;
-        else if (ac == b->tail)
-            b->tail = NULL;
+        else if (ac == b->sub)
+            b->sub = NULL;
         lg_debug("redis: connect failed: %s", ac->errstr);
         fail_session(b, ac->errstr);
         return;
     }
     if (ac == b->cmd)
         b->cmd_ready = true;
-    else if (ac == b->tail)
-        b->tail_ready = true;
-    if (b->cmd_ready && b->tail_ready && !b->up) {
+    else if (ac == b->sub)
+        b->sub_ready = true;
+    if (b->cmd_ready && b->sub_ready && !b->up) {
         b->up = true;
         b->backoff_ms = 0;
         b->cmd_progress_ms = lg_mono_ms();
@@ -224,8 +222,8 @@ static void connect_now(struct lg_redis_bridge *b)
 {
     b->connect_started_ms = lg_mono_ms();
     b->cmd = open_one(b);
-    b->tail = b->cmd ? open_one(b) : NULL;
-    if (!b->cmd || !b->tail)
+    b->sub = b->cmd ? open_one(b) : NULL;
+    if (!b->cmd || !b->sub)
         fail_session(b, "connect failed");
 }
 
@@ -240,14 +238,11 @@ static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
     (void)loop, (void)revents;
     struct lg_redis_bridge *b = w->data;
     uint64_t now = lg_mono_ms();
-    if (!b->up && (b->cmd || b->tail) &&
+    if (!b->up && (b->cmd || b->sub) &&
         now - b->connect_started_ms > b->opts.connect_timeout_ms)
         fail_session(b, "connect timeout (redis.connect_timeout_ms)");
     else if (b->up && b->cmd_inflight && now - b->cmd_progress_ms > b->opts.command_timeout_ms)
         fail_session(b, "no answer within redis.command_timeout_ms");
-    else if (b->up && b->tail_inflight &&
-             now - b->tail_sent_ms > b->opts.command_timeout_ms + TAIL_GRACE_MS)
-        fail_session(b, "tail read unanswered past redis.command_timeout_ms");
 }
 
 /* ---- Commands ---------------------------------------------------------------------------- */
@@ -258,14 +253,9 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     struct lg_redis_bridge *b = p->b;
     (void)ac;
     if (reply) {
-        if (p->on_tail) {
-            if (b->tail_inflight)
-                b->tail_inflight--;
-        } else {
-            if (b->cmd_inflight)
-                b->cmd_inflight--;
-            b->cmd_progress_ms = lg_mono_ms();
-        }
+        if (b->cmd_inflight)
+            b->cmd_inflight--;
+        b->cmd_progress_ms = lg_mono_ms();
     }
     lg_redis_reply_fn *cb = p->cb;
     void *priv = p->priv;
@@ -273,40 +263,53 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     cb(reply, priv);
 }
 
-static int send_on(struct lg_redis_bridge *b, redisAsyncContext *ac, bool on_tail,
-                   lg_redis_reply_fn *cb, void *priv, int argc, const char **argv,
-                   const size_t *lens)
+int lg_redis_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
+                     const char **argv, const size_t *lens)
 {
-    if (!ac || !b->up)
+    if (!b->cmd || !b->up)
         return -1;
     struct pending *p = malloc(sizeof *p);
     if (!p)
         return -1;
-    *p = (struct pending){.b = b, .cb = cb, .priv = priv, .on_tail = on_tail};
-    if (redisAsyncCommandArgv(ac, on_reply, p, argc, argv, lens) != REDIS_OK) {
+    *p = (struct pending){.b = b, .cb = cb, .priv = priv};
+    if (redisAsyncCommandArgv(b->cmd, on_reply, p, argc, argv, lens) != REDIS_OK) {
         free(p);
         return -1;
     }
-    if (on_tail) {
-        b->tail_inflight++;
-        b->tail_sent_ms = lg_mono_ms();
-    } else {
-        if (b->cmd_inflight++ == 0)
-            b->cmd_progress_ms = lg_mono_ms();
-    }
+    if (b->cmd_inflight++ == 0)
+        b->cmd_progress_ms = lg_mono_ms();
     return 0;
 }
 
-int lg_redis_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
-                     const char **argv, const size_t *lens)
+/* Every reply of the Pub/Sub connection: one callback and one privdata for every channel, so
+ * hiredis' per-channel bookkeeping never holds anything that must be freed. NULL: the
+ * connection is being freed (fail_session tells the user through down()). */
+static void on_pubsub(redisAsyncContext *ac, void *reply, void *privdata)
 {
-    return send_on(b, b->cmd, false, cb, priv, argc, argv, lens);
+    struct lg_redis_bridge *b = privdata;
+    (void)ac;
+    if (reply && b->user.pubsub)
+        b->user.pubsub(b->user.arg, reply);
 }
 
-int lg_redis_tail_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
-                          const char **argv, const size_t *lens)
+static int pubsub_command(struct lg_redis_bridge *b, const char *verb, const char *channel,
+                          size_t len)
 {
-    return send_on(b, b->tail, true, cb, priv, argc, argv, lens);
+    if (!b->sub || !b->up)
+        return -1;
+    const char *argv[] = {verb, channel};
+    const size_t lens[] = {strlen(verb), len};
+    return redisAsyncCommandArgv(b->sub, on_pubsub, b, 2, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+int lg_redis_subscribe(struct lg_redis_bridge *b, const char *channel, size_t len)
+{
+    return pubsub_command(b, "SUBSCRIBE", channel, len);
+}
+
+int lg_redis_unsubscribe(struct lg_redis_bridge *b, const char *channel, size_t len)
+{
+    return pubsub_command(b, "UNSUBSCRIBE", channel, len);
 }
 
 static void on_later(struct ev_loop *loop, ev_timer *w, int revents)

@@ -109,10 +109,18 @@ struct lg_store_ops {
     /* Remote stores only (NULL in the memory store). A remote store's append may be called
      * from any thread without the caller's lock; it completes later on the store's thread,
      * which also delivers every event of every open stream, in position order, through the
-     * tail hooks its creator gave it (store_redis.h). */
+     * delivery hooks its creator gave it (store_redis.h). */
     bool remote;
-    /* Name the owner (the hub's topic) the tail hooks are called with for s. */
+    /* Name the owner (the hub's topic) the delivery hooks are called with for s. */
     void (*bind)(struct lg_stream *s, void *owner);
+    /* Local subscribers want s's events (on: the first arrived; off: the last left). A remote
+     * store follows the topic's live feed only while they do (and a short linger after), and
+     * keeps its mirror only then: what it costs grows with interest, not with open topics.
+     * Any thread, under the owner's lock; it only records the wish and wakes the store. */
+    void (*listen)(struct lg_stream *s, bool on);
+    /* A cursor names a position past the mirror's newest: read the stream again now (the
+     * node's copy trails Redis by what is in flight). Any thread. */
+    void (*refresh)(struct lg_stream *s);
     /* Whether epoch, positions and retained events are known yet (loaded from the remote
      * store). */
     bool (*ready)(const struct lg_stream *s);
@@ -168,6 +176,16 @@ static inline bool lg_stream_evict_oldest(struct lg_stream *s)
 static inline uint32_t lg_stream_expire(struct lg_stream *s, uint64_t now_mono_ns)
 {
     return s->store->ops->expire(s, now_mono_ns);
+}
+static inline void lg_stream_listen(struct lg_stream *s, bool on)
+{
+    if (s->store->ops->listen)
+        s->store->ops->listen(s, on);
+}
+static inline void lg_stream_refresh(struct lg_stream *s)
+{
+    if (s->store->ops->refresh)
+        s->store->ops->refresh(s);
 }
 static inline bool lg_stream_ready(const struct lg_stream *s)
 {

@@ -1,4 +1,5 @@
-/* store_redis.c - see store_redis.h. The reading side (loading, tail) is redis_tail.c. */
+/* store_redis.c - see store_redis.h. The reading side (live feed, loading, catch-up) is
+ * redis_feed.c. */
 #include "store_redis.h"
 
 #include <inttypes.h>
@@ -8,7 +9,9 @@
 #include <string.h>
 
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 
+#include "clock.h"
 #include "event.h"
 #include "history.h"
 #include "log.h"
@@ -16,16 +19,75 @@
 
 #define KEY_MAX 1024
 
-/* KEYS: stream, counter, epoch[, idempotency]; ARGV: epoch if new, maxlen, window ms, fields */
-static const char append_script[] =
-    "redis.call('SET', KEYS[3], ARGV[1], 'NX') "
-    "local e = redis.call('GET', KEYS[3]) "
+/*
+ * The scripts. A topic's life is its epoch key: when it is missing (Redis lost its data, the
+ * keys were flushed or deleted) whatever is left of the stream and its counter belongs to no
+ * life, so it is deleted and a new epoch begins; every node then sees the new epoch on the
+ * next message or read and sends its subscribers a reset.
+ */
+#define LIFE_PROLOGUE                                                                              \
+    "local function life(stream, counter, epoch, fresh) "                                          \
+    "  local e = redis.call('GET', epoch) "                                                        \
+    "  if e then return e end "                                                                    \
+    "  redis.call('DEL', stream, counter) "                                                        \
+    "  redis.call('SET', epoch, fresh) "                                                           \
+    "  return fresh "                                                                              \
+    "end "
+
+/*
+ * KEYS: stream, counter, epoch[, idempotency]; ARGV: epoch if new, maxlen, window ms, channel,
+ * then the entry's field/value pairs. Assigns the position (INCR), appends (XADD), remembers
+ * the idempotency key and publishes the event to the topic's channel, all at once, so the
+ * channel carries every position in order. A counter behind the stream (its key alone was lost)
+ * is moved past the stream's last entry once, here, instead of failing every append.
+ * The message: "<epoch>:<seq>:" then per field "<name><length>:<value>".
+ */
+static const char append_text[] =
+    LIFE_PROLOGUE
+    "local e = life(KEYS[1], KEYS[2], KEYS[3], ARGV[1]) "
     "if #KEYS == 4 then local old = redis.call('GET', KEYS[4]) "
     "  if old then return {e, old, 1} end end "
     "local n = redis.call('INCR', KEYS[2]) "
-    "redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, unpack(ARGV, 4)) "
+    "local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, "
+    "                          unpack(ARGV, 5)) "
+    "if type(added) == 'table' and added.err then "
+    "  local info = redis.call('XINFO', 'STREAM', KEYS[1]) "
+    "  for i = 1, #info, 2 do "
+    "    if info[i] == 'last-generated-id' then "
+    "      n = tonumber(string.match(info[i + 1], '%-(%d+)$')) + 1 end end "
+    "  redis.call('SET', KEYS[2], n) "
+    "  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, unpack(ARGV, 5)) "
+    "end "
     "if #KEYS == 4 then redis.call('SET', KEYS[4], n, 'PX', ARGV[3], 'NX') end "
+    "local m = {e, ':', n, ':'} "
+    "for i = 5, #ARGV, 2 do m[#m + 1] = ARGV[i] .. #ARGV[i + 1] .. ':' .. ARGV[i + 1] end "
+    "redis.call('PUBLISH', ARGV[4], table.concat(m)) "
     "return {e, tostring(n), 0}";
+
+/* KEYS: stream, counter, epoch; ARGV: epoch if new, how many of the newest entries. */
+static const char load_text[] =
+    LIFE_PROLOGUE
+    "local e = life(KEYS[1], KEYS[2], KEYS[3], ARGV[1]) "
+    "return {e, redis.call('GET', KEYS[2]) or '0', "
+    "        redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', ARGV[2])}";
+
+/* KEYS: stream, epoch; ARGV: first position, count. The epoch beside the entries, so a new
+ * life is never read as the continuation of the old one. */
+static const char catch_up_text[] =
+    "return {redis.call('GET', KEYS[2]) or '', "
+    "        redis.call('XRANGE', KEYS[1], '0-' .. ARGV[1], '+', 'COUNT', ARGV[2])}";
+
+static int script_init(struct redis_script *sc, const char *text)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    sc->text = text;
+    if (EVP_Digest(text, strlen(text), md, &len, EVP_sha1(), NULL) != 1 || len != 20)
+        return -1;
+    for (unsigned i = 0; i < len; i++)
+        snprintf(sc->sha + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
 
 static struct redis_stream *rs(const struct lg_stream *s)
 {
@@ -69,6 +131,8 @@ static void on_append_reply(void *reply, void *priv)
         if (r)
             lg_warn("redis: append to %s failed: %s", a->s->name,
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+        if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
+            lg_redis__load_scripts(a->s->store); /* flushed meanwhile: the next one finds it */
         append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
         return;
     }
@@ -92,14 +156,14 @@ static void run_append(struct lg_redis_job *job, bool up)
     size_t lens[24], n = 0;
 #define ARG(p, l) (argv[n] = (p), lens[n] = (l), n++)
 #define ARGS(p) ARG(p, strlen(p))
-    ARGS("EVAL"), ARGS(append_script), ARGS(f->idempotency_key ? "4" : "3");
+    ARGS("EVALSHA"), ARGS(s->store->append_script.sha), ARGS(f->idempotency_key ? "4" : "3");
     ARGS(s->key_stream), ARGS(s->key_counter), ARGS(s->key_epoch);
     if (f->idempotency_key) {
         int l = snprintf(idem, sizeof idem, "%.*s:i:%.*s", (int)s->prefix_len, s->key_stream,
                          (int)f->idempotency_key_len, f->idempotency_key);
         ARG(idem, (size_t)l < sizeof idem ? (size_t)l : sizeof idem - 1);
     }
-    ARGS(epoch), ARGS(maxlen), ARGS(window);
+    ARGS(epoch), ARGS(maxlen), ARGS(window), ARGS(s->key_channel);
     if (f->type)
         ARGS("y"), ARG(f->type, f->type_len);
     if (f->key)
@@ -167,10 +231,11 @@ static void stream_free(struct redis_stream *s)
     lg_history_release(&s->history);
     pthread_mutex_destroy(&s->lock);
     free(s->name), free(s->key_stream), free(s->key_counter), free(s->key_epoch);
+    free(s->key_channel);
     free(s);
 }
 
-static struct lg_stream *open_tailed(struct lg_store *store, const char *name, size_t len,
+static struct lg_stream *open_stream(struct lg_store *store, const char *name, size_t len,
                                      struct lg_history_bounds bounds)
 {
     struct redis_store *st = (struct redis_store *)store;
@@ -185,24 +250,31 @@ static struct lg_stream *open_tailed(struct lg_store *store, const char *name, s
     s->key_stream = key_of(st, name, len, "s");
     s->key_counter = key_of(st, name, len, "n");
     s->key_epoch = key_of(st, name, len, "e");
+    s->key_channel = key_of(st, name, len, "p");
     pthread_mutex_init(&s->lock, NULL);
     lg_history_init(&s->history, bounds);
-    if (!s->name || !s->key_stream || !s->key_counter || !s->key_epoch) {
+    if (!s->name || !s->key_stream || !s->key_counter || !s->key_epoch || !s->key_channel) {
         stream_free(s);
         return NULL;
     }
     s->prefix_len = strlen(s->key_stream) - 2;
+    s->wanted = !st->has_hooks; /* a store read only through its streams keeps every one */
     pthread_mutex_lock(&st->streams_lock);
+    if (lg_redis__index_add(st, s) != 0) {
+        pthread_mutex_unlock(&st->streams_lock);
+        stream_free(s);
+        return NULL;
+    }
     s->id = ++st->next_id;
     s->next = st->streams;
     st->streams = s;
     pthread_mutex_unlock(&st->streams_lock);
-    if (!st->has_hooks)
-        lg_redis__kick(st); /* else once bound */
+    if (s->wanted)
+        lg_redis__mark(s, false);
     return &s->base;
 }
 
-static void close_tailed(struct lg_stream *base)
+static void close_stream(struct lg_stream *base)
 {
     struct redis_stream *s = rs(base);
     struct redis_store *st = s->store;
@@ -216,7 +288,16 @@ static void close_tailed(struct lg_stream *base)
             break;
         }
     }
+    lg_redis__index_remove(st, s);
     pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_lock(&st->interest_lock);
+    for (struct redis_stream **pp = &st->marked; *pp; pp = &(*pp)->marked_next) {
+        if (*pp == s) {
+            *pp = s->marked_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->interest_lock);
     stream_free(s);
 }
 
@@ -226,7 +307,22 @@ static void stream_bind(struct lg_stream *base, void *owner)
     pthread_mutex_lock(&s->lock);
     s->owner = owner;
     pthread_mutex_unlock(&s->lock);
-    lg_redis__kick(s->store); /* load it */
+}
+
+static void stream_listen(struct lg_stream *base, bool on)
+{
+    struct redis_stream *s = rs(base);
+    struct redis_store *st = s->store;
+    pthread_mutex_lock(&st->interest_lock);
+    s->wanted = on;
+    s->last_wanted_ms = lg_mono_ms();
+    pthread_mutex_unlock(&st->interest_lock);
+    lg_redis__mark(s, false);
+}
+
+static void stream_refresh(struct lg_stream *base)
+{
+    lg_redis__mark(rs(base), true);
 }
 
 #define MIRROR_READ(type, expr)                                                                   \
@@ -310,14 +406,16 @@ static void destroy(struct lg_store *store)
     struct redis_store *st = (struct redis_store *)store;
     lg_redis_bridge_destroy(st->bridge);
     pthread_mutex_destroy(&st->streams_lock);
+    pthread_mutex_destroy(&st->interest_lock);
+    free(st->by_channel);
     free(st->url), free(st->prefix);
     free(st);
 }
 
 static const struct lg_store_ops redis_ops = {
     .name = "redis",
-    .stream_open = open_tailed,
-    .stream_close = close_tailed,
+    .stream_open = open_stream,
+    .stream_close = close_stream,
     .epoch = mirror_epoch,
     .newest = mirror_newest,
     .oldest = mirror_oldest,
@@ -329,6 +427,8 @@ static const struct lg_store_ops redis_ops = {
     .destroy = destroy,
     .remote = true,
     .bind = stream_bind,
+    .listen = stream_listen,
+    .refresh = stream_refresh,
     .ready = mirror_ready,
     .state = state,
     .stop = stop,
@@ -355,14 +455,20 @@ struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
         st->has_hooks = true;
     }
     pthread_mutex_init(&st->streams_lock, NULL);
+    pthread_mutex_init(&st->interest_lock, NULL);
     struct lg_redis_bridge_user user = {.arg = st, .up = lg_redis__on_up,
-                                        .down = lg_redis__on_down};
-    if (st->url && st->prefix)
+                                        .down = lg_redis__on_down, .pubsub = lg_redis__on_pubsub};
+    if (script_init(&st->append_script, append_text) != 0 ||
+        script_init(&st->load_script, load_text) != 0 ||
+        script_init(&st->catch_up_script, catch_up_text) != 0)
+        snprintf(err, err_cap, "cannot compute the scripts' SHA1 (libcrypto)");
+    else if (st->url && st->prefix)
         lg_redis_bridge_start(&st->opts, user, &st->bridge, err, err_cap);
     else
         snprintf(err, err_cap, "out of memory");
     if (!st->bridge) {
         pthread_mutex_destroy(&st->streams_lock);
+        pthread_mutex_destroy(&st->interest_lock);
         free(st->url), free(st->prefix);
         free(st);
         return NULL;

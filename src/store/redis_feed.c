@@ -1,0 +1,867 @@
+/*
+ * redis_feed.c - the Redis store's reading side (store_redis.h): a stream's live feed while
+ * local subscribers want it, its mirror, and the reads that join the two without a gap or a
+ * duplicate. Everything here runs on the bridge thread, but lg_redis__kick() and
+ * lg_redis__refresh().
+ *
+ * DESIGN
+ * The append script publishes every event, with its position, on the topic's channel, in
+ * position order. A node subscribes to the channels of the topics its subscribers want, so
+ * what an event costs Redis and a node follows interest, not the number of topics open
+ * anywhere. Joining the feed and the stream: SUBSCRIBE first; once Redis confirmed it, every
+ * later append reaches this node, and a read of the stream (the load, or a catch-up from the
+ * mirror's newest) covers everything before. A message applies only when its position is the
+ * mirror's newest + 1; one past a hole, or one that arrives while a read is in flight, only
+ * notes the position heard, and a catch-up read fetches what is missing from the stream (the
+ * feed and the reads use two connections, so their order is not one). Reads carry the epoch:
+ * a different one is a new life (the keys were lost), loaded afresh, and subscribers get a
+ * reset. After the last local subscriber leaves, the subscription lingers LINGER_MS (a
+ * reconnecting client finds the mirror warm), then it and the mirror go.
+ */
+#include "store_redis_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <hiredis/hiredis.h>
+
+#include "clock.h"
+#include "event.h"
+#include "history.h"
+#include "log.h"
+#include "stats.h"
+
+#define READS_IN_FLIGHT_MAX 32 /* loads and catch-ups sent at once, over every stream */
+#define STALL_RETRY_MS 5       /* an inbox was full: read again from newest after this */
+#define LINGER_MS 3000         /* subscribed this long after the last local subscriber left */
+#define SWEEP_MS 1000          /* how often lingering subscriptions are looked at */
+#define INDEX_BUCKETS_MIN 64
+
+uint32_t lg_redis__random_epoch(void)
+{
+    uint32_t e = 0;
+    while (e == 0)
+        if (getrandom(&e, sizeof e, 0) != (ssize_t)sizeof e)
+            e = (uint32_t)lg_mono_ns();
+    return e;
+}
+
+/* ---- The channel index ------------------------------------------------------------------ */
+
+static uint32_t hash_of(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static struct redis_stream **bucket_of(struct redis_store *st, const char *ch, size_t len)
+{
+    return &st->by_channel[hash_of(ch, len) & st->by_channel_mask];
+}
+
+static int index_grow(struct redis_store *st)
+{
+    size_t buckets = st->by_channel ? (st->by_channel_mask + 1) * 2 : INDEX_BUCKETS_MIN;
+    struct redis_stream **fresh = calloc(buckets, sizeof *fresh);
+    if (!fresh)
+        return -1;
+    struct redis_stream **old = st->by_channel;
+    size_t old_buckets = old ? st->by_channel_mask + 1 : 0;
+    st->by_channel = fresh;
+    st->by_channel_mask = buckets - 1;
+    for (size_t b = 0; b < old_buckets; b++) {
+        for (struct redis_stream *s = old[b], *next; s; s = next) {
+            next = s->next_by_channel;
+            struct redis_stream **head = bucket_of(st, s->key_channel, strlen(s->key_channel));
+            s->next_by_channel = *head;
+            *head = s;
+        }
+    }
+    free(old);
+    return 0;
+}
+
+int lg_redis__index_add(struct redis_store *st, struct redis_stream *s)
+{
+    if ((!st->by_channel || st->stream_count >= 2 * (st->by_channel_mask + 1)) &&
+        index_grow(st) != 0 && !st->by_channel)
+        return -1; /* a failed growth leaves longer chains, not a failure */
+    struct redis_stream **head = bucket_of(st, s->key_channel, strlen(s->key_channel));
+    s->next_by_channel = *head;
+    *head = s;
+    st->stream_count++;
+    return 0;
+}
+
+void lg_redis__index_remove(struct redis_store *st, struct redis_stream *s)
+{
+    for (struct redis_stream **pp = bucket_of(st, s->key_channel, strlen(s->key_channel)); *pp;
+         pp = &(*pp)->next_by_channel) {
+        if (*pp == s) {
+            *pp = s->next_by_channel;
+            st->stream_count--;
+            return;
+        }
+    }
+}
+
+static struct redis_stream *stream_by_channel(struct redis_store *st, const redisReply *ch)
+{
+    if (ch->type != REDIS_REPLY_STRING || !st->by_channel)
+        return NULL;
+    for (struct redis_stream *s = *bucket_of(st, ch->str, ch->len); s; s = s->next_by_channel)
+        if (strlen(s->key_channel) == ch->len && memcmp(s->key_channel, ch->str, ch->len) == 0)
+            return s;
+    return NULL;
+}
+
+static struct redis_stream *stream_by_id(struct redis_store *st, uint64_t id)
+{
+    for (struct redis_stream *s = st->streams; s; s = s->next)
+        if (s->id == id)
+            return s;
+    return NULL;
+}
+
+/* ---- Events ------------------------------------------------------------------------------ */
+
+/* One field of an entry or a message into f. */
+static void set_field(struct lg_event_fields *f, char name, const char *v, size_t len)
+{
+    switch (name) {
+    case 'y': f->type = v, f->type_len = len; break;
+    case 'k': f->key = v, f->key_len = len; break;
+    case 'd': f->data = v, f->data_len = len; break;
+    case 'j': f->data_is_json = len > 0 && v[0] == '1'; break;
+    case 'u': f->published_unix_ms = strtoll(v, NULL, 10); break;
+    case 'i': f->idempotency_key = v, f->idempotency_key_len = len; break;
+    }
+}
+
+/* The event of f, aged from its publish time so history age bounds agree across nodes.
+ * Return value: new reference, or NULL (no position, logged; or out of memory). */
+static struct lg_event *event_of(struct redis_stream *s, struct lg_event_fields *f)
+{
+    if (f->seq == 0) {
+        lg_warn("redis: topic %s: an event without a position; skipped", s->name);
+        return NULL;
+    }
+    int64_t age_ms = lg_unix_ms() - f->published_unix_ms;
+    uint64_t now = lg_mono_ns();
+    f->published_mono_ns = age_ms > 0 && (uint64_t)age_ms * 1000000u < now
+                               ? now - (uint64_t)age_ms * 1000000u : now;
+    return lg_event_create(f);
+}
+
+static struct lg_event_fields fields_for(struct redis_stream *s, void *owner, uint32_t epoch)
+{
+    return (struct lg_event_fields){.topic = owner, .topic_name = s->name,
+                                    .topic_name_len = s->name_len, .epoch = epoch, .data = ""};
+}
+
+static uint64_t entry_seq(const redisReply *id)
+{
+    if (id->type != REDIS_REPLY_STRING)
+        return 0;
+    const char *dash = strchr(id->str, '-');
+    return dash ? strtoull(dash + 1, NULL, 10) : 0;
+}
+
+/* The event of stream entry [id, [field, value, ...]]. */
+static struct lg_event *entry_event(struct redis_stream *s, const redisReply *entry,
+                                    uint32_t epoch, void *owner)
+{
+    if (entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
+        entry->element[1]->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    struct lg_event_fields f = fields_for(s, owner, epoch);
+    f.seq = entry_seq(entry->element[0]);
+    const redisReply *kv = entry->element[1];
+    for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+        const redisReply *k = kv->element[i], *v = kv->element[i + 1];
+        if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING && k->len == 1)
+            set_field(&f, k->str[0], v->str, v->len);
+    }
+    return event_of(s, &f);
+}
+
+/* A decimal number ending at `end` (':'); *p moves past it. Return value: false if malformed. */
+static bool take_number(const char **p, const char *end, uint64_t *out)
+{
+    char *stop;
+    if (*p >= end || **p < '0' || **p > '9')
+        return false;
+    *out = strtoull(*p, &stop, 10);
+    if (stop >= end || *stop != ':')
+        return false;
+    *p = stop + 1;
+    return true;
+}
+
+/* A message of the append script: "<epoch>:<seq>:" then "<name><length>:<value>" per field.
+ * Fields point into the payload. Return value: false if malformed. */
+static bool parse_message(const char *p, size_t len, struct lg_event_fields *f)
+{
+    const char *end = p + len;
+    uint64_t epoch, seq, n;
+    if (!take_number(&p, end, &epoch) || !take_number(&p, end, &seq) || epoch > UINT32_MAX)
+        return false;
+    f->epoch = (uint32_t)epoch;
+    f->seq = seq;
+    while (p < end) {
+        char name = *p++;
+        if (!take_number(&p, end, &n) || n > (uint64_t)(end - p))
+            return false;
+        set_field(f, name, p, (size_t)n);
+        p += n;
+    }
+    return true;
+}
+
+/* ---- Delivery into the hub and the mirror ---------------------------------------------------- */
+
+static void deliver_lock(struct redis_store *st, void *owner)
+{
+    if (owner && st->has_hooks)
+        st->hooks.lock(st->hooks.arg, owner);
+}
+
+static void deliver_unlock(struct redis_store *st, void *owner)
+{
+    if (owner && st->has_hooks)
+        st->hooks.unlock(st->hooks.arg, owner);
+}
+
+static void *owner_of(struct redis_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    void *owner = s->owner;
+    pthread_mutex_unlock(&s->lock);
+    return owner;
+}
+
+/* Hand ev (the next position) to the hub, then keep it in the mirror. Owner's lock held.
+ * Return value: false when the hub had no room (nothing kept: it is read again later). */
+static bool offer(struct redis_stream *s, void *owner, struct lg_event *ev)
+{
+    struct redis_store *st = s->store;
+    if (owner && st->has_hooks && !st->hooks.deliver(st->hooks.arg, owner, ev)) {
+        LG_STAT_ADD(redis_tail_stalls, 1);
+        return false;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->newest = ev->seq;
+    if (lg_history_append(&s->history, lg_event_ref(ev), ev->published_mono_ns) != 0)
+        lg_warn("redis: topic %s: event %" PRIu64 " not mirrored (out of memory)", s->name,
+                ev->seq);
+    pthread_mutex_unlock(&s->lock);
+    return true;
+}
+
+/* Forget the mirror (a new life, or nobody wants it any more). */
+static void drop_mirror(struct redis_stream *s)
+{
+    void *owner = owner_of(s);
+    deliver_lock(s->store, owner);
+    pthread_mutex_lock(&s->lock);
+    lg_history_release(&s->history);
+    lg_history_init(&s->history, s->bounds);
+    s->newest = 0;
+    s->epoch = 0;
+    s->ready = false;
+    pthread_mutex_unlock(&s->lock);
+    deliver_unlock(s->store, owner);
+    s->heard = 0;
+    s->empty_reads = 0;
+}
+
+/* ---- Reads: the load and catch-ups, at most READS_IN_FLIGHT_MAX at once ----------------------- */
+
+static void pump(struct redis_store *st);
+static void schedule_tick(struct redis_store *st, uint32_t ms);
+/* A new life of s began (its epoch changed): load it afresh; its subscribers get a reset on
+ * the new life's first event (lg_subscriber_offer). */
+static void new_life(struct redis_stream *s);
+
+/* s needs a read of the stream (a load when its mirror is not ready). Bridge thread,
+ * streams_lock held. */
+static void need_read(struct redis_stream *s)
+{
+    struct redis_store *st = s->store;
+    if (s->queued || s->loading || s->catching || s->stalled)
+        return;
+    s->queued = true;
+    s->queue_next = NULL;
+    if (st->queue_tail)
+        st->queue_tail->queue_next = s;
+    else
+        st->queue_head = s;
+    st->queue_tail = s;
+}
+
+/* A read in flight names its stream by id: the stream may be closed before the answer. */
+struct read_call {
+    struct redis_store *st;
+    uint64_t stream_id;
+};
+
+/* A read's answer: free the call, count it, find its stream (NULL if closed meanwhile).
+ * Returns with streams_lock held. */
+static struct redis_stream *end_read(struct read_call *call, struct redis_store **st)
+{
+    *st = call->st;
+    pthread_mutex_lock(&(*st)->streams_lock);
+    if ((*st)->reads_in_flight)
+        (*st)->reads_in_flight--;
+    struct redis_stream *s = stream_by_id(*st, call->stream_id);
+    free(call);
+    return s;
+}
+
+static void end_read_unlock(struct redis_store *st)
+{
+    pump(st);
+    pthread_mutex_unlock(&st->streams_lock);
+}
+
+static bool is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+/* A message named a position that was not applied: the read in flight, or the next one,
+ * brings it. */
+static void note_heard(struct redis_stream *s, uint32_t epoch, uint64_t seq)
+{
+    if (!s->heard || seq > s->heard || epoch != s->heard_epoch) {
+        s->heard = seq;
+        s->heard_epoch = epoch;
+    }
+}
+
+/* After a read that brought `entries`: read again while a message named a position past the
+ * mirror. A message proves its entry was appended before the read that follows it was sent,
+ * so one more read finds it, unless the stream lost it (its key deleted): then the next event
+ * shows the hole as a gap. */
+static void after_read(struct redis_stream *s, size_t entries)
+{
+    if (!s->heard)
+        return;
+    pthread_mutex_lock(&s->lock);
+    uint32_t epoch = s->epoch;
+    uint64_t newest = s->newest;
+    pthread_mutex_unlock(&s->lock);
+    if (s->heard_epoch != epoch) {
+        new_life(s); /* the message came from another life than the one read */
+        return;
+    }
+    if (s->heard <= newest || (entries == 0 && s->empty_reads++ > 0)) {
+        s->heard = 0;
+        s->empty_reads = 0;
+        return;
+    }
+    need_read(s);
+}
+
+/* The answer of the load script: {epoch, counter, newest entries first}. */
+static void on_load_reply(void *reply, void *priv)
+{
+    struct redis_store *st;
+    struct redis_stream *s = end_read(priv, &st);
+    redisReply *r = reply;
+    if (!s) {
+        end_read_unlock(st);
+        return;
+    }
+    s->loading = false;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_ARRAY) {
+        if (r)
+            lg_warn("redis: topic %s: loading failed: %s", s->name,
+                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+        if (is_noscript(r))
+            lg_redis__load_scripts(st);
+        if (r && s->sub == REDIS_SUB_ON)
+            need_read(s); /* again (a lost connection resubscribes, and reads then) */
+        end_read_unlock(st);
+        return;
+    }
+    uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
+    uint64_t counter = r->element[1]->type == REDIS_REPLY_STRING
+                           ? strtoull(r->element[1]->str, NULL, 10) : 0;
+    const redisReply *entries = r->element[2];
+    void *owner = owner_of(s);
+    deliver_lock(st, owner);
+    pthread_mutex_lock(&s->lock);
+    s->epoch = epoch;
+    struct lg_event *newest_ev = NULL;
+    for (size_t i = entries->elements; i-- > 0;) {
+        struct lg_event *ev = entry_event(s, entries->element[i], epoch, owner);
+        if (!ev)
+            continue;
+        s->newest = ev->seq;
+        if (lg_history_append(&s->history, lg_event_ref(ev), ev->published_mono_ns) != 0)
+            lg_warn("redis: topic %s: event %" PRIu64 " not mirrored", s->name, ev->seq);
+        if (newest_ev)
+            lg_event_unref(&newest_ev);
+        newest_ev = ev;
+    }
+    if (counter > s->newest)
+        s->newest = counter;
+    s->ready = true;
+    pthread_mutex_unlock(&s->lock);
+    /* Subscribers that arrived while it loaded resolve their replay on an event of the
+     * topic: offer them the newest (live subscribers have it already and skip it). */
+    if (newest_ev && owner && st->has_hooks && !st->hooks.deliver(st->hooks.arg, owner, newest_ev))
+        lg_warn("redis: topic %s: no inbox room to tell waiting subscribers it loaded; they "
+                "resolve on its next event", s->name);
+    if (newest_ev)
+        lg_event_unref(&newest_ev);
+    deliver_unlock(st, owner);
+    after_read(s, entries->elements);
+    end_read_unlock(st);
+}
+
+static void new_life(struct redis_stream *s)
+{
+    lg_warn("redis: topic %s: the stream has a new epoch (Redis lost it, or its keys were "
+            "deleted): its subscribers get a reset", s->name);
+    drop_mirror(s);
+    need_read(s);
+}
+
+/* Apply entries (oldest first) past the mirror's newest. Return value: false when an inbox
+ * had no room (the rest is read again later). */
+static bool apply_entries(struct redis_stream *s, const redisReply *entries)
+{
+    struct redis_store *st = s->store;
+    pthread_mutex_lock(&s->lock);
+    void *owner = s->owner;
+    uint32_t epoch = s->epoch;
+    pthread_mutex_unlock(&s->lock);
+    bool taken = true;
+    deliver_lock(st, owner);
+    for (size_t i = 0; i < entries->elements && taken; i++) {
+        struct lg_event *ev = entry_event(s, entries->element[i], epoch, owner);
+        if (!ev)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        bool seen = ev->seq <= s->newest;
+        pthread_mutex_unlock(&s->lock);
+        taken = seen || offer(s, owner, ev);
+        lg_event_unref(&ev);
+    }
+    deliver_unlock(st, owner);
+    return taken;
+}
+
+static void stall(struct redis_stream *s)
+{
+    struct redis_store *st = s->store;
+    if (s->stalled)
+        return;
+    s->stalled = true;
+    s->stalled_next = st->stalled;
+    st->stalled = s;
+    schedule_tick(st, STALL_RETRY_MS);
+}
+
+/* The answer of the catch-up script: {epoch, entries from newest + 1}. */
+static void on_catch_up_reply(void *reply, void *priv)
+{
+    struct redis_store *st;
+    struct redis_stream *s = end_read(priv, &st);
+    redisReply *r = reply;
+    if (!s) {
+        end_read_unlock(st);
+        return;
+    }
+    s->catching = false;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (r)
+            lg_warn("redis: topic %s: reading it failed: %s", s->name,
+                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+        if (is_noscript(r))
+            lg_redis__load_scripts(st);
+        if (r && s->sub == REDIS_SUB_ON)
+            need_read(s);
+        end_read_unlock(st);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    bool same_life = strtoul(r->element[0]->str, NULL, 10) == s->epoch;
+    pthread_mutex_unlock(&s->lock);
+    if (!same_life) {
+        new_life(s);
+        end_read_unlock(st);
+        return;
+    }
+    const redisReply *entries = r->element[1];
+    bool complete = apply_entries(s, entries);
+    if (!complete)
+        stall(s);
+    else if (entries->elements >= LG_REDIS_CATCH_UP_COUNT)
+        need_read(s); /* more where these came from */
+    else
+        after_read(s, entries->elements);
+    end_read_unlock(st);
+}
+
+static int send_load(struct redis_stream *s, struct read_call *call)
+{
+    struct redis_store *st = s->store;
+    char epoch[16], count[16];
+    snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch());
+    snprintf(count, sizeof count, "%" PRIu32, s->bounds.max_events);
+    const char *argv[] = {"EVALSHA", st->load_script.sha, "3", s->key_stream, s->key_counter,
+                          s->key_epoch, epoch, count};
+    size_t lens[8];
+    for (size_t i = 0; i < 8; i++)
+        lens[i] = strlen(argv[i]);
+    int rc = lg_redis_command(st->bridge, on_load_reply, call, 8, argv, lens);
+    s->loading = rc == 0;
+    return rc;
+}
+
+static int send_catch_up(struct redis_stream *s, struct read_call *call)
+{
+    struct redis_store *st = s->store;
+    char from[24], count[16];
+    pthread_mutex_lock(&s->lock);
+    snprintf(from, sizeof from, "%" PRIu64, s->newest + 1);
+    pthread_mutex_unlock(&s->lock);
+    snprintf(count, sizeof count, "%d", LG_REDIS_CATCH_UP_COUNT);
+    const char *argv[] = {"EVALSHA", st->catch_up_script.sha, "2", s->key_stream, s->key_epoch,
+                          from, count};
+    size_t lens[7];
+    for (size_t i = 0; i < 7; i++)
+        lens[i] = strlen(argv[i]);
+    int rc = lg_redis_command(st->bridge, on_catch_up_reply, call, 7, argv, lens);
+    s->catching = rc == 0;
+    return rc;
+}
+
+/* Send the queued reads, up to READS_IN_FLIGHT_MAX in flight. streams_lock held. */
+static void pump(struct redis_store *st)
+{
+    while (st->queue_head && st->reads_in_flight < READS_IN_FLIGHT_MAX &&
+           lg_redis_bridge_up(st->bridge)) {
+        struct redis_stream *s = st->queue_head;
+        st->queue_head = s->queue_next;
+        if (!st->queue_head)
+            st->queue_tail = NULL;
+        s->queued = false;
+        if (s->sub != REDIS_SUB_ON)
+            continue; /* read once its subscription is confirmed */
+        struct read_call *call = malloc(sizeof *call);
+        if (!call) {
+            stall(s); /* tried again shortly */
+            continue;
+        }
+        *call = (struct read_call){.st = st, .stream_id = s->id};
+        pthread_mutex_lock(&s->lock);
+        bool ready = s->ready;
+        pthread_mutex_unlock(&s->lock);
+        if ((ready ? send_catch_up(s, call) : send_load(s, call)) == 0)
+            st->reads_in_flight++;
+        else
+            free(call); /* not connected: everything is read again once it is */
+    }
+}
+
+/* ---- The live feed ------------------------------------------------------------------------- */
+
+/* A message of s's channel. streams_lock held. */
+static void on_message(struct redis_stream *s, const redisReply *payload)
+{
+    void *owner = owner_of(s);
+    struct lg_event_fields f = fields_for(s, owner, 0);
+    if (payload->type != REDIS_REPLY_STRING || !parse_message(payload->str, payload->len, &f)) {
+        lg_warn("redis: topic %s: a malformed message on its channel; read from the stream",
+                s->name);
+        need_read(s);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    bool ready = s->ready;
+    uint32_t epoch = s->epoch;
+    uint64_t newest = s->newest;
+    pthread_mutex_unlock(&s->lock);
+    if (!ready || s->loading || s->catching || s->queued || s->stalled) {
+        note_heard(s, f.epoch, f.seq);
+        return;
+    }
+    if (f.epoch != epoch) {
+        new_life(s);
+        return;
+    }
+    if (f.seq <= newest)
+        return;
+    if (f.seq != newest + 1) {
+        note_heard(s, f.epoch, f.seq); /* a hole: read what is missing from the stream */
+        need_read(s);
+        return;
+    }
+    struct lg_event *ev = event_of(s, &f);
+    if (!ev) {
+        need_read(s);
+        return;
+    }
+    deliver_lock(s->store, owner);
+    bool taken = offer(s, owner, ev);
+    deliver_unlock(s->store, owner);
+    lg_event_unref(&ev);
+    if (!taken) {
+        note_heard(s, f.epoch, f.seq);
+        stall(s);
+    }
+}
+
+static void subscribe(struct redis_stream *s)
+{
+    if (lg_redis_subscribe(s->store->bridge, s->key_channel, strlen(s->key_channel)) == 0)
+        s->sub = REDIS_SUB_ASKED;
+}
+
+static void on_subscribed(struct redis_stream *s)
+{
+    s->sub = REDIS_SUB_ON;
+    need_read(s); /* the load, or a catch-up over what came before the subscription */
+}
+
+static void on_unsubscribed(struct redis_stream *s, bool listening)
+{
+    s->sub = REDIS_SUB_NONE;
+    if (listening)
+        subscribe(s); /* wanted again while it left */
+}
+
+/* Whether local subscribers want s, or did within LINGER_MS (interest_lock taken here). */
+static bool listening(struct redis_stream *s, uint64_t now_ms)
+{
+    struct redis_store *st = s->store;
+    pthread_mutex_lock(&st->interest_lock);
+    bool on = s->wanted || now_ms - s->last_wanted_ms < LINGER_MS;
+    pthread_mutex_unlock(&st->interest_lock);
+    return on;
+}
+
+void lg_redis__on_pubsub(void *arg, void *reply)
+{
+    struct redis_store *st = arg;
+    redisReply *r = reply;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    const char *kind = r->element[0]->str;
+    pthread_mutex_lock(&st->streams_lock);
+    struct redis_stream *s = stream_by_channel(st, r->element[1]);
+    if (s && strcmp(kind, "message") == 0)
+        on_message(s, r->element[2]);
+    else if (s && strcmp(kind, "subscribe") == 0)
+        on_subscribed(s);
+    else if (s && strcmp(kind, "unsubscribe") == 0)
+        on_unsubscribed(s, listening(s, lg_mono_ms()));
+    pump(st);
+    pthread_mutex_unlock(&st->streams_lock);
+}
+
+/* ---- Interest: subscribing, lingering, leaving ----------------------------------------------- */
+
+static void linger(struct redis_stream *s)
+{
+    struct redis_store *st = s->store;
+    if (s->lingering)
+        return;
+    s->lingering = true;
+    s->linger_next = st->linger;
+    st->linger = s;
+    schedule_tick(st, SWEEP_MS);
+}
+
+/* Act on what the hub said of s (streams_lock held). */
+static void follow_interest(struct redis_stream *s, uint64_t now_ms)
+{
+    pthread_mutex_lock(&s->store->interest_lock);
+    bool refresh = s->refresh_asked;
+    s->refresh_asked = false;
+    pthread_mutex_unlock(&s->store->interest_lock);
+    if (!listening(s, now_ms)) {
+        if (s->sub == REDIS_SUB_ASKED || s->sub == REDIS_SUB_ON)
+            linger(s);
+        return;
+    }
+    pthread_mutex_lock(&s->store->interest_lock);
+    bool wanted = s->wanted;
+    pthread_mutex_unlock(&s->store->interest_lock);
+    if (!wanted) /* touched (a subscribe that did not stay): lingers from now */
+        linger(s);
+    if (s->sub == REDIS_SUB_NONE)
+        subscribe(s);
+    else if (refresh && s->sub == REDIS_SUB_ON)
+        need_read(s);
+}
+
+/* Unsubscribe the lingering streams nobody wanted for LINGER_MS. streams_lock held. */
+static void sweep_linger(struct redis_store *st, uint64_t now_ms)
+{
+    for (struct redis_stream **pp = &st->linger; *pp;) {
+        struct redis_stream *s = *pp;
+        bool on = listening(s, now_ms);
+        pthread_mutex_lock(&st->interest_lock);
+        bool wanted = s->wanted;
+        pthread_mutex_unlock(&st->interest_lock);
+        if (!wanted && on) {
+            pp = &s->linger_next;
+            continue;
+        }
+        *pp = s->linger_next;
+        s->lingering = false;
+        if (on || s->sub == REDIS_SUB_NONE || s->sub == REDIS_SUB_LEAVING)
+            continue;
+        if (lg_redis_unsubscribe(st->bridge, s->key_channel, strlen(s->key_channel)) == 0)
+            s->sub = REDIS_SUB_LEAVING;
+        drop_mirror(s);
+    }
+}
+
+static void retry_stalled(struct redis_store *st)
+{
+    struct redis_stream *s = st->stalled;
+    st->stalled = NULL;
+    for (; s; s = s->stalled_next) {
+        s->stalled = false;
+        need_read(s);
+    }
+}
+
+static void on_tick(void *arg)
+{
+    struct redis_store *st = arg;
+    st->tick_at_ms = 0;
+    uint64_t now = lg_mono_ms();
+    pthread_mutex_lock(&st->streams_lock);
+    retry_stalled(st);
+    sweep_linger(st, now);
+    if (st->linger)
+        schedule_tick(st, SWEEP_MS);
+    pump(st);
+    pthread_mutex_unlock(&st->streams_lock);
+}
+
+/* Arm the bridge's timer for ms from now unless it fires sooner already. */
+static void schedule_tick(struct redis_store *st, uint32_t ms)
+{
+    uint64_t at = lg_mono_ms() + ms;
+    if (st->tick_at_ms && st->tick_at_ms <= at)
+        return;
+    st->tick_at_ms = at;
+    lg_redis_bridge_later(st->bridge, ms, on_tick, st);
+}
+
+/* The streams whose interest changed since the last kick (each once), in any order. */
+static void take_marked(struct redis_store *st, uint64_t now_ms)
+{
+    pthread_mutex_lock(&st->interest_lock);
+    struct redis_stream *s = st->marked;
+    st->marked = NULL;
+    for (struct redis_stream *m = s; m; m = m->marked_next)
+        m->marked = false;
+    pthread_mutex_unlock(&st->interest_lock);
+    for (; s; s = s->marked_next)
+        follow_interest(s, now_ms);
+}
+
+void lg_redis__run_kick(struct lg_redis_job *job, bool up)
+{
+    struct redis_store *st =
+        (struct redis_store *)((char *)job - offsetof(struct redis_store, kick));
+    atomic_store(&st->kick_queued, false);
+    if (!up)
+        return; /* lg_redis__on_up() subscribes every wanted stream */
+    pthread_mutex_lock(&st->streams_lock);
+    take_marked(st, lg_mono_ms());
+    pump(st);
+    pthread_mutex_unlock(&st->streams_lock);
+}
+
+void lg_redis__kick(struct redis_store *st)
+{
+    if (!atomic_exchange(&st->kick_queued, true) && !lg_redis_bridge_post(st->bridge, &st->kick))
+        atomic_store(&st->kick_queued, false); /* down: lg_redis__on_up() takes them */
+}
+
+void lg_redis__mark(struct redis_stream *s, bool refresh)
+{
+    struct redis_store *st = s->store;
+    pthread_mutex_lock(&st->interest_lock);
+    s->refresh_asked |= refresh;
+    bool first = !s->marked;
+    if (first) {
+        s->marked = true;
+        s->marked_next = st->marked;
+        st->marked = s;
+    }
+    pthread_mutex_unlock(&st->interest_lock);
+    if (first)
+        lg_redis__kick(st);
+}
+
+/* ---- Connection events ----------------------------------------------------------------------- */
+
+static void on_script_loaded(void *reply, void *priv)
+{
+    redisReply *r = reply;
+    (void)priv;
+    if (r && r->type == REDIS_REPLY_ERROR)
+        lg_warn("redis: SCRIPT LOAD failed: %s", r->str);
+}
+
+void lg_redis__load_scripts(struct redis_store *st)
+{
+    const struct redis_script *scripts[] = {&st->append_script, &st->load_script,
+                                            &st->catch_up_script};
+    for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+        const char *argv[] = {"SCRIPT", "LOAD", scripts[i]->text};
+        const size_t lens[] = {6, 4, strlen(scripts[i]->text)};
+        lg_redis_command(st->bridge, on_script_loaded, NULL, 3, argv, lens);
+    }
+}
+
+void lg_redis__on_up(void *arg)
+{
+    struct redis_store *st = arg;
+    lg_redis__load_scripts(st); /* before any EVALSHA on this connection */
+    uint64_t now = lg_mono_ms();
+    pthread_mutex_lock(&st->streams_lock);
+    take_marked(st, now);
+    for (struct redis_stream *s = st->streams; s; s = s->next)
+        if (s->sub == REDIS_SUB_NONE && listening(s, now))
+            subscribe(s); /* then a catch-up (or the load) once Redis confirms it */
+    pthread_mutex_unlock(&st->streams_lock);
+}
+
+void lg_redis__on_down(void *arg)
+{
+    struct redis_store *st = arg;
+    uint64_t now = lg_mono_ms();
+    pthread_mutex_lock(&st->streams_lock);
+    st->queue_head = st->queue_tail = NULL;
+    st->linger = st->stalled = NULL;
+    st->reads_in_flight = 0;
+    for (struct redis_stream *s = st->streams; s; s = s->next) {
+        s->sub = REDIS_SUB_NONE;
+        s->loading = s->catching = s->queued = s->stalled = s->lingering = false;
+        if (!listening(s, now))
+            drop_mirror(s); /* nobody wants it: not kept stale */
+    }
+    pthread_mutex_unlock(&st->streams_lock);
+}
