@@ -30,7 +30,7 @@ struct lg_redis_bridge {
     bool thread_started;
     struct ev_loop *loop;
     ev_async wake;
-    ev_timer reconnect, watchdog, later;
+    ev_timer reconnect, reconnect_feed, watchdog, later;
     void (*later_fn)(void *);
     void *later_arg;
 
@@ -143,6 +143,7 @@ static void fail_session(struct lg_redis_bridge *b, const char *why)
     b->cmd = b->sub = NULL;
     b->up = b->cmd_ready = b->sub_ready = false;
     b->cmd_inflight = 0;
+    ev_timer_stop(b->loop, &b->reconnect_feed); /* both come back together */
     if (was_up || c || t)
         set_state(b, atomic_load(&b->stopping) ? LG_REDIS_STOPPED : LG_REDIS_DOWN);
     if (was_up) {
@@ -160,16 +161,37 @@ static void fail_session(struct lg_redis_bridge *b, const char *why)
     schedule_reconnect(b);
 }
 
+/* The Pub/Sub connection alone was lost while commands still work: publishes go on, the
+ * user resubscribes once it is back (and reads what it missed from the streams). */
+static void lose_feed(struct lg_redis_bridge *b, const char *why)
+{
+    b->sub = NULL;
+    b->sub_ready = false;
+    LG_STAT_ADD(redis_connections_lost, 1);
+    lg_warn("redis: Pub/Sub connection lost (%s); reconnecting it, publishes go on", why);
+    if (b->user.feed_lost)
+        b->user.feed_lost(b->user.arg);
+    if (!atomic_load(&b->stopping) && !ev_is_active(&b->reconnect_feed)) {
+        ev_timer_set(&b->reconnect_feed, b->opts.reconnect_min_ms / 1000.0, 0.);
+        ev_timer_start(b->loop, &b->reconnect_feed);
+    }
+}
+
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     struct lg_redis_bridge *b = ac->data;
+    const char *why = status == REDIS_OK ? "closed" : ac->errstr;
+    if (ac == b->sub && b->up && b->cmd) {
+        lose_feed(b, why);
+        return;
+    }
     if (ac == b->cmd)
         b->cmd = NULL;
     else if (ac == b->sub)
         b->sub = NULL;
     else
         return; /* freed by fail_session already */
-    fail_session(b, status == REDIS_OK ? "closed" : ac->errstr);
+    fail_session(b, why);
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -177,11 +199,15 @@ static void on_connect(const redisAsyncContext *ac, int status)
     struct lg_redis_bridge *b = ac->data;
     if (status != REDIS_OK) {
         /* hiredis frees ac after this callback and calls no disconnect callback */
+        lg_debug("redis: connect failed: %s", ac->errstr);
+        if (ac == b->sub && b->up) {
+            lose_feed(b, ac->errstr); /* try the Pub/Sub connection again later */
+            return;
+        }
         if (ac == b->cmd)
             b->cmd = NULL;
         else if (ac == b->sub)
             b->sub = NULL;
-        lg_debug("redis: connect failed: %s", ac->errstr);
         fail_session(b, ac->errstr);
         return;
     }
@@ -189,6 +215,12 @@ static void on_connect(const redisAsyncContext *ac, int status)
         b->cmd_ready = true;
     else if (ac == b->sub)
         b->sub_ready = true;
+    if (ac == b->sub && b->up) {
+        lg_info("redis: Pub/Sub connection back");
+        if (b->user.feed_back)
+            b->user.feed_back(b->user.arg);
+        return;
+    }
     if (b->cmd_ready && b->sub_ready && !b->up) {
         b->up = true;
         b->backoff_ms = 0;
@@ -231,6 +263,14 @@ static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop, (void)revents;
     connect_now(w->data);
+}
+
+static void on_reconnect_feed(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    struct lg_redis_bridge *b = w->data;
+    if (b->up && !b->sub && !(b->sub = open_one(b)))
+        lose_feed(b, "connect failed");
 }
 
 static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
@@ -377,6 +417,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
     run_jobs(b, false);
     fail_session(b, "stopping");
     ev_timer_stop(loop, &b->reconnect);
+    ev_timer_stop(loop, &b->reconnect_feed);
     ev_timer_stop(loop, &b->watchdog);
     ev_timer_stop(loop, &b->later);
     ev_async_stop(loop, &b->wake);
@@ -418,6 +459,8 @@ int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_b
     ev_async_start(b->loop, &b->wake);
     ev_timer_init(&b->reconnect, on_reconnect, 0., 0.);
     b->reconnect.data = b;
+    ev_timer_init(&b->reconnect_feed, on_reconnect_feed, 0., 0.);
+    b->reconnect_feed.data = b;
     ev_timer_init(&b->later, on_later, 0., 0.);
     b->later.data = b;
     ev_timer_init(&b->watchdog, on_watchdog, WATCHDOG_S, WATCHDOG_S);

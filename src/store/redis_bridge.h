@@ -68,6 +68,10 @@ struct lg_redis_bridge_user {
     void (*up)(void *arg);   /* both connections are (again) ready: resync, resubscribe */
     void (*down)(void *arg); /* the connections are gone (pending replies were failed, every
                                 subscription with them) */
+    /* The Pub/Sub connection alone was lost (commands still work; every subscription is gone),
+     * and later back: resubscribe. */
+    void (*feed_lost)(void *arg);
+    void (*feed_back)(void *arg);
     /* Each reply of the Pub/Sub connection (a struct redisReply *, borrowed for the call):
      * ["subscribe"|"unsubscribe", channel, count] and ["message", channel, payload]. */
     void (*pubsub)(void *arg, void *reply);

@@ -286,9 +286,10 @@ static void drop_mirror(struct redis_stream *s)
 
 static void pump(struct redis_store *st);
 static void schedule_tick(struct redis_store *st, uint32_t ms);
-/* A new life of s began (its epoch changed): load it afresh; its subscribers get a reset on
- * the new life's first event (lg_subscriber_offer). */
-static void new_life(struct redis_stream *s);
+/* A new life of s began: its epoch is now epoch (0: not known yet). */
+static void new_life(struct redis_stream *s, uint32_t epoch);
+static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries);
+static void stall(struct redis_stream *s);
 
 /* s needs a read of the stream (a load when its mirror is not ready). Bridge thread,
  * streams_lock held. */
@@ -359,7 +360,7 @@ static void after_read(struct redis_stream *s, size_t entries)
     uint64_t newest = s->newest;
     pthread_mutex_unlock(&s->lock);
     if (s->heard_epoch != epoch) {
-        new_life(s); /* the message came from another life than the one read */
+        new_life(s, s->heard_epoch); /* the message came from another life than the one read */
         return;
     }
     if (s->heard <= newest || (entries == 0 && s->empty_reads++ > 0)) {
@@ -425,16 +426,125 @@ static void on_load_reply(void *reply, void *priv)
     if (newest_ev)
         lg_event_unref(&newest_ev);
     deliver_unlock(st, owner);
-    after_read(s, entries->elements);
+    settle(s, epoch, entries->elements);
     end_read_unlock(st);
 }
 
-static void new_life(struct redis_stream *s)
+/* The mirror starts the new life empty and a catch-up reads it from its first position, so
+ * live subscribers get every event of it in order, after a reset (lg_subscriber_offer sees the
+ * new epoch on its first event). With the epoch unknown, the load learns it. */
+static void begin_life(struct redis_stream *s, uint32_t epoch)
 {
     lg_warn("redis: topic %s: the stream has a new epoch (Redis lost it, or its keys were "
             "deleted): its subscribers get a reset", s->name);
     drop_mirror(s);
+    if (!epoch)
+        return;
+    void *owner = owner_of(s);
+    deliver_lock(s->store, owner);
+    pthread_mutex_lock(&s->lock);
+    s->epoch = epoch;
+    s->ready = true;
+    pthread_mutex_unlock(&s->lock);
+    deliver_unlock(s->store, owner);
+}
+
+static void new_life(struct redis_stream *s, uint32_t epoch)
+{
+    begin_life(s, epoch);
     need_read(s);
+}
+
+void lg_redis__release_held(struct redis_stream *s)
+{
+    for (uint32_t i = 0; i < s->held_count; i++)
+        lg_event_unref(&s->held[i]);
+    free(s->held);
+    s->held = NULL;
+    s->held_count = s->held_cap = 0;
+    s->held_overflow = false;
+}
+
+/* Keep the event of a message that came while a read was in flight: it is applied after the
+ * read, so nothing depends on the stream still holding it (its keys may be gone by then). */
+static void hold(struct redis_stream *s, struct lg_event_fields *f)
+{
+    if (s->held_overflow || s->held_count == LG_REDIS_HELD_MAX) {
+        if (!s->held_overflow)
+            lg_redis__release_held(s);
+        s->held_overflow = true;
+        note_heard(s, f->epoch, f->seq);
+        return;
+    }
+    if (s->held_count == s->held_cap) {
+        uint32_t cap = s->held_cap ? 2 * s->held_cap : 8;
+        struct lg_event **grown = realloc(s->held, cap * sizeof *grown);
+        if (!grown) {
+            note_heard(s, f->epoch, f->seq);
+            return;
+        }
+        s->held = grown;
+        s->held_cap = cap;
+    }
+    struct lg_event *ev = event_of(s, f);
+    if (ev)
+        s->held[s->held_count++] = ev;
+    else
+        note_heard(s, f->epoch, f->seq);
+}
+
+/*
+ * After the last read, the held messages, in order. The read ran at one point among them:
+ * those of another life before any of the read's life were published before it saw its life
+ * (that old life is gone from Redis and was replaced: skipped); one of another life after
+ * them is a newer life, begun here. A hole or a full inbox leaves the rest to the stream.
+ */
+static void apply_held(struct redis_stream *s, uint32_t read_epoch)
+{
+    void *owner = owner_of(s);
+    bool read_life_seen = false;
+    for (uint32_t i = 0; i < s->held_count; i++) {
+        struct lg_event *ev = s->held[i];
+        pthread_mutex_lock(&s->lock);
+        uint32_t epoch = s->epoch;
+        uint64_t newest = s->newest;
+        pthread_mutex_unlock(&s->lock);
+        read_life_seen |= ev->epoch == read_epoch;
+        if (ev->epoch != epoch) {
+            if (!read_life_seen)
+                continue;
+            begin_life(s, ev->epoch);
+            newest = 0;
+        }
+        if (ev->seq <= newest)
+            continue;
+        if (ev->seq != newest + 1) {
+            note_heard(s, ev->epoch, ev->seq);
+            need_read(s);
+            break;
+        }
+        deliver_lock(s->store, owner);
+        bool taken = offer(s, owner, ev);
+        deliver_unlock(s->store, owner);
+        if (!taken) {
+            note_heard(s, ev->epoch, ev->seq);
+            stall(s);
+            break;
+        }
+    }
+    bool overflow = s->held_overflow;
+    lg_redis__release_held(s);
+    if (overflow)
+        need_read(s); /* what was not held is in the stream */
+}
+
+/* A read's answer was applied: the held messages, then what was heard and not read. */
+static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries)
+{
+    if (s->queued || s->loading || s->catching || s->stalled)
+        return; /* another read follows: keep holding */
+    apply_held(s, read_epoch);
+    after_read(s, entries);
 }
 
 /* Apply entries (oldest first) past the mirror's newest. Return value: false when an inbox
@@ -496,11 +606,12 @@ static void on_catch_up_reply(void *reply, void *priv)
         end_read_unlock(st);
         return;
     }
+    uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
     pthread_mutex_lock(&s->lock);
-    bool same_life = strtoul(r->element[0]->str, NULL, 10) == s->epoch;
+    bool same_life = epoch == s->epoch;
     pthread_mutex_unlock(&s->lock);
     if (!same_life) {
-        new_life(s);
+        new_life(s, epoch);
         end_read_unlock(st);
         return;
     }
@@ -511,7 +622,7 @@ static void on_catch_up_reply(void *reply, void *priv)
     else if (entries->elements >= LG_REDIS_CATCH_UP_COUNT)
         need_read(s); /* more where these came from */
     else
-        after_read(s, entries->elements);
+        settle(s, epoch, entries->elements);
     end_read_unlock(st);
 }
 
@@ -595,12 +706,17 @@ static void on_message(struct redis_stream *s, const redisReply *payload)
     uint32_t epoch = s->epoch;
     uint64_t newest = s->newest;
     pthread_mutex_unlock(&s->lock);
-    if (!ready || s->loading || s->catching || s->queued || s->stalled) {
-        note_heard(s, f.epoch, f.seq);
+    if (s->loading || s->catching || s->queued) {
+        hold(s, &f);
+        return;
+    }
+    if (!ready || s->stalled) {
+        note_heard(s, f.epoch, f.seq); /* read from the stream once it can be */
         return;
     }
     if (f.epoch != epoch) {
-        new_life(s);
+        new_life(s, f.epoch);
+        hold(s, &f); /* its catch-up from the first position is queued */
         return;
     }
     if (f.seq <= newest)
@@ -730,6 +846,7 @@ static void sweep_linger(struct redis_store *st, uint64_t now_ms)
         if (lg_redis_unsubscribe(st->bridge, s->key_channel, strlen(s->key_channel)) == 0)
             s->sub = REDIS_SUB_LEAVING;
         drop_mirror(s);
+        lg_redis__release_held(s);
     }
 }
 
@@ -836,10 +953,9 @@ void lg_redis__load_scripts(struct redis_store *st)
     }
 }
 
-void lg_redis__on_up(void *arg)
+/* Subscribe every stream local subscribers want (the Pub/Sub connection is new). */
+static void resubscribe(struct redis_store *st)
 {
-    struct redis_store *st = arg;
-    lg_redis__load_scripts(st); /* before any EVALSHA on this connection */
     uint64_t now = lg_mono_ms();
     pthread_mutex_lock(&st->streams_lock);
     take_marked(st, now);
@@ -847,6 +963,30 @@ void lg_redis__on_up(void *arg)
         if (s->sub == REDIS_SUB_NONE && listening(s, now))
             subscribe(s); /* then a catch-up (or the load) once Redis confirms it */
     pthread_mutex_unlock(&st->streams_lock);
+}
+
+void lg_redis__on_up(void *arg)
+{
+    struct redis_store *st = arg;
+    lg_redis__load_scripts(st); /* before any EVALSHA on this connection */
+    resubscribe(st);
+}
+
+void lg_redis__on_feed_lost(void *arg)
+{
+    struct redis_store *st = arg;
+    pthread_mutex_lock(&st->streams_lock);
+    st->linger = NULL;
+    for (struct redis_stream *s = st->streams; s; s = s->next) {
+        s->sub = REDIS_SUB_NONE; /* reads in flight complete as usual */
+        s->lingering = false;
+    }
+    pthread_mutex_unlock(&st->streams_lock);
+}
+
+void lg_redis__on_feed_back(void *arg)
+{
+    resubscribe(arg);
 }
 
 void lg_redis__on_down(void *arg)
@@ -860,6 +1000,7 @@ void lg_redis__on_down(void *arg)
     for (struct redis_stream *s = st->streams; s; s = s->next) {
         s->sub = REDIS_SUB_NONE;
         s->loading = s->catching = s->queued = s->stalled = s->lingering = false;
+        lg_redis__release_held(s); /* what the connection lost is read from the streams */
         if (!listening(s, now))
             drop_mirror(s); /* nobody wants it: not kept stale */
     }

@@ -228,6 +228,7 @@ static char *key_of(const struct redis_store *st, const char *name, size_t len, 
 
 static void stream_free(struct redis_stream *s)
 {
+    lg_redis__release_held(s);
     lg_history_release(&s->history);
     pthread_mutex_destroy(&s->lock);
     free(s->name), free(s->key_stream), free(s->key_counter), free(s->key_epoch);
@@ -457,7 +458,9 @@ struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
     pthread_mutex_init(&st->streams_lock, NULL);
     pthread_mutex_init(&st->interest_lock, NULL);
     struct lg_redis_bridge_user user = {.arg = st, .up = lg_redis__on_up,
-                                        .down = lg_redis__on_down, .pubsub = lg_redis__on_pubsub};
+                                        .down = lg_redis__on_down, .pubsub = lg_redis__on_pubsub,
+                                        .feed_lost = lg_redis__on_feed_lost,
+                                        .feed_back = lg_redis__on_feed_back};
     if (script_init(&st->append_script, append_text) != 0 ||
         script_init(&st->load_script, load_text) != 0 ||
         script_init(&st->catch_up_script, catch_up_text) != 0)

@@ -58,6 +58,9 @@ struct redis_stream {
     uint64_t heard;             /* the newest position a message named that was not applied */
     uint32_t heard_epoch;       /* ... and its epoch */
     uint32_t empty_reads;       /* reads in a row that found nothing of what was heard */
+    struct lg_event **held;     /* messages that came while a read was in flight, in order */
+    uint32_t held_count, held_cap;
+    bool held_overflow;         /* more came than LG_REDIS_HELD_MAX: the stream has them */
     struct redis_stream *queue_next, *linger_next, *stalled_next;
     uint64_t id;                /* {store->streams_lock} what a read in flight names it by */
     struct redis_stream *next;  /* {store->streams_lock} every open stream */
@@ -104,6 +107,8 @@ void lg_redis__run_kick(struct lg_redis_job *job, bool up); /* the kick job's ru
 void lg_redis__on_up(void *arg);   /* struct lg_redis_bridge_user callbacks */
 void lg_redis__on_down(void *arg);
 void lg_redis__on_pubsub(void *arg, void *reply);
+void lg_redis__on_feed_lost(void *arg);
+void lg_redis__on_feed_back(void *arg);
 /* Index s by its channel (streams_lock held). Return value: 0, or -1 (out of memory). */
 int lg_redis__index_add(struct redis_store *st, struct redis_stream *s);
 void lg_redis__index_remove(struct redis_store *st, struct redis_stream *s);
@@ -116,5 +121,8 @@ void lg_redis__load_scripts(struct redis_store *st);
 
 /* store_redis.c: the scripts' shared prologue and the message format they publish. */
 #define LG_REDIS_CATCH_UP_COUNT 512 /* entries per catch-up read */
+#define LG_REDIS_HELD_MAX 1024      /* messages held per stream while a read is in flight */
+/* Release what s holds (bridge thread; also when the stream is freed). */
+void lg_redis__release_held(struct redis_stream *s);
 
 #endif

@@ -423,6 +423,170 @@ START_TEST(redis_loses_its_data_subscribers_get_a_reset)
 }
 END_TEST
 
+/* ---- Keys lost while nodes are connected ---------------------------------------------------- */
+
+/* How a test damages a topic's keys while subscribers stream from two nodes. */
+enum key_loss { LOSE_ALL_KEYS, LOSE_TOPIC_KEYS, LOSE_EPOCH, LOSE_COUNTER };
+
+static void lose_keys(enum key_loss how, const char *topic)
+{
+    switch (how) {
+    case LOSE_ALL_KEYS: ck_assert_int_ge(lg_redis_int(&redis, "FLUSHALL"), -1); break;
+    case LOSE_TOPIC_KEYS:
+        ck_assert_int_eq(lg_redis_int(&redis, "DEL livegate:{%s}:s livegate:{%s}:n "
+                                              "livegate:{%s}:e", topic, topic, topic), 3);
+        break;
+    case LOSE_EPOCH: ck_assert_int_eq(lg_redis_int(&redis, "DEL livegate:{%s}:e", topic), 1); break;
+    case LOSE_COUNTER:
+        ck_assert_int_eq(lg_redis_int(&redis, "DEL livegate:{%s}:n", topic), 1);
+        break;
+    }
+}
+
+/* 5 events, the loss, 5 more (published alternately on A and B): each subscriber (SSE on A
+ * and on B) gets exactly the acknowledged ids, with a reset between the lives where the life
+ * changed; where only the counter was lost the life goes on and positions continue. */
+static void keys_lost_while_streaming(enum key_loss how, const char *topic)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    char path[64];
+    snprintf(path, sizeof path, "/sse?topic=%s", topic);
+    struct lg_sse_client sa, sb;
+    lg_sse_must_open(&sa, a.public_port, path, NULL);
+    lg_sse_must_open(&sb, b.public_port, path, NULL);
+    static char acked[10][ID_MAX];
+    for (int i = 0; i < 10; i++) {
+        if (i == 5)
+            lose_keys(how, topic);
+        char data[16];
+        snprintf(data, sizeof data, "e%d", i);
+        ck_assert_int_eq(publish(i % 2 ? &b : &a, topic, data, acked[i]), 201);
+    }
+    bool new_life = how != LOSE_COUNTER;
+    char e_old[16], e_new[16];
+    lg_epoch_of(acked[4], e_old, sizeof e_old);
+    lg_epoch_of(acked[5], e_new, sizeof e_new);
+    ck_assert_msg((strcmp(e_old, e_new) != 0) == new_life, "epochs %s then %s", e_old, e_new);
+    ck_assert_uint_eq(lg_seq_of(acked[5]), new_life ? 1 : 6);
+    struct lg_sse_client *subs[] = {&sa, &sb};
+    for (int k = 0; k < 2; k++) {
+        int next = 0;
+        bool reset_seen = false;
+        while (next < 10) {
+            struct lg_sse_event ev;
+            ck_assert_msg(lg_sse_next(subs[k], &ev, WAIT_MS) == 1, "node %c: stopped before %d",
+                          'A' + k, next);
+            if (strcmp(ev.event, "reset") == 0) {
+                ck_assert_msg(new_life && next == 5 && !reset_seen, "node %c: reset before %d",
+                              'A' + k, next);
+                reset_seen = true;
+            } else {
+                ck_assert_str_eq(ev.event, "message");
+                ck_assert_str_eq(ev.id, acked[next]);
+                next++;
+            }
+            lg_sse_event_free(&ev);
+        }
+        ck_assert_msg(reset_seen == new_life, "node %c: reset %s", 'A' + k,
+                      reset_seen ? "without a new life" : "missing");
+    }
+    lg_sse_close(&sa), lg_sse_close(&sb);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+
+START_TEST(keys_flushed_while_streaming)
+{
+    keys_lost_while_streaming(LOSE_ALL_KEYS, "flush");
+}
+END_TEST
+
+START_TEST(topic_keys_deleted_while_streaming)
+{
+    keys_lost_while_streaming(LOSE_TOPIC_KEYS, "gone");
+}
+END_TEST
+
+START_TEST(epoch_key_deleted_while_streaming)
+{
+    keys_lost_while_streaming(LOSE_EPOCH, "noepoch");
+}
+END_TEST
+
+START_TEST(counter_key_deleted_while_streaming)
+{
+    keys_lost_while_streaming(LOSE_COUNTER, "nocount");
+    /* repaired once, in the script: every later publish goes through */
+}
+END_TEST
+
+/* The Pub/Sub connections alone are killed (CLIENT KILL TYPE pubsub) between publishes: the
+ * command connections stay, publishes go on, and the subscribers on both nodes get every
+ * acknowledged event once, in order (what came meanwhile is read from the stream). */
+START_TEST(pubsub_connection_lost_alone_nothing_lost)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    struct lg_sse_client sa, sb;
+    lg_sse_must_open(&sa, a.public_port, "/sse?topic=feed", NULL);
+    lg_sse_must_open(&sb, b.public_port, "/sse?topic=feed", NULL);
+    static char acked[40][ID_MAX];
+    for (int i = 0; i < 40; i++) {
+        if (i == 10)
+            ck_assert_int_eq(lg_redis_int(&redis, "CLIENT KILL TYPE pubsub"), 2);
+        if (i == 25) { /* again, once a node subscribed anew */
+            int64_t deadline = lg_now_ms() + WAIT_MS;
+            while (lg_redis_int(&redis, "CLIENT KILL TYPE pubsub") < 1 && lg_now_ms() < deadline)
+                usleep(10000);
+            ck_assert_int_lt(lg_now_ms(), deadline);
+        }
+        ck_assert_int_eq(publish(i % 2 ? &b : &a, "feed", "x", acked[i]), 201);
+    }
+    static struct seen va, vb;
+    memset(&va, 0, sizeof va), memset(&vb, 0, sizeof vb);
+    sse_collect(&sa, &va, 40);
+    sse_collect(&sb, &vb, 40);
+    expect_ids("SSE on A", &va, acked, 40);
+    expect_ids("SSE on B", &vb, acked, 40);
+    ck_assert(lg_server_wait_log(&a, "Pub/Sub connection back", WAIT_MS));
+    lg_sse_close(&sa), lg_sse_close(&sb);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+/* A cursor one node gave is valid on the other at once: B may not have read the event yet
+ * when the client arrives with it, and then waits for it instead of refusing the cursor. */
+START_TEST(a_cursor_from_one_node_is_valid_on_the_other_at_once)
+{
+    struct lg_server a, b;
+    node_start(&a, NULL);
+    node_start(&b, NULL);
+    struct lg_sse_client warm; /* B follows the topic */
+    lg_sse_must_open(&warm, b.public_port, "/sse?topic=hop", NULL);
+    for (int i = 0; i < 100; i++) {
+        char id[ID_MAX], path[256];
+        ck_assert_int_eq(publish(&a, "hop", "x", id), 201);
+        snprintf(path, sizeof path, "/poll?topic=hop&since=%s&timeout=0", id);
+        struct lg_http_response r;
+        ck_assert_int_eq(lg_http_request(b.public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS),
+                         0);
+        ck_assert_msg(r.status == 200 && strstr(r.body, "\"events\":[]"), "%d: %d %s", i,
+                      r.status, r.body);
+        char want[ID_MAX + 16];
+        snprintf(want, sizeof want, "\"cursor\":\"%s\"", id);
+        ck_assert_msg(strstr(r.body, want), "%d: %s, want %s", i, r.body, want);
+        lg_http_response_free(&r);
+    }
+    lg_sse_close(&warm);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
 /* A node whose tail falls behind the stream's retention (stopped while another node
  * publishes far more than history.max_events): its connected subscriber gets a gap naming
  * exactly what Redis trimmed before the node read it, then every event after. */
@@ -619,7 +783,11 @@ static Suite *scaling_suite(void)
                          redis_hangs_publish_answers_503_after_the_command_timeout,
                          a_tail_behind_retention_sends_a_gap,
                          idempotent_retry_on_the_other_node_is_one_event,
-                         drain_moves_200_clients_over_the_window_without_loss);
+                         drain_moves_200_clients_over_the_window_without_loss,
+                         keys_flushed_while_streaming, topic_keys_deleted_while_streaming,
+                         epoch_key_deleted_while_streaming, counter_key_deleted_while_streaming,
+                         pubsub_connection_lost_alone_nothing_lost,
+                         a_cursor_from_one_node_is_valid_on_the_other_at_once);
     tcase_set_timeout(tc, 60);
     return s;
 }
