@@ -5,10 +5,12 @@
 // the EventSource never closes for good (readyState 2), keeps reconnecting, and receives
 // events once room comes back or the new process is up: (a) with its cursor, every event
 // published meanwhile, once, in order; (b) the memory store's new process has a new epoch, so
-// `reset` comes first and every event published from then on arrives once, in order.
+// `reset` comes first and every event published from then on arrives once, in order. And (c)
+// behind docs/deploy/nginx.conf, whose 502 for an unreachable gateway is answered on /live/sse
+// as a `refused` event too: a restart of the gateway behind it is survived the same way.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startGateway, launchBrowser, publish, get, sleep, waitFor } from "./lib.mjs";
+import { startGateway, startNginx, deployConf, launchBrowser, publish, freePort, tempDir, get, sleep, waitFor } from "./lib.mjs";
 import { blankPage } from "./page.mjs";
 
 let browser;
@@ -101,6 +103,46 @@ test("a draining gateway replaced on the same port: EventSource reconnects, rese
     assert.equal(await page.evaluate(() => window.es.readyState), 1);
     await page.close();
   } finally {
+    assert.equal(await gw.stop(), 0);
+  }
+});
+
+test("behind docs/deploy/nginx.conf: the gateway restarting, EventSource gets refused events (502), then reset and every new event", async () => {
+  const config = { sse: { retry_ms: RETRY_MS } };
+  let gw = await startGateway(config);
+  const ports = { publicPort: gw.publicPort, controlPort: gw.controlPort };
+  const port = await freePort();
+  const nginx = await startNginx(deployConf({ port, gw, prefix: tempDir("deploy") }), port);
+  try {
+    const page = await blankPage(browser, `${nginx.url}live/`);
+    await openEventSource(page, "sse?topic=deploy");
+    await waitFor("the stream to open", async () => (await pageLog(page)).includes("open"));
+    const first = (await publish(gw, "deploy", "one")).id;
+    await waitFor("the first event", async () => (await pageLog(page)).includes(`${first} one`));
+
+    assert.equal(await gw.stop(), 0);
+    await waitFor("nginx's refusal", async () => (await pageLog(page)).some((l) => l.startsWith("refused")), 10000);
+    const poll = await get(`${nginx.url}live/poll?topic=deploy&timeout=0`);
+    assert.equal(poll.status, 502); // other paths keep nginx's status
+    gw = await startGateway(config, ports);
+    await waitFor("the reset from the new process", async () => (await pageLog(page)).some((l) => l.startsWith("reset")), 15000);
+    const want = [];
+    for (const d of ["two", "three"]) want.push(`${(await publish(gw, "deploy", d)).id} ${d}`);
+    await waitFor("two new events", async () => (await pageLog(page)).filter((l) => / (two|three)$/.test(l)).length >= 2);
+    await sleep(300);
+    const log = await pageLog(page);
+    const epoch2 = want[0].split("@")[1].split(":")[0];
+    assert.deepEqual(log.filter((l) => !/^(open|error|refused)/.test(l)), [`${first} one`, `reset deploy@${epoch2}:0`, ...want]);
+    for (const l of log.filter((l) => l.startsWith("refused"))) {
+      const r = JSON.parse(l.slice(8));
+      assert.deepEqual([r.status, r.error], [502, "unreachable"]);
+      assert.ok(r.retry_ms >= 1000 && r.retry_ms <= 4900, l);
+    }
+    assert.ok(!log.includes("error 2"), log.join(" | "));
+    assert.equal(await page.evaluate(() => window.es.readyState), 1);
+    await page.close();
+  } finally {
+    await nginx.stop();
     assert.equal(await gw.stop(), 0);
   }
 });
