@@ -6,8 +6,10 @@
 // connection, one pending timer, an SSE line buffer cut at 1 MiB (the stream is dropped and
 // resumed from the cursor past it). Failure: a transport that cannot open is left for the next
 // one in `transports`; a connection that drops is reopened on the same transport after a backoff
-// (exponential, full jitter); a refusal that a retry cannot cure (400, 401, 403, a WebSocket
-// `error` or close 1008) ends the subscription with onEnd({reason:"error"}). An expired token
+// (exponential, full jitter), one the gateway refused for now (429, 503, an SSE `refused`
+// event: full or draining) likewise, or after the event's retry_ms; a refusal that a retry
+// cannot cure (400, 401, 403, a WebSocket `error` or close 1008) ends the subscription with
+// onEnd({reason:"error"}). An expired token
 // (401, close 1008 or 4003, SSE `error` event `token_expired`) is renewed through
 // opts.getToken and the connection reopened at once from the cursor; without the hook, or
 // when the token it just gave is refused as expired too, it ends the subscription. Over
