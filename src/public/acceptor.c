@@ -59,6 +59,8 @@ struct lg_acceptor {
     size_t trusted_count;
     struct lg_dlist pending;            /* struct lg_pending, oldest first */
     struct lg_dlist lingering;          /* refused struct lg_pending, oldest first */
+    struct lg_dlist over_limit;         /* struct lg_pending past limits.max_connections, oldest
+                                           first: their head is awaited LG_LINGER_MS at most */
 };
 
 /* ---- Listening socket ------------------------------------------------------------------- */
@@ -138,6 +140,12 @@ static struct lg_pending *oldest_pending(const struct lg_acceptor *a)
     return a->pending.first ? lg_dlist_entry(a->pending.first, struct lg_pending, link) : NULL;
 }
 
+static struct lg_pending *oldest_over_limit(const struct lg_acceptor *a)
+{
+    return a->over_limit.first ? lg_dlist_entry(a->over_limit.first, struct lg_pending, link)
+                               : NULL;
+}
+
 static struct lg_pending *oldest_lingering(const struct lg_acceptor *a)
 {
     return a->lingering.first ? lg_dlist_entry(a->lingering.first, struct lg_pending, link)
@@ -148,7 +156,8 @@ static struct lg_pending *oldest_lingering(const struct lg_acceptor *a)
 static void pending_detach(struct lg_acceptor *a, struct lg_pending *p)
 {
     epoll_ctl(a->heads_fd, EPOLL_CTL_DEL, p->fd, NULL);
-    lg_dlist_remove(p->lingering ? &a->lingering : &a->pending, &p->link);
+    lg_dlist_remove(p->lingering ? &a->lingering : p->over_limit ? &a->over_limit : &a->pending,
+                    &p->link);
 }
 
 /* Forget p; close its socket unless it was handed on. */
@@ -169,7 +178,7 @@ static void pending_finish(struct lg_acceptor *a, struct lg_pending *p, bool clo
  */
 static void pending_linger(struct lg_acceptor *a, struct lg_pending *p)
 {
-    lg_dlist_remove(&a->pending, &p->link);
+    lg_dlist_remove(p->over_limit ? &a->over_limit : &a->pending, &p->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
     if (shutdown(p->fd, SHUT_WR) != 0 ||
         (epoll_ctl(a->heads_fd, EPOLL_CTL_MOD, p->fd, &ev) != 0 &&
@@ -270,12 +279,15 @@ static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *pee
     p->link = (struct lg_dlink){0};
     p->lingering = false;
     p->discarded = 0;
-    lg_dlist_push_tail(&a->pending, &p->link);
     /* Refused, but only once its head says whether it is an SSE subscription, whose refusal
-     * must be worded so a browser's EventSource retries (refuse_over_limit). */
+     * must be worded so a browser's EventSource retries (refuse_over_limit); held no longer
+     * than a refusal lingers. */
     p->over_limit = open_now > (int64_t)cfg->limits.max_connections;
-    if (p->over_limit)
+    if (p->over_limit) {
         LG_STAT_ADD(connections_refused, 1);
+        p->deadline_ms = lg_mono_ms() + LG_LINGER_MS;
+    }
+    lg_dlist_push_tail(p->over_limit ? &a->over_limit : &a->pending, &p->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
     if (epoll_ctl(a->heads_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
         pending_finish(a, p, true);
@@ -516,14 +528,11 @@ void lg_acceptor_heads_ready(struct lg_acceptor *a)
 void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms)
 {
     struct lg_pending *p;
-    while ((p = oldest_pending(a)) && p->deadline_ms <= now_ms) {
-        if (p->over_limit)
-            refuse_over_limit(a, p);
-        else
-            pending_refuse(a, p, 408, "request_timeout",
-                           "the request head did not arrive within limits.request_timeout_ms",
-                           NULL);
-    }
+    while ((p = oldest_pending(a)) && p->deadline_ms <= now_ms)
+        pending_refuse(a, p, 408, "request_timeout",
+                       "the request head did not arrive within limits.request_timeout_ms", NULL);
+    while ((p = oldest_over_limit(a)) && p->deadline_ms <= now_ms)
+        refuse_over_limit(a, p);
     while ((p = oldest_lingering(a)) && p->deadline_ms <= now_ms)
         pending_finish(a, p, true);
 }
@@ -566,6 +575,8 @@ void lg_acceptor_destroy(struct lg_acceptor *a)
     struct lg_pending *p;
     while ((p = oldest_pending(a)))
         pending_finish(a, p, true);
+    while ((p = oldest_over_limit(a)))
+        pending_finish(a, p, true);
     while ((p = oldest_lingering(a)))
         pending_finish(a, p, true);
     if (!a->fds_taken && a->listen_fd >= 0)
@@ -582,12 +593,14 @@ int lg_acceptor_heads_fd(const struct lg_acceptor *a) { return a->heads_fd; }
 void lg_acceptor_fds_taken(struct lg_acceptor *a) { a->fds_taken = true; }
 size_t lg_acceptor_pending(const struct lg_acceptor *a)
 {
-    return a->pending.count + a->lingering.count;
+    return a->pending.count + a->over_limit.count + a->lingering.count;
 }
 
 void lg_acceptor_refuse_all(struct lg_acceptor *a, const char *message)
 {
     struct lg_pending *p;
     while ((p = oldest_pending(a)))
+        pending_refuse_retryable(a, p, 503, "unavailable", message, "Retry-After: 1\r\n");
+    while ((p = oldest_over_limit(a)))
         pending_refuse_retryable(a, p, 503, "unavailable", message, "Retry-After: 1\r\n");
 }

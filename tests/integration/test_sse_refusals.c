@@ -94,8 +94,18 @@ START_TEST(at_max_connections_sse_gets_a_refused_event_and_poll_503)
     struct lg_ws_client ws;
     ck_assert_int_eq(lg_ws_open(&ws, s.public_port, "/ws?topic=a", "livegate.v1"), -1);
     ck_assert_int_eq(ws.status, 503);
-    ck_assert_int_eq(lg_server_stat(&s, "connections_refused"), 10);
-    ck_assert_int_eq(lg_server_stat(&s, "requests_rejected") - rejected0, 10);
+    /* one that sends no head is not held longer than a refusal lingers (2 s) */
+    int silent = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(silent, 0);
+    int64_t t0 = lg_now_ms();
+    size_t len = 0;
+    ck_assert_int_ge(lg_recv_until(silent, buf, sizeof buf, &len, NULL, WAIT_MS), 0);
+    int64_t waited = lg_now_ms() - t0;
+    ck_assert_msg(waited >= 1500 && waited < 3500, "answered after %lld ms", (long long)waited);
+    expect_json_refusal(buf, 503, "Service Unavailable", "unavailable", MAX_CONN_MSG);
+    close(silent);
+    ck_assert_int_eq(lg_server_stat(&s, "connections_refused"), 11);
+    ck_assert_int_eq(lg_server_stat(&s, "requests_rejected") - rejected0, 11);
     /* room again: the same request subscribes */
     lg_sse_close(&held);
     ck_assert(lg_wait_stat(s.control_port, "connections_open", 0, WAIT_MS));
