@@ -8,10 +8,11 @@
 // `reset` comes first and every event published from then on arrives once, in order. And (c)
 // behind docs/deploy/nginx.conf, whose 502 for an unreachable gateway is answered on /live/sse
 // as a `refused` event too: a restart of the gateway behind it is survived the same way.
+// Last, livegate.js reads the same `refused` event: it reports it and retries over SSE.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, startNginx, deployConf, launchBrowser, publish, freePort, tempDir, get, sleep, waitFor } from "./lib.mjs";
-import { blankPage } from "./page.mjs";
+import { blankPage, startSubscription, record, waitRecord } from "./page.mjs";
 
 let browser;
 before(async () => { browser = await launchBrowser(); });
@@ -143,6 +144,40 @@ test("behind docs/deploy/nginx.conf: the gateway restarting, EventSource gets re
     await page.close();
   } finally {
     await nginx.stop();
+    assert.equal(await gw.stop(), 0);
+  }
+});
+
+test("livegate.js on a full gateway: each refused event reported in onState and retried over SSE, then every event", async () => {
+  const max = 3;
+  const gw = await startGateway({ limits: { max_connections: max, keepalive_timeout_ms: 200 }, sse: { retry_ms: RETRY_MS } });
+  const fillers = [];
+  try {
+    const page = await blankPage(browser, gw.publicUrl);
+    await page.evaluate(() => import("./livegate.js")); // loaded before the gateway is full
+    await waitFor("the page's connections to close", async () => (await stat(gw, "connections_open")) === 0);
+    const since = (await publish(gw, "lib", "seen")).id;
+    for (let i = 0; i < max; i++) fillers.push(await get(`${gw.publicUrl}sse?topic=filler`, { onData() {} }));
+    await waitFor("the gateway to be full", async () => (await stat(gw, "connections_open")) === max);
+    await startSubscription(page, "./livegate.js", ["lib"], { since, transports: ["sse"] });
+    const refusal = "backoff:sse 503 unavailable: the gateway is at limits.max_connections; retry later";
+    await waitRecord(page, "two refusals", (r) => r.states.filter((s) => s === refusal).length >= 2);
+    const seq2 = (await publish(gw, "lib", "two")).seq;
+    fillers.pop().req.destroy();
+    await waitRecord(page, "the stream to open", (r) => r.states.includes("open:sse"));
+    const seq3 = (await publish(gw, "lib", "three")).seq;
+    const rec = await waitRecord(page, "two events", (r) => r.events.length >= 2);
+    await sleep(300);
+    assert.deepEqual((await record(page)).events, [
+      { topic: "lib", seq: seq2, data: "two", event: "message", transport: "sse" },
+      { topic: "lib", seq: seq3, data: "three", event: "message", transport: "sse" },
+    ]);
+    // (connecting shows the last error until the stream opens)
+    assert.ok(rec.states.every((s) => s === refusal || s === "open:sse" || /^connecting:sse( 503 unavailable: .*)?$/.test(s)), rec.states.join(" | "));
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  } finally {
+    for (const f of fillers) f.req.destroy();
     assert.equal(await gw.stop(), 0);
   }
 });
