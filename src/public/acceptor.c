@@ -35,8 +35,9 @@
 struct lg_pending {
     int fd;
     uint64_t deadline_ms;               /* monotonic: 408 after this (lingering: close) */
-    struct lg_dlink link;               /* pending list: accept order = deadline order, or
-                                           lingering list: refusal order = deadline order */
+    struct lg_dlink link;               /* pending or over_limit list: accept order =
+                                           deadline order, or lingering list: refusal order =
+                                           deadline order */
     bool lingering;                     /* answered and half-closed: discarding what comes */
     bool over_limit;                    /* accepted past limits.max_connections: its head is
                                            read only to word the 503 (sse_refusal.h) */
