@@ -43,8 +43,7 @@ void lg_sse_refusal(struct lg_buf *b, uint32_t sse_retry_ms, int status, const c
                                  cors);
 }
 
-bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, size_t len,
-                   char *out)
+bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, size_t len, char *out)
 {
     out[0] = '\0';
     switch (lg_origin_check(allowed, origin, len)) {
@@ -56,7 +55,8 @@ bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, siz
     case LG_ORIGIN_LISTED:
         snprintf(out, LG_CORS_LINES_MAX,
                  "Access-Control-Allow-Origin: %.*s\r\nAccess-Control-Allow-Credentials: true\r\n"
-                 "Vary: Origin\r\n", (int)len, origin);
+                 "Vary: Origin\r\n",
+                 (int)len, origin);
         return true;
     default:
         return true;

@@ -50,7 +50,6 @@ void lg_sse_refusal(struct lg_buf *b, uint32_t sse_retry_ms, int status, const c
 /* The CORS header lines of an answer to a request whose Origin is origin[0..len) (len 0:
  * none), written to out (LG_CORS_LINES_MAX bytes; "" when no CORS header is due).
  * Return value: false when allowed_origins refuses the origin (out is "" then). */
-bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, size_t len,
-                   char *out);
+bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, size_t len, char *out);
 
 #endif

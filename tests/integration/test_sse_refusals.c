@@ -20,7 +20,7 @@
 #define MAX_CONN_MSG "the gateway is at limits.max_connections; retry later"
 #define DRAIN_MSG "the gateway is shutting down; retry on another node"
 #define PER_ADDRESS_MSG                                                                            \
-    "your address holds 1 connections, the limit (limits.max_connections_per_address); close "   \
+    "your address holds 1 connections, the limit (limits.max_connections_per_address); close "     \
     "one or retry later"
 
 /* Send req on a new connection and read the whole answer into buf (the server closes). */
@@ -49,7 +49,8 @@ static unsigned expect_event_refusal(const char *got, int status, const char *co
     char body[512], want[1024];
     snprintf(body, sizeof body,
              "retry: %u\nevent: refused\ndata: {\"status\":%d,\"error\":\"%s\",\"message\":\"%s\","
-             "\"retry_ms\":%u}\n\n", ms, status, code, message, ms);
+             "\"retry_ms\":%u}\n\n",
+             ms, status, code, message, ms);
     snprintf(want, sizeof want,
              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
              "X-Livegate-Refused: %d %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n%s",
@@ -58,8 +59,8 @@ static unsigned expect_event_refusal(const char *got, int status, const char *co
     return ms;
 }
 
-static void expect_json_refusal(const char *got, int status, const char *reason,
-                                const char *code, const char *message)
+static void expect_json_refusal(const char *got, int status, const char *reason, const char *code,
+                                const char *message)
 {
     char body[512], want[1024];
     snprintf(body, sizeof body, "{\"error\":\"%s\",\"message\":\"%s\"}\n", code, message);
