@@ -6,8 +6,10 @@
 // connection, one pending timer, an SSE line buffer cut at 1 MiB (the stream is dropped and
 // resumed from the cursor past it). Failure: a transport that cannot open is left for the next
 // one in `transports`; a connection that drops is reopened on the same transport after a backoff
-// (exponential, full jitter); a refusal that a retry cannot cure (400, 401, 403, a WebSocket
-// `error` or close 1008) ends the subscription with onEnd({reason:"error"}). An expired token
+// (exponential, full jitter), one the gateway refused for now (429, 503, an SSE `refused`
+// event: full or draining) likewise, or after the event's retry_ms; a refusal that a retry
+// cannot cure (400, 401, 403, a WebSocket `error` or close 1008) ends the subscription with
+// onEnd({reason:"error"}). An expired token
 // (401, close 1008 or 4003, SSE `error` event `token_expired`) is renewed through
 // opts.getToken and the connection reopened at once from the cursor; without the hook, or
 // when the token it just gave is refused as expired too, it ends the subscription. Over
@@ -133,9 +135,11 @@ export function subscribe(topics, opts = {}) {
     if (err instanceof Fatal || (err && err.code === EXPIRED))
       return finish({ reason: "error", error: { code: err.code, message: err.message } });
     // A transport that never opened here is blocked (a proxy refusing upgrades, a firewall):
-    // try the next. One that worked before is only down (a restart): try it again.
-    if (!wasOpen && !worked.has(order[index])) index = (index + 1) % order.length;
-    const delay = Math.random() * Math.min(maxMs, minMs * 2 ** attempt++);
+    // try the next. One that worked before is only down (a restart): try it again, and so is
+    // one the gateway refused over (429, 503, SSE `refused`: full or draining), after the
+    // retry_ms a `refused` event gives.
+    if (!wasOpen && !(err && err.refused) && !worked.has(order[index])) index = (index + 1) % order.length;
+    const delay = (err && err.retryMs) || Math.random() * Math.min(maxMs, minMs * 2 ** attempt++);
     setState("backoff", { error: err ? String(err.message || err) : null, transport: order[index], retryInMs: Math.round(delay) });
     timer = setTimeout(connect, delay);
   }
@@ -213,14 +217,17 @@ export function subscribe(topics, opts = {}) {
     let body = {};
     try { body = await res.json(); } catch {}
     const msg = `${res.status} ${body.message || res.statusText}`;
-    throw FATAL_HTTP.includes(res.status) ? new Fatal(body.error || String(res.status), msg) : new Error(msg);
+    if (FATAL_HTTP.includes(res.status)) throw new Fatal(body.error || String(res.status), msg);
+    throw Object.assign(new Error(msg), { refused: true });
   }
 
   function openSse(done) {
     const ctl = new AbortController();
     let isOpen = false, lastByte = Date.now(), probing = false;
     // Silence past the heartbeat: either the stream is buffered by a proxy or nothing happened.
-    // A poll from the cursor tells which: if it sees events, the stream is not delivering them.
+    // A poll from the cursor tells which: if it answers while the stream has not even begun
+    // (the gateway sends its first lines at once), or sees events the stream did not deliver,
+    // a proxy holds the stream back.
     const watch = setInterval(async () => {
       if (probing || Date.now() - lastByte < heartbeatMs * 1.5) return;
       probing = true;
@@ -228,10 +235,10 @@ export function subscribe(topics, opts = {}) {
         const res = await httpGet("poll", "since", { timeout: 0 }, ctl.signal);
         const body = await res.json();
         const toPoll = order.indexOf("poll");
-        if (body.events.length && toPoll > order.indexOf("sse") && !ctl.signal.aborted) {
+        if ((!isOpen || body.events.length) && toPoll > order.indexOf("sse") && !ctl.signal.aborted) {
           order.splice(0, toPoll);  // the stream is buffered: stay on long-poll from now on
           index = 0;
-          stop(new Error("SSE silent past the heartbeat while polls see events: buffering proxy"), true);
+          stop(new Error("SSE silent past the heartbeat while polls answer: buffering proxy"), true);
         }
       } catch {}
       probing = false;
@@ -239,9 +246,11 @@ export function subscribe(topics, opts = {}) {
     const stop = (err, wasOpen) => { clearInterval(watch); ctl.abort(); done(wasOpen ?? isOpen, err); };
 
     (async () => {
+      // Without a position, a stream a proxy holds back could be left only by losing what it
+      // held: take the gateway's position first, so long-poll can go on from it.
+      if (cursor.size < topics.length)
+        learn((await (await httpGet("poll", "since", { timeout: 0 }, ctl.signal)).json()).cursor);
       const res = await httpGet("sse", "last_event_id", {}, ctl.signal);
-      isOpen = true;
-      opened();
       const reader = res.body.getReader(), dec = new TextDecoder();
       let buf = "", block = { data: [] };
       for (;;) {
@@ -255,7 +264,13 @@ export function subscribe(topics, opts = {}) {
           if (buf[nl] === "\r" && nl + 1 === buf.length) break; // a CR whose LF may follow
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
-          if (line === "") { sseBlock(block); block = { data: [] }; continue; }
+          if (line === "") {
+            // Open at the first block (the gateway's retry:), unless it is a refusal.
+            if (!isOpen && block.event !== "refused") { isOpen = true; opened(); }
+            sseBlock(block);
+            block = { data: [] };
+            continue;
+          }
           const colon = line.indexOf(":");
           if (colon === 0) continue;  // a comment: the heartbeat
           const field = colon < 0 ? line : line.slice(0, colon);
@@ -273,9 +288,11 @@ export function subscribe(topics, opts = {}) {
     const data = b.data.join("\n");
     if (b.event === "gap" || b.event === "reset" || b.event === "end") {
       deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
-    } else if (b.event === "error") {
-      const e = JSON.parse(data), err = new Error(`${e.code}: ${e.message}`);
+    } else if (b.event === "error" || b.event === "refused") {
+      // refused: {status, error, message, retry_ms}: full or draining, retried after retry_ms
+      const e = JSON.parse(data), err = new Error(`${e.status ? e.status + " " + e.error : e.code}: ${e.message}`);
       err.code = e.code;  // token_expired: renewed and resumed from the cursor (it is e.cursor)
+      err.refused = err.retryMs = e.retry_ms;
       throw err;
     } else if (b.id !== undefined && b.data.length) {
       for (const e of parseCursor(b.id)) {

@@ -68,3 +68,24 @@ void lg_http_error_response(struct lg_buf *b, int status, const char *code, cons
     lg_buf_append(b, body.data, body.len);
     lg_buf_release(&body);
 }
+
+void lg_http_sse_refusal_response(struct lg_buf *b, int status, const char *code,
+                                  const char *message, uint32_t retry_ms,
+                                  const char *extra_headers)
+{
+    struct lg_buf body;
+    lg_buf_init(&body);
+    lg_buf_appendf(&body, "retry: %u\nevent: refused\ndata: {\"status\":%d,\"error\":", retry_ms,
+                   status);
+    append_json_text(&body, code, strlen(code));
+    lg_buf_append_str(&body, ",\"message\":");
+    append_json_text(&body, message, strlen(message));
+    lg_buf_appendf(&body, ",\"retry_ms\":%u}\n\n", retry_ms);
+    lg_buf_appendf(b,
+                   "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                   "Cache-Control: no-store\r\nX-Livegate-Refused: %d %s\r\n"
+                   "Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                   status, code, body.len, extra_headers ? extra_headers : "");
+    lg_buf_append(b, body.data, body.len);
+    lg_buf_release(&body);
+}

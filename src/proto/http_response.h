@@ -10,6 +10,7 @@
 #define LG_HTTP_RESPONSE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "encode.h"
 
@@ -17,6 +18,19 @@
  * Without keep_alive it says Connection: close. */
 void lg_http_error_response(struct lg_buf *b, int status, const char *code, const char *message,
                             const char *extra_headers, bool keep_alive);
+
+/*
+ * Append a retryable refusal of an SSE subscription in the form a browser's EventSource
+ * survives (any status but 200 ends one for good): 200 text/event-stream, the refusal in the
+ * X-Livegate-Refused header ("503 unavailable"), Content-Length, Connection: close, and a body
+ * of `retry: retry_ms` and one event
+ *   event: refused
+ *   data: {"status":STATUS,"error":CODE,"message":TEXT,"retry_ms":RETRY_MS}
+ * extra_headers: complete "Name: value\r\n" lines (CORS), or NULL.
+ */
+void lg_http_sse_refusal_response(struct lg_buf *b, int status, const char *code,
+                                  const char *message, uint32_t retry_ms,
+                                  const char *extra_headers);
 
 /* The reason phrase of the statuses the gateway answers ("Error" for others). */
 const char *lg_http_reason(int status);

@@ -22,6 +22,7 @@
 #include "encode.h"
 #include "http_response.h"
 #include "log.h"
+#include "sse_refusal.h"
 #include "accounting.h"
 #include "stats.h"
 #include "subscribe_params.h"
@@ -35,9 +36,12 @@
 struct lg_pending {
     int fd;
     uint64_t deadline_ms;               /* monotonic: 408 after this (lingering: close) */
-    struct lg_dlink link;               /* pending list: accept order = deadline order, or
-                                           lingering list: refusal order = deadline order */
+    struct lg_dlink link;               /* pending or over_limit list: accept order =
+                                           deadline order, or lingering list: refusal order =
+                                           deadline order */
     bool lingering;                     /* answered and half-closed: discarding what comes */
+    bool over_limit;                    /* accepted past limits.max_connections: its head is
+                                           read only to word the 503 (sse_refusal.h) */
     uint32_t discarded;
     struct lg_client_address peer;      /* from accept4() */
     struct lg_http_request req;
@@ -57,6 +61,8 @@ struct lg_acceptor {
     size_t trusted_count;
     struct lg_dlist pending;            /* struct lg_pending, oldest first */
     struct lg_dlist lingering;          /* refused struct lg_pending, oldest first */
+    struct lg_dlist over_limit;         /* struct lg_pending past limits.max_connections, oldest
+                                           first: their head is awaited LG_LINGER_MS at most */
 };
 
 /* ---- Listening socket ------------------------------------------------------------------- */
@@ -136,6 +142,12 @@ static struct lg_pending *oldest_pending(const struct lg_acceptor *a)
     return a->pending.first ? lg_dlist_entry(a->pending.first, struct lg_pending, link) : NULL;
 }
 
+static struct lg_pending *oldest_over_limit(const struct lg_acceptor *a)
+{
+    return a->over_limit.first ? lg_dlist_entry(a->over_limit.first, struct lg_pending, link)
+                               : NULL;
+}
+
 static struct lg_pending *oldest_lingering(const struct lg_acceptor *a)
 {
     return a->lingering.first ? lg_dlist_entry(a->lingering.first, struct lg_pending, link)
@@ -146,7 +158,8 @@ static struct lg_pending *oldest_lingering(const struct lg_acceptor *a)
 static void pending_detach(struct lg_acceptor *a, struct lg_pending *p)
 {
     epoll_ctl(a->heads_fd, EPOLL_CTL_DEL, p->fd, NULL);
-    lg_dlist_remove(p->lingering ? &a->lingering : &a->pending, &p->link);
+    lg_dlist_remove(p->lingering ? &a->lingering : p->over_limit ? &a->over_limit : &a->pending,
+                    &p->link);
 }
 
 /* Forget p; close its socket unless it was handed on. */
@@ -167,7 +180,7 @@ static void pending_finish(struct lg_acceptor *a, struct lg_pending *p, bool clo
  */
 static void pending_linger(struct lg_acceptor *a, struct lg_pending *p)
 {
-    lg_dlist_remove(&a->pending, &p->link);
+    lg_dlist_remove(p->over_limit ? &a->over_limit : &a->pending, &p->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
     if (shutdown(p->fd, SHUT_WR) != 0 ||
         (epoll_ctl(a->heads_fd, EPOLL_CTL_MOD, p->fd, &ev) != 0 &&
@@ -181,27 +194,66 @@ static void pending_linger(struct lg_acceptor *a, struct lg_pending *p)
     lg_dlist_push_tail(&a->lingering, &p->link);
 }
 
-/* Answer an unclassified socket with an error, then close it after lingering. The answer is
- * small and the socket fresh, so one non-blocking send() takes it; if not, the client was not
- * reading anyway. */
+/* Send an unclassified socket the refusal in b (released here), then close it after
+ * lingering. The answer is small and the socket fresh, so one non-blocking send() takes it;
+ * if not, the client was not reading anyway. */
+static void pending_answer(struct lg_acceptor *a, struct lg_pending *p, struct lg_buf *b,
+                           int status, const char *code, const char *message, bool as_event)
+{
+    bool sent = !b->oom && send(p->fd, b->data, b->len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+    if (!sent)
+        lg_debug("error response not sent: %s", strerror(errno));
+    lg_buf_release(b);
+    LG_STAT_ADD(requests_rejected, 1);
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
+                       "public port answered %d %s%s: %s", status, code,
+                       as_event ? " (as an SSE refused event)" : "", message);
+    if (sent)
+        pending_linger(a, p);
+    else
+        pending_finish(a, p, true);
+}
+
+/* Answer an unclassified socket with an error, then close it after lingering. */
 static void pending_refuse(struct lg_acceptor *a, struct lg_pending *p, int status, const char *code,
                            const char *message, const char *extra_headers)
 {
     struct lg_buf b;
     lg_buf_init(&b);
     lg_http_error_response(&b, status, code, message, extra_headers, false);
-    bool sent = !b.oom && send(p->fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
-    if (!sent)
-        lg_debug("error response not sent: %s", strerror(errno));
-    lg_buf_release(&b);
-    LG_STAT_ADD(requests_rejected, 1);
-    static struct lg_ratelimit rl;
-    lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
-                       "public port answered %d %s: %s", status, code, message);
-    if (sent)
-        pending_linger(a, p);
-    else
-        pending_finish(a, p, true);
+    pending_answer(a, p, &b, status, code, message, false);
+}
+
+/* A refusal a retry may cure: an SSE subscription's in the form an EventSource survives
+ * (sse_refusal.h; with the CORS lines of its Origin once its head is complete; of an
+ * incomplete head only the request line can tell), any other as pending_refuse(). */
+static void pending_refuse_retryable(struct lg_acceptor *a, struct lg_pending *p, int status,
+                                     const char *code, const char *message,
+                                     const char *extra_headers)
+{
+    bool complete = p->req.complete;
+    if (complete ? !lg_sse_refusal_applies(p->buf, &p->req)
+                 : !lg_sse_refusal_head_applies(p->buf, p->len)) {
+        pending_refuse(a, p, status, code, message, extra_headers);
+        return;
+    }
+    char cors[LG_CORS_LINES_MAX] = "";
+    const struct lg_slice *origin = &p->req.headers[LG_HDR_ORIGIN];
+    if (complete)
+        (void)lg_cors_lines(&a->cfg->allowed_origins, p->buf + origin->off, origin->len, cors);
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_sse_refusal(&b, a->cfg->sse.retry_ms, status, code, message, cors);
+    pending_answer(a, p, &b, status, code, message, true);
+}
+
+/* p came past limits.max_connections (counted then): its head is in, or will not come. */
+static void refuse_over_limit(struct lg_acceptor *a, struct lg_pending *p)
+{
+    pending_refuse_retryable(a, p, 503, "unavailable",
+                             "the gateway is at limits.max_connections; retry later",
+                             "Retry-After: 1\r\n");
 }
 
 static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *peer)
@@ -229,14 +281,15 @@ static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *pee
     p->link = (struct lg_dlink){0};
     p->lingering = false;
     p->discarded = 0;
-    lg_dlist_push_tail(&a->pending, &p->link);
-
-    if (open_now > (int64_t)cfg->limits.max_connections) {
+    /* Refused, but only once its head says whether it is an SSE subscription, whose refusal
+     * must be worded so a browser's EventSource retries (refuse_over_limit); held no longer
+     * than a refusal lingers. */
+    p->over_limit = open_now > (int64_t)cfg->limits.max_connections;
+    if (p->over_limit) {
         LG_STAT_ADD(connections_refused, 1);
-        pending_refuse(a, p, 503, "unavailable",
-                       "the gateway is at limits.max_connections; retry later", "Retry-After: 1\r\n");
-        return;
+        p->deadline_ms = lg_mono_ms() + LG_LINGER_MS;
     }
+    lg_dlist_push_tail(p->over_limit ? &a->over_limit : &a->pending, &p->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
     if (epoll_ctl(a->heads_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
         pending_finish(a, p, true);
@@ -263,11 +316,17 @@ static bool refuse_without_descriptors(struct lg_acceptor *a, int accept_errno)
     close(a->spare_fd);
     int fd = accept4(a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
+        static const char why[] = "the gateway is out of file descriptors; retry later";
         struct lg_buf b;
         lg_buf_init(&b);
-        lg_http_error_response(&b, 503, "unavailable",
-                               "the gateway is out of file descriptors; retry later",
-                               "Retry-After: 1\r\n", false);
+        /* No descriptor to wait for its head with: what already arrived tells an SSE
+         * subscription (sse_refusal.h), or the plain 503 goes out. */
+        char head[1024];
+        ssize_t n = recv(fd, head, sizeof head, MSG_DONTWAIT);
+        if (n > 0 && lg_sse_refusal_head_applies(head, (size_t)n))
+            lg_sse_refusal(&b, a->cfg->sse.retry_ms, 503, "unavailable", why, NULL);
+        else
+            lg_http_error_response(&b, 503, "unavailable", why, "Retry-After: 1\r\n", false);
         if (!b.oom)
             (void)send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
         lg_buf_release(&b);
@@ -455,6 +514,10 @@ static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
     p->len += (uint32_t)n;
     const char *problem = NULL;
     int rc = lg_http_request_feed(&p->req, p->buf, p->len, &problem);
+    if (p->over_limit && (rc != 0 || p->len == cap)) {
+        refuse_over_limit(a, p);
+        return;
+    }
     if (rc == 1) {
         classify_complete(a, p);
     } else if (rc < 0) {
@@ -482,6 +545,8 @@ void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms)
     while ((p = oldest_pending(a)) && p->deadline_ms <= now_ms)
         pending_refuse(a, p, 408, "request_timeout",
                        "the request head did not arrive within limits.request_timeout_ms", NULL);
+    while ((p = oldest_over_limit(a)) && p->deadline_ms <= now_ms)
+        refuse_over_limit(a, p);
     while ((p = oldest_lingering(a)) && p->deadline_ms <= now_ms)
         pending_finish(a, p, true);
 }
@@ -524,6 +589,8 @@ void lg_acceptor_destroy(struct lg_acceptor *a)
     struct lg_pending *p;
     while ((p = oldest_pending(a)))
         pending_finish(a, p, true);
+    while ((p = oldest_over_limit(a)))
+        pending_finish(a, p, true);
     while ((p = oldest_lingering(a)))
         pending_finish(a, p, true);
     if (!a->fds_taken && a->listen_fd >= 0)
@@ -540,12 +607,14 @@ int lg_acceptor_heads_fd(const struct lg_acceptor *a) { return a->heads_fd; }
 void lg_acceptor_fds_taken(struct lg_acceptor *a) { a->fds_taken = true; }
 size_t lg_acceptor_pending(const struct lg_acceptor *a)
 {
-    return a->pending.count + a->lingering.count;
+    return a->pending.count + a->over_limit.count + a->lingering.count;
 }
 
 void lg_acceptor_refuse_all(struct lg_acceptor *a, const char *message)
 {
     struct lg_pending *p;
     while ((p = oldest_pending(a)))
-        pending_refuse(a, p, 503, "unavailable", message, "Retry-After: 1\r\n");
+        pending_refuse_retryable(a, p, 503, "unavailable", message, "Retry-After: 1\r\n");
+    while ((p = oldest_over_limit(a)))
+        pending_refuse_retryable(a, p, 503, "unavailable", message, "Retry-After: 1\r\n");
 }

@@ -2,9 +2,11 @@
  * acceptor.h - one worker's front door: its SO_REUSEPORT listening socket and the sockets
  * accepted but not yet classified, whose request head is being read.
  *
- * A socket is accepted (TCP_NODELAY, socket_send_buffer_bytes), counted in accounting.h,
- * refused with 503 past limits.max_connections, and watched in a private epoll set until its
- * head is complete. Malformed heads (400), oversized heads (431), heads that do not arrive
+ * A socket is accepted (TCP_NODELAY, socket_send_buffer_bytes), counted in accounting.h, and
+ * watched in a private epoll set until its head is complete. Past limits.max_connections it is
+ * refused with 503 once its head is in (or LG_LINGER_MS passed, as long as a refusal lingers),
+ * so that the refusal of an SSE subscription can be worded as one a browser's EventSource
+ * retries (sse_refusal.h). Malformed heads (400), oversized heads (431), heads that do not arrive
  * within limits.request_timeout_ms (408) and WebSocket upgrades anywhere but GET /ws (404,
  * 405, 431 past 2048 bytes) are answered with a JSON error and closed here. Every other head
  * is handed to the owner through struct lg_acceptor_ops, which then owns the socket.
@@ -83,7 +85,8 @@ void lg_acceptor_fds_taken(struct lg_acceptor *a);      /* the owner closes both
 void lg_acceptor_accept_ready(struct lg_acceptor *a);
 void lg_acceptor_heads_ready(struct lg_acceptor *a);
 void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms); /* 408 past the deadline */
-/* Answer every pending socket 503 with message (drain). */
+/* Answer every pending socket 503 with message (drain); an SSE subscription's as an event
+ * (sse_refusal.h). */
 void lg_acceptor_refuse_all(struct lg_acceptor *a, const char *message);
 size_t lg_acceptor_pending(const struct lg_acceptor *a);
 

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "hub.h"
 #include "log.h"
+#include "sse_refusal.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "conn_report.h"
@@ -109,14 +110,21 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
 {
     static struct lg_ratelimit rl;
     LG_STAT_ADD(requests_rejected, 1);
+    bool as_event = c->sse_request && lg_sse_refusal_retried(status);
     lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
-                       "public port answered %d %s: %s", status, code, message);
+                       "public port answered %d %s%s: %s", status, code,
+                       as_event ? " (as an SSE refused event)" : "", message);
     lg_buf_reset(&c->out);
     c->out_sent = 0;
-    char headers[1024];
-    snprintf(headers, sizeof headers, "%s%s", extra_headers ? extra_headers : "",
-             c->cors ? c->cors : "");
-    lg_http_error_response(&c->out, status, code, message, headers, false);
+    if (as_event) {
+        lg_sse_refusal(&c->out, lg_worker_config(c->worker)->sse.retry_ms, status, code, message,
+                       c->cors);
+    } else {
+        char headers[1024];
+        snprintf(headers, sizeof headers, "%s%s", extra_headers ? extra_headers : "",
+                 c->cors ? c->cors : "");
+        lg_http_error_response(&c->out, status, code, message, headers, false);
+    }
     if (!c->close_reason)
         c->close_reason = status == 429 || status == 401 || status == 403 ? "policy" : "error";
     c->closing = true;

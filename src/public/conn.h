@@ -63,6 +63,8 @@ struct lg_conn {
     uint32_t drain_retry_ms;  /* windowed drain, SSE: the jittered retry: sent (0 = sse.retry_ms) */
     bool drain_restart;       /* windowed drain, WebSocket: close 1012 (service restart) */
     bool keep_alive;          /* after `out` is sent, read the next request */
+    bool sse_request;         /* its request is GET /sse: a retryable refusal is an SSE event
+                                 (sse_refusal.h) */
     bool heartbeat_owed;      /* a heartbeat transport (SSE): send a comment line */
     bool lingering;           /* answered and half-closed: reading and discarding until the
                                  peer closes, LG_LINGER_MS or LG_LINGER_BYTES */
@@ -115,7 +117,9 @@ bool lg_conn_claim_client(struct lg_conn *c, const struct lg_client_address *cli
 void lg_conn_release(struct lg_conn *c);
 /* Ask lws for a writable callback once (dedup while one is pending is lws' job). */
 void lg_conn_want_write(struct lg_conn *c);
-/* Queue a complete HTTP response (status line, JSON body) and close after it. */
+/* Queue a complete HTTP response (status line, JSON body) and close after it. For an SSE
+ * subscription (c->sse_request) a retryable refusal (429, 503, ...) is answered in the form
+ * an EventSource survives instead: 200 with a `refused` event (sse_refusal.h). */
 void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const char *message,
                         const char *extra_headers);
 /* Write pending `out` bytes. Return value: 0 sent (or partially, lws keeps the rest), -1 fail. */

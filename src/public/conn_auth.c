@@ -10,6 +10,7 @@
 #include "config.h"
 #include "conn.h"
 #include "log.h"
+#include "sse_refusal.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "worker_services.h"
@@ -59,22 +60,19 @@ static bool check_origin(struct lg_conn *c, const char *buf, const struct lg_htt
 {
     const struct lg_config *cfg = lg_worker_config(c->worker);
     const struct lg_slice *o = &req->headers[LG_HDR_ORIGIN];
-    enum lg_origin_verdict v = lg_origin_check(&cfg->allowed_origins, buf + o->off, o->len);
+    char lines[LG_CORS_LINES_MAX];
     free(c->cors);
     c->cors = NULL;
-    if (v == LG_ORIGIN_REFUSED)
+    if (!lg_cors_lines(&cfg->allowed_origins, buf + o->off, o->len, lines))
         return false;
-    char lines[LG_LIST_ITEM_MAX + 160];
-    if (v == LG_ORIGIN_ANY)
-        snprintf(lines, sizeof lines, "Access-Control-Allow-Origin: *\r\n");
-    else if (v == LG_ORIGIN_LISTED)
-        snprintf(lines, sizeof lines,
-                 "Access-Control-Allow-Origin: %.*s\r\nAccess-Control-Allow-Credentials: true\r\n"
-                 "Vary: Origin\r\n", (int)o->len, buf + o->off);
-    else
-        return true;
-    c->cors = strdup(lines);
+    if (lines[0])
+        c->cors = strdup(lines);
     return true;
+}
+
+void lg_conn_cors(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+{
+    (void)check_origin(c, buf, req);
 }
 
 static void refuse_origin(struct lg_conn *c)

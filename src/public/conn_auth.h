@@ -34,6 +34,10 @@ char *lg_conn_request_token(const char *buf, const struct lg_http_request *req,
 int lg_conn_authorize_http(struct lg_conn *c, const char *buf, const struct lg_http_request *req,
                            const struct lg_subscribe_params *p);
 
+/* Set c->cors for the Origin of req (none when allowed_origins refuses it: the request is
+ * refused later, or its refusal needs no CORS), for an answer given before authorization. */
+void lg_conn_cors(struct lg_conn *c, const char *buf, const struct lg_http_request *req);
+
 /* Answer an OPTIONS request for /sse or /poll: 204 with the CORS preflight headers for an
  * allowed Origin, 403 otherwise. */
 void lg_conn_preflight(struct lg_conn *c, const char *buf, const struct lg_http_request *req);

@@ -25,6 +25,7 @@
 #include "http_routes.h"
 #include "log.h"
 #include "protocols.h"
+#include "sse_refusal.h"
 #include "stats.h"
 #include "transport.h"
 #include "worker_services.h"
@@ -36,11 +37,21 @@ static bool path_is(const char *buf, const struct lg_http_request *req, const ch
     return req->path.len == strlen(want) && memcmp(buf + req->path.off, want, req->path.len) == 0;
 }
 
+/* Whether req subscribes to SSE: then its retryable refusals are SSE events, with the CORS
+ * lines of its Origin even before authorization (sse_refusal.h). */
+static void note_sse_request(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+{
+    c->sse_request = lg_sse_refusal_applies(buf, req);
+    if (c->sse_request)
+        lg_conn_cors(c, buf, req);
+}
+
 static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
     c->keep_alive = req->keep_alive;
     free(c->cors); /* the previous request's (keep-alive); /sse and /poll set their own */
     c->cors = NULL;
+    note_sse_request(c, buf, req);
     bool get = req->method == LG_HTTP_GET;
     if (req->http_major != 1)
         lg_conn_http_error(c, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
@@ -334,6 +345,7 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
             return -1;
         lg_conn_init(c, wsi, lws_context_user(lws_get_context(wsi)), &lg_transport_http);
         if (!lg_conn_claim_client(c, h->client)) {
+            note_sse_request(c, h->buf, h->req);
             refuse_per_address(c);
             return 0;
         }

@@ -83,7 +83,8 @@ test("X-Forwarded-For counts only from a trusted proxy", async () => {
     const r = await get(`${base}sse?topic=xff`, { localAddress: from, headers, onData: () => {} });
     open.push(r);
     await waitFor("the answer's body", () => r.body().length > 0);
-    return r.status === 200 ? 200 : `${r.status} ${JSON.parse(r.body()).error}`;
+    // An SSE refusal a retry may cure is a 200 `refused` event (docs/protocol.md, "Refusals")
+    return r.headers["x-livegate-refused"] ?? (r.status === 200 ? 200 : `${r.status} ${JSON.parse(r.body()).error}`);
   };
   try {
     assert.equal(await sse("127.0.0.1"), 200);
@@ -99,7 +100,7 @@ test("X-Forwarded-For counts only from a trusted proxy", async () => {
     const stats = JSON.parse((await get(`${gw2.controlUrl}v1/stats`)).body);
     assert.equal(stats.connections_refused_address, 2);
     // The address the gateway logs for each stream when it closes (one line per 100 ms at most).
-    for (const r of open.filter((r) => r.status === 200)) {
+    for (const r of open.filter((r) => !r.headers["x-livegate-refused"])) {
       r.req.destroy();
       await sleep(150);
     }
