@@ -11,7 +11,8 @@
  * --transport mixed spreads the subscribers over all three transports (per-transport figures
  * in "per_transport"); --stalled N adds N subscribers that never read (isolation runs);
  * --idle N adds N SSE subscribers on topics of their own that nobody publishes to (a server
- * holding many idle connections while a few are active).
+ * holding many idle connections while a few are active). Several --sub-port ports spread the
+ * subscribers over nodes by topic (a cluster's nodes; bench/scaleout.sh).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see

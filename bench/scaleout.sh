@@ -33,14 +33,16 @@ SO_REDIS=$((so_base + 9))
 # IDLE = idle SSE subscribers, each on a topic of its own, split over both nodes and held by a
 # second generator process: the opentopics_* series keeps the published load fixed (1,000
 # active per-user subscribers at 500/s) and adds idle open topics, so what grows from row to row
-# is only the number of open topics. Every run: one publisher connection on node A.
+# is only the number of open topics. Every run: one publisher connection on node A. The fan-out
+# drains for up to 40 s: a node that fans out slowly (Nchan: ~100k deliveries/s) must show as a
+# low rate, not as lost events.
 so_scenarios_full() {
     cat <<'EOF'
 users_sse_10k_1000hz|ab|0|--transport sse --subscribers 10000 --topics 10000 --rate 1000 --duration 5 --connect-concurrency 512
 users_sse_10k_2000hz|ab|0|--transport sse --subscribers 10000 --topics 10000 --rate 2000 --duration 5 --connect-concurrency 512
 users_ws_10k_1000hz|ab|0|--transport ws --subscribers 10000 --topics 10000 --rate 1000 --duration 5 --connect-concurrency 512
 users_ws_10k_2000hz|ab|0|--transport ws --subscribers 10000 --topics 10000 --rate 2000 --duration 5 --connect-concurrency 512
-fanout_sse_1k_on_b_max|b|0|--transport sse --subscribers 1000 --topics 1 --rate max --events 2000 --duration 3
+fanout_sse_1k_on_b_max|b|0|--transport sse --subscribers 1000 --topics 1 --rate max --events 2000 --duration 3 --drain-ms 40000
 ingest_1conn_max|-|0|--subscribers 0 --topics 1 --rate max --duration 3
 opentopics_1k_active1k_sse_500hz|ab|0|--transport sse --subscribers 1000 --topics 1000 --rate 500 --duration 5
 opentopics_5k_active1k_sse_500hz|ab|4000|--transport sse --subscribers 1000 --topics 1000 --rate 500 --duration 5
@@ -144,6 +146,7 @@ so_run_error() { # NAME SIDE WHAT: the run's error line; stops what it started
 # so_run_one SIDE NAME ON IDLE ARGS DIR: one run; prints its JSON line (or a JSON error)
 so_run_one() {
     local side=$1 name=$2 on=$3 idle=$4 args=$5 dir=$6 pa pb out subs
+    trap 'so_stop_all; exit 130' INT TERM # called as $(so_run_one): its processes are its own to stop
     rm -rf "$dir"; mkdir -p "$dir"
     so_start_redis "$dir" || { so_run_error "$name" "$side" "redis-server did not start"; return 1; }
     so_start_node "$side" "$dir/a" "$SO_A_SUB" "$SO_A_PUB" || { so_run_error "$name" "$side" "node A did not start"; return 1; }
@@ -168,10 +171,11 @@ so_run_one() {
     fi
     local extra=",\"redis_clients\":${clients:-null},\"idle_helper\":$idle"
     if [ "$idle" -gt 0 ]; then
-        local ij k
+        local ij k v
         ij=$(tail -n 1 "$dir/idle.json")
         for k in idle_made idle_failed idle_closed; do
-            extra="$extra,\"helper_$k\":$(v=$(lgb_field "$ij" "$k"); echo "${v:-null}")"
+            v=$(lgb_field "$ij" "$k")
+            extra="$extra,\"helper_$k\":${v:-null}"
         done
     fi
     out=${out%\}}
@@ -192,7 +196,7 @@ so_table() {
     BEGIN {
         nf = split("publish_per_s deliveries_per_s lat_p50_us lat_p99_us server_cpu_pct_1 server_cpu_pct_2 server_cpu_pct_3 server_cpu_pct redis_us_per_publish", F, " ")
         split("publish_per_s deliveries_per_s lat_p50_us lat_p99_us node_a_cpu_pct node_b_cpu_pct redis_cpu_pct cpu_pct_sum redis_cpu_us_per_publish", JN, " ")
-        nw = split("lost duplicated reordered conns_failed helper_idle_failed helper_idle_closed", W, " ")
+        nw = split("lost duplicated reordered gaps conns_failed helper_idle_failed helper_idle_closed", W, " ")
     }
     {
         sc = getf($0, "scenario"); tg = getf($0, "target")
@@ -225,6 +229,7 @@ so_table() {
                 if (!runs[sc, tg] && !err[sc, tg]) continue
                 cell = sprintf("%d / %d / %d", worst(sc, tg, "lost"), worst(sc, tg, "duplicated"), worst(sc, tg, "reordered"))
                 if (worst(sc, tg, "lost") + worst(sc, tg, "duplicated") + worst(sc, tg, "reordered")) cell = "**" cell "**"
+                if (worst(sc, tg, "gaps")) cell = cell ", " worst(sc, tg, "gaps") " gaps"
                 failed = worst(sc, tg, "conns_failed") + worst(sc, tg, "helper_idle_failed") + worst(sc, tg, "helper_idle_closed")
                 if (failed) cell = cell ", " failed " conns failed"
                 if (err[sc, tg]) cell = cell ", " err[sc, tg] " runs failed"
@@ -293,7 +298,7 @@ fi
 [ -n "${targets// /}" ] || { lgb_log "nothing to run"; exit 1; }
 
 work=$(mktemp -d /tmp/lgbench-scaleout.XXXXXX)
-trap 'so_stop_all; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 all=$work/all.jsonl
 : >"$all"
