@@ -22,34 +22,14 @@ set -uo pipefail
 
 reps=3 mode=full only="" install=1 targets="livegate nchan"
 budget=${LGB_BUDGET_S:-840} # stop starting new runs after this many seconds (15 min bound)
-while [ $# -gt 0 ]; do
-    case $1 in
-    --quick | --smoke) mode=smoke; reps=1 ;;
-    --reps) reps=$2; shift ;;
-    --scenarios) only=$2; shift ;;
-    --no-install) install=0 ;;
-    --nchan-only) targets=nchan ;;
-    --livegate-only) targets=livegate ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
-    *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
+lgb_side_options compare.sh 19 "$@"
+[ $mode = quick ] && mode=smoke # compare.sh's quick run is its smoke scenario set
 t0=$SECONDS
 
 # ---- Nchan ---------------------------------------------------------------------------------
-module=${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}
-if [[ " $targets " == *" nchan "* ]] && { ! command -v nginx >/dev/null || [ ! -f "$module" ]; }; then
-    if [ $install = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        lgb_log "installing nginx + libnginx-mod-nchan"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -q nginx libnginx-mod-nchan >/dev/null ||
-            { apt-get update -q >/dev/null && apt-get install -y -q nginx libnginx-mod-nchan >/dev/null; }
-    fi
-    if ! command -v nginx >/dev/null || [ ! -f "$module" ]; then
-        lgb_log "nginx + libnginx-mod-nchan unavailable: Nchan column will be n/a"
-        targets=${targets/nchan/}
-    fi
+if [[ " $targets " == *" nchan "* ]] && ! lgb_nchan_available "$install"; then
+    lgb_log "nginx + libnginx-mod-nchan unavailable: Nchan column will be n/a"
+    targets=${targets/nchan/}
 fi
 
 # ---- builds --------------------------------------------------------------------------------
@@ -82,15 +62,10 @@ for ((rep = 1; rep <= reps; rep++)); do
     while IFS='|' read -r name tsel args _figs; do
         [ -n "$name" ] || continue
         k=$((k + 1))
-        order=$targets
-        [ $((k % 2)) = 0 ] && order=$(echo "$targets" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
-        for tg in $order; do
+        for tg in $(lgb_alternate $k "$targets"); do
             [ "$tsel" = all ] || [ "$tsel" = "$tg" ] || continue
             if [ $((SECONDS - t0)) -ge "$budget" ]; then stopped_early=1; break 3; fi
-            line=$(lgb_run_one "$tg" "$name" "$args" "$lg" "$work/run" "$lgbin")
-            line="{\"rep\":$rep,${line#\{}"
-            echo "$line" >>"$all"
-            lgb_log "rep $rep $(lgb_summary_line "$line")"
+            lgb_record_run $rep "$(lgb_run_one "$tg" "$name" "$args" "$lg" "$work/run" "$lgbin")" "$all"
         done
     done <<<"$scen"
 done

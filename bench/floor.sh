@@ -93,12 +93,7 @@ if [ $smoke = 1 ]; then
     exit $failed
 fi
 
-module=${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}
-if { ! command -v nginx >/dev/null || [ ! -f "$module" ]; } && [ $install = 1 ] && [ "$(id -u)" = 0 ]; then
-    lgb_log "installing nginx + libnginx-mod-nchan"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx libnginx-mod-nchan >/dev/null
-fi
-command -v nginx >/dev/null && [ -f "$module" ] || { lgb_log "nginx + libnginx-mod-nchan missing"; exit 1; }
+lgb_nchan_available "$install" || { lgb_log "nginx + libnginx-mod-nchan missing"; exit 1; }
 lgbin=$(lgb_livegate_bin)
 [ -n "$lgbin" ] || { lgb_log "cannot build livegate (see $LGB_BUILD_LOG)"; exit 1; }
 

@@ -56,6 +56,20 @@ lgb_check_free() { # PORT...
     done
 }
 
+# lgb_nchan_available INSTALL: 0 when nginx and its Nchan module are there; with INSTALL 1, as
+# root with apt-get, installs nginx + libnginx-mod-nchan first when either is missing
+lgb_nchan_available() {
+    local module=${NCHAN_MODULE:-/usr/lib/nginx/modules/ngx_nchan_module.so}
+    command -v nginx >/dev/null && [ -f "$module" ] && return 0
+    if [ "$1" = 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        lgb_log "installing nginx + libnginx-mod-nchan"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q nginx libnginx-mod-nchan >/dev/null ||
+            { apt-get update -q >/dev/null && apt-get install -y -q nginx libnginx-mod-nchan >/dev/null; }
+    fi
+    command -v nginx >/dev/null && [ -f "$module" ]
+}
+
 # ---------------------------------------------------------------- building
 
 LGB_BUILD_LOG=${LGB_BUILD_LOG:-/tmp/lgbench-build.log}
@@ -440,6 +454,42 @@ lgb_scraper() {
         read -r -t "$pause" -u 4 line
     done
     exec 4<&-
+}
+
+# lgb_side_options TOOL HELP_END "$@": the options of the tools that run livegate against Nchan
+# (compare.sh, scaleout.sh). Sets the caller's mode (--quick: quick, --smoke: smoke; both set
+# reps to 1), reps, only (--scenarios), install (--no-install: 0) and targets (--livegate-only,
+# --nchan-only); -h/--help prints lines 2..HELP_END of the script; anything else exits 2.
+lgb_side_options() {
+    local tool=$1 help_end=$2
+    shift 2
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --quick) mode=quick; reps=1 ;;
+        --smoke) mode=smoke; reps=1 ;;
+        --reps) reps=$2; shift ;;
+        --scenarios) only=$2; shift ;;
+        --no-install) install=0 ;;
+        --nchan-only) targets=nchan ;;
+        --livegate-only) targets=livegate ;;
+        -h | --help) sed -n "2,${help_end}p" "$0"; exit 0 ;;
+        *) echo "$tool: unknown option $1" >&2; exit 2 ;;
+        esac
+        shift
+    done
+}
+
+# lgb_alternate K TARGETS: TARGETS as given for an odd K, reversed for an even one, so the side
+# that runs first alternates from run to run
+lgb_alternate() {
+    if (($1 % 2)); then echo "$2"; else echo "$2" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }'; fi
+}
+
+# lgb_record_run REP LINE FILE: appends a run's JSON line, with its rep, to FILE and logs its summary
+lgb_record_run() {
+    local line="{\"rep\":$1,${2#\{}"
+    echo "$line" >>"$3"
+    lgb_log "rep $1 $(lgb_summary_line "$line")"
 }
 
 # lgb_tool_options TOOL HELP_END OPTION=VAR ... -- "$@": the option loop of a bench/*.sh tool

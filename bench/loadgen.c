@@ -11,7 +11,8 @@
  * --transport mixed spreads the subscribers over all three transports (per-transport figures
  * in "per_transport"); --stalled N adds N subscribers that never read (isolation runs);
  * --idle N adds N SSE subscribers on topics of their own that nobody publishes to (a server
- * holding many idle connections while a few are active).
+ * holding many idle connections while a few are active). Several --sub-port ports spread the
+ * subscribers over nodes by topic (a cluster's nodes; bench/scaleout.sh).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see
@@ -114,7 +115,9 @@ static struct {
     enum target target;
     enum transport transport;
     char host[64];
-    int sub_port, pub_port;
+    int sub_ports[8]; /* --sub-port P[,P..]: a subscriber on topic t connects to sub_ports[t % n] */
+    uint32_t nsub_ports;
+    int pub_port;
     uint32_t nsubs, ntopics;
     uint32_t nstalled; /* --stalled: extra subscribers that never read their events */
     uint32_t nidle;    /* --idle: extra SSE subscribers, each on its own unpublished topic */
@@ -135,6 +138,7 @@ static struct {
     bool quiet;
     char topic_prefix[48];
     char sub_query[1536]; /* --sub-query: "&<it>" appended to livegate subscribe requests */
+    char ready_file[256]; /* --ready-file: created once the connect phase is over */
     uint32_t nonce;
 
     /* runtime */
@@ -217,6 +221,13 @@ static void carry_shift(struct conn *c, size_t used)
 static void topic_name(uint32_t t, char *out, size_t n)
 {
     snprintf(out, n, "%s%" PRIu32, G.topic_prefix, t);
+}
+
+/* The port a subscriber connects to: topics (an idle subscriber's own topic too) are spread
+ * over the --sub-port list, so topic t always lands on the same node. */
+static int sub_port_of(const struct conn *c)
+{
+    return G.sub_ports[c->topic % G.nsub_ports];
 }
 
 static bool is_loopback(const char *ip)
@@ -547,6 +558,7 @@ static void ws_key(uint32_t idx, char out[32])
 static bool sub_send_request(struct conn *c)
 {
     char tn[MAX_TOPIC_NAME + sizeof G.sub_query], req[4096];
+    int port = sub_port_of(c);
     if (c->role == R_IDLE) /* "<prefix>idle-<i>": never one of the published topics */
         snprintf(tn, sizeof tn, "%sidle-%" PRIu32, G.topic_prefix, c->topic);
     else
@@ -559,19 +571,19 @@ static bool sub_send_request(struct conn *c)
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n"
                      "Cache-Control: no-cache\r\n\r\n",
-                     lg ? "/sse?topic=" : "/sub/", tn, G.host, G.sub_port);
+                     lg ? "/sse?topic=" : "/sub/", tn, G.host, port);
     } else if (c->xport == X_WS) {
         char key[32];
         ws_key(c->idx, key);
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n",
-                     lg ? "/ws?topic=" : "/sub/", tn, G.host, G.sub_port, key,
+                     lg ? "/ws?topic=" : "/sub/", tn, G.host, port, key,
                      lg ? "Sec-WebSocket-Protocol: livegate.v1\r\n" : "");
     } else if (lg) {
         n = snprintf(req, sizeof req, "GET /poll?topic=%s&timeout=%d%s%s HTTP/1.1\r\nHost: %s:%d\r\n\r\n",
                      tn, G.poll_timeout_s, c->cursor ? "&since=" : "", c->cursor ? c->cursor : "",
-                     G.host, G.sub_port);
+                     G.host, port);
         G.poll_requests++;
     } else {
         const char *lm = NULL, *et = NULL;
@@ -586,10 +598,10 @@ static bool sub_send_request(struct conn *c)
             n = snprintf(req, sizeof req,
                          "GET /sub/%s HTTP/1.1\r\nHost: %s:%d\r\nIf-Modified-Since: %.*s\r\n"
                          "If-None-Match: %s\r\n\r\n",
-                         tn, G.host, G.sub_port, (int)lml, lm, et ? et : "");
+                         tn, G.host, port, (int)lml, lm, et ? et : "");
         else
             n = snprintf(req, sizeof req, "GET /sub/%s HTTP/1.1\r\nHost: %s:%d\r\n\r\n", tn, G.host,
-                         G.sub_port);
+                         port);
         G.poll_requests++;
     }
     if (n <= 0 || (size_t)n >= sizeof req) return false;
@@ -815,7 +827,7 @@ static void poll_again(struct conn *c)
     if (c->conn_close || c->fd < 0) {
         if (c->fd >= 0) { epoll_ctl(G.ep, EPOLL_CTL_DEL, c->fd, NULL); close_fd(c, false); }
         G.poll_reconnects++;
-        if (!start_connect(c, G.sub_port, true)) { sub_fail(c, &G.fail_connect); }
+        if (!start_connect(c, sub_port_of(c), true)) { sub_fail(c, &G.fail_connect); }
         return;
     }
     if (!sub_send_request(c)) sub_fail(c, &G.fail_closed);
@@ -1347,7 +1359,7 @@ static void connect_drive(uint64_t now)
         struct conn *c = &G.idlec[G.next_idle++];
         G.connecting++;
         c->t_mark = now;
-        if (!start_connect(c, G.sub_port, true)) idle_fail(c);
+        if (!start_connect(c, sub_port_of(c), true)) idle_fail(c);
     }
     if (G.next_idle < G.nidle || G.idle_made + G.idle_failed < G.nidle) return; /* all settled */
     /* then the stalled ones, so they are stalled while the healthy ones connect */
@@ -1355,13 +1367,13 @@ static void connect_drive(uint64_t now)
         struct conn *c = &G.stalled[G.next_stall++];
         G.connecting++;
         c->t_mark = now;
-        if (!start_connect(c, G.sub_port, true)) stall_fail(c);
+        if (!start_connect(c, sub_port_of(c), true)) stall_fail(c);
     }
     while (G.next_sub < G.nsubs && G.connecting < G.connect_conc) {
         struct conn *c = &G.subs[G.next_sub++];
         G.connecting++;
         c->t_mark = now;
-        if (!start_connect(c, G.sub_port, true)) {
+        if (!start_connect(c, sub_port_of(c), true)) {
             if (errno == EMFILE || errno == ENFILE) sub_fail(c, &G.fail_socket);
             else sub_fail(c, &G.fail_connect);
         }
@@ -1449,16 +1461,29 @@ static bool cond_drained(uint64_t now)
 
 /* ------------------------------------------------------------------ report */
 
-struct snap { double t, self_cpu, srv_cpu, host_busy; long rss_kb, slab_kb; };
+/* srv_cpu sums every --server-pid; srv_cpu_each keeps each one (several nodes and their Redis) */
+struct snap { double t, self_cpu, srv_cpu, srv_cpu_each[16], host_busy; long rss_kb, slab_kb; };
 
 static void snap_take(struct snap *s)
 {
     s->t = (double)lgb_now_ns() / 1e9;
     s->self_cpu = lgb_self_cpu_s();
     s->srv_cpu = G.nserver_pids ? lgb_proc_cpu_s(G.server_pids, G.nserver_pids) : -1;
+    for (int i = 0; i < G.nserver_pids; i++) s->srv_cpu_each[i] = lgb_proc_cpu_s(&G.server_pids[i], 1);
     s->rss_kb = G.nserver_pids ? lgb_proc_rss_kb(G.server_pids, G.nserver_pids) : -1;
     s->slab_kb = lgb_slab_kb();
     s->host_busy = lgb_host_busy_s();
+}
+
+/* --ready-file: tells a script that this process holds its connections (made and failed
+ * counts, one line), e.g. a second generator holding idle subscribers beside the measured one */
+static void write_ready_file(void)
+{
+    FILE *f = fopen(G.ready_file, "w");
+    if (!f) die("cannot write --ready-file %s", G.ready_file);
+    fprintf(f, "made %" PRIu64 " failed %" PRIu64 "\n", G.conns_made + G.stalled_made + G.idle_made,
+            G.conns_failed + G.stalled_failed + G.idle_failed);
+    fclose(f);
 }
 
 static void jnum(const char *k, double v, int prec, bool valid)
@@ -1471,7 +1496,7 @@ static void jint(const char *k, uint64_t v) { printf(",\"%s\":%" PRIu64, k, v); 
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: lg_loadgen --target livegate|nchan [--host 127.0.0.1] --sub-port P --pub-port Q\n"
+            "usage: lg_loadgen --target livegate|nchan [--host 127.0.0.1] --sub-port P[,P..] --pub-port Q\n"
             "  --transport sse|ws|poll|mixed --subscribers N --topics T --rate R|max --events M\n"
             "  [--stalled N (extra subscribers that never read; SO_RCVBUF 4096)]\n"
             "  [--idle N (extra SSE subscribers on unpublished topics, connected first)]\n"
@@ -1480,8 +1505,12 @@ static void usage(void)
             "  [--connect-timeout S] [--settle-ms MS] [--idle-ms MS] [--drain-ms MS]\n"
             "  [--poll-timeout S] [--max-runtime S] [--label NAME] [--json] [--quiet]\n"
             "  [--sub-query K=V (appended to livegate's /sse, /ws and /poll queries, e.g. a token)]\n"
+            "  [--ready-file PATH (created when the connect phase is over: \"made N failed M\")]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
-            "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n");
+            "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n"
+            "Several --sub-port ports (nodes, at most 8): a subscriber on topic t, or the idle one\n"
+            "number t, connects to port number t mod K. With several --server-pid, each one's CPU\n"
+            "is reported too (server_cpu_s_<k>, server_cpu_pct_<k>, k = 1.. in the given order).\n");
 }
 
 int main(int argc, char **argv)
@@ -1514,7 +1543,8 @@ int main(int argc, char **argv)
         {"connect-concurrency", 1, 0, 'c'}, {"connect-timeout", 1, 0, 'C'}, {"settle-ms", 1, 0, 'w'},
         {"idle-ms", 1, 0, 'i'}, {"drain-ms", 1, 0, 'W'}, {"poll-timeout", 1, 0, 'T'},
         {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"sub-query", 1, 0, 'Q'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
-        {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"ready-file", 1, 0, 'R'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -1524,7 +1554,16 @@ int main(int argc, char **argv)
             else die("unknown target %s", optarg);
             break;
         case 'H': snprintf(G.host, sizeof G.host, "%s", optarg); break;
-        case 's': G.sub_port = atoi(optarg); break;
+        case 's': {
+            char *s = optarg, *tok, *save = NULL;
+            G.nsub_ports = 0;
+            while ((tok = strtok_r(s, ",", &save))) {
+                s = NULL;
+                if (G.nsub_ports == 8) die("--sub-port takes at most 8 ports");
+                G.sub_ports[G.nsub_ports++] = atoi(tok);
+            }
+            break;
+        }
         case 'p': G.pub_port = atoi(optarg); break;
         case 'x':
             if (!strcmp(optarg, "sse")) G.transport = X_SSE;
@@ -1562,6 +1601,7 @@ int main(int argc, char **argv)
         case 'M': G.max_runtime_s = atof(optarg); break;
         case 'L': snprintf(G.label, sizeof G.label, "%s", optarg); break;
         case 'Q': snprintf(G.sub_query, sizeof G.sub_query, "&%s", optarg); break;
+        case 'R': snprintf(G.ready_file, sizeof G.ready_file, "%s", optarg); break;
         case 'j': break;
         case 'q': G.quiet = true; break;
         default: usage(); return 2;
@@ -1575,7 +1615,11 @@ int main(int argc, char **argv)
     if (G.nsubs > 1000000) die("--subscribers must be <= 1000000");
     if (G.nstalled > 1000000) die("--stalled must be <= 1000000");
     if (G.nidle > 1000000) die("--idle must be <= 1000000");
-    if ((G.nsubs || G.nstalled || G.nidle) && (G.sub_port <= 0 || G.sub_port > 65535)) die("--sub-port required");
+    if (G.nsubs || G.nstalled || G.nidle) {
+        if (!G.nsub_ports) die("--sub-port required");
+        for (uint32_t i = 0; i < G.nsub_ports; i++)
+            if (G.sub_ports[i] <= 0 || G.sub_ports[i] > 65535) die("bad --sub-port %d", G.sub_ports[i]);
+    }
     if (G.pub_conns < 1 || G.pub_conns > 256) die("--pub-conns must be 1..256");
     if (G.pipeline < 1 || G.pipeline > 1024) die("--pipeline must be 1..1024");
     if (G.batch < 1 || G.batch > 10000) die("--batch must be 1..10000");
@@ -1674,6 +1718,7 @@ int main(int argc, char **argv)
     }
     G.connecting = 0;
     snap_take(&s1);
+    if (G.ready_file[0]) write_ready_file();
 
     /* ---- settle, then measure the idle footprint ---- */
     G.phase = PH_SETTLE;
@@ -1875,6 +1920,15 @@ int main(int argc, char **argv)
     jnum("server_cpu_idle_pct", srv_cpu_idle * 100, 2, !isnan(srv_cpu_idle));
     jnum("server_cpu_pct", srv_cpu_meas * 100, 1, !isnan(srv_cpu_meas));
     jnum("server_cpu_s", srv && meas_s > 0 ? s4.srv_cpu - s3.srv_cpu : NAN, 3, srv && meas_s > 0);
+    for (int i = 0; G.nserver_pids > 1 && i < G.nserver_pids; i++) { /* each --server-pid, 1-based */
+        char k[32];
+        double d = s4.srv_cpu_each[i] - s3.srv_cpu_each[i];
+        bool ok = srv && meas_s > 0 && s3.srv_cpu_each[i] >= 0 && s4.srv_cpu_each[i] >= 0;
+        snprintf(k, sizeof k, "server_cpu_s_%d", i + 1);
+        jnum(k, d, 3, ok);
+        snprintf(k, sizeof k, "server_cpu_pct_%d", i + 1);
+        jnum(k, ok ? d / meas_s * 100 : NAN, 1, ok);
+    }
     {
         double work = G.unique_total ? (double)G.unique_total : (double)G.published;
         bool ok = srv && meas_s > 0 && work > 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: the suite with warnings as errors, the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer, every libFuzzer
-# harness for LG_FUZZ_SECONDS (20) each, and a seconds-long smoke run of the benchmark and of
-# its floor server.
+# harness for LG_FUZZ_SECONDS (20) each, and seconds-long smoke runs of the benchmark, of its
+# floor server and of two nodes over Redis.
 # LG_TEST_QUICK=1 skips the sanitizer and fuzzer passes (for a fast local loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,4 +37,6 @@ if [[ -x bench/run.sh ]]; then
   bench/run.sh --smoke
   echo "== lg_floor smoke run (bench/floor.sh: the floor server must lose nothing)"
   bench/floor.sh --smoke
+  echo "== scale-out smoke run (bench/scaleout.sh: two nodes over Redis must lose nothing)"
+  bench/scaleout.sh --smoke
 fi
