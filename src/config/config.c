@@ -106,6 +106,11 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
                         "both (the algorithm is pinned by the key, never taken from a token)");
         return -1;
     }
+    if (cfg->redis.url[0] && cfg->redis.shards.count) {
+        lg_config__errf(err, "redis.url and redis.shards: set one, not both (with shards, list "
+                        "every Redis in redis.shards)");
+        return -1;
+    }
     const struct lg_string_list *o = &cfg->allowed_origins;
     for (size_t i = 0; i < o->count; i++)
         if (strcmp(o->items[i], "*") == 0 && o->count > 1) {
@@ -394,6 +399,7 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->auth.control_token);
     free(cfg->auth.cookie);
     lg_string_list_free(&cfg->auth.anonymous_subscribe);
+    lg_string_list_free(&cfg->redis.shards);
     lg_string_list_free(&cfg->allowed_origins);
     lg_string_list_free(&cfg->metrics_topics);
     memset(cfg, 0, sizeof(*cfg));

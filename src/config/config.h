@@ -28,6 +28,7 @@ struct lg_string_list {
 };
 #define LG_LIST_ITEM_MAX 256 /* bytes of one item */
 #define LG_LIST_MAX 256      /* items of one list */
+#define LG_REDIS_SHARDS_MAX 64
 
 struct lg_listen_addr {
     char host[64];  /* numeric IPv4/IPv6 address or "localhost" */
@@ -96,6 +97,7 @@ struct lg_config {
     uint32_t drain_window_ms;           /* clients are moved away over this, jittered */
     struct {
         char *url;                      /* "" = the memory store; else redis://H:P, unix:///p */
+        struct lg_string_list shards;   /* or several: a topic's is shards[hash(name) % count] */
         char *key_prefix;               /* before every key livegate writes */
         uint32_t connect_timeout_ms;
         uint32_t command_timeout_ms;    /* an unanswered connection is dropped after this */

@@ -58,6 +58,14 @@ static const char *lg_config__pattern_problem(const char *item, size_t len)
                  ", a leading $, and the wildcards * ?)";
 }
 
+/* An item of redis.shards: a Redis URL, as redis.url (the bridge parses the rest at start). */
+static const char *lg_config__redis_url_problem(const char *item, size_t len)
+{
+    (void)len;
+    return strncmp(item, "redis://", 8) == 0 || strncmp(item, "unix:///", 8) == 0
+               ? NULL : "a Redis URL is redis://HOST[:PORT] or unix:///path";
+}
+
 /* An item of allowed_origins: "*" or scheme://host[:port], as browsers send Origin. */
 static const char *lg_config__origin_problem(const char *item, size_t len)
 {
@@ -179,6 +187,9 @@ static const struct lg_setting lg_settings[] = {
     { .key = "redis.url", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.url), .min = 0,
       .max = 1024, .def_text = "",
       .doc = "Redis for scale-out (redis://HOST:PORT or unix:///path); \"\" = in-memory store" },
+    LG_LIST_UPTO("redis.shards", redis.shards, LG_REDIS_SHARDS_MAX, lg_config__redis_url_problem,
+                 "several Redis servers instead of redis.url: each topic lives on one, by a "
+                 "hash of its name; every node must list the same, in the same order"),
     { .key = "redis.key_prefix", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.key_prefix),
       .min = 0, .max = 256, .def_text = "livegate:", .doc = "before every key livegate writes" },
     LG_U32_IN(redis, connect_timeout_ms, 10, 600000, 1000,

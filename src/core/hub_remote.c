@@ -70,7 +70,6 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
 {
     const struct lg_config *cfg = hub->cfg;
     struct lg_redis_options opts = {
-        .url = cfg->redis.url,
         .key_prefix = cfg->redis.key_prefix ? cfg->redis.key_prefix : "",
         .connect_timeout_ms = cfg->redis.connect_timeout_ms,
         .command_timeout_ms = cfg->redis.command_timeout_ms,
@@ -81,8 +80,12 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
     };
     struct lg_redis_hooks hooks = {.arg = hub, .lock = tail_lock, .deliver = tail_deliver,
                                    .unlock = tail_unlock};
+    const char *one[] = {cfg->redis.url};
+    bool sharded = cfg->redis.shards.count > 0;
+    const char *const *urls = sharded ? (const char *const *)cfg->redis.shards.items : one;
+    uint32_t n = sharded ? (uint32_t)cfg->redis.shards.count : 1;
     char err[256];
-    struct lg_store *store = lg_redis_store_create(&opts, &hooks, err, sizeof err);
+    struct lg_store *store = lg_redis_store_create(&opts, urls, n, &hooks, err, sizeof err);
     if (!store)
         lg_err("redis store: %s", err);
     return store;

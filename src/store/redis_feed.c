@@ -53,7 +53,7 @@ uint32_t lg_redis__random_epoch(void)
 
 /* ---- The channel index ------------------------------------------------------------------ */
 
-static uint32_t hash_of(const char *s, size_t len)
+uint32_t lg_redis__hash(const char *s, size_t len)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
     for (size_t i = 0; i < len; i++)
@@ -61,25 +61,25 @@ static uint32_t hash_of(const char *s, size_t len)
     return h;
 }
 
-static struct redis_stream **bucket_of(struct redis_store *st, const char *ch, size_t len)
+static struct redis_stream **bucket_of(struct redis_shard *sh, const char *ch, size_t len)
 {
-    return &st->by_channel[hash_of(ch, len) & st->by_channel_mask];
+    return &sh->by_channel[lg_redis__hash(ch, len) & sh->by_channel_mask];
 }
 
-static int index_grow(struct redis_store *st)
+static int index_grow(struct redis_shard *sh)
 {
-    size_t buckets = st->by_channel ? (st->by_channel_mask + 1) * 2 : INDEX_BUCKETS_MIN;
+    size_t buckets = sh->by_channel ? (sh->by_channel_mask + 1) * 2 : INDEX_BUCKETS_MIN;
     struct redis_stream **fresh = calloc(buckets, sizeof *fresh);
     if (!fresh)
         return -1;
-    struct redis_stream **old = st->by_channel;
-    size_t old_buckets = old ? st->by_channel_mask + 1 : 0;
-    st->by_channel = fresh;
-    st->by_channel_mask = buckets - 1;
+    struct redis_stream **old = sh->by_channel;
+    size_t old_buckets = old ? sh->by_channel_mask + 1 : 0;
+    sh->by_channel = fresh;
+    sh->by_channel_mask = buckets - 1;
     for (size_t b = 0; b < old_buckets; b++) {
         for (struct redis_stream *s = old[b], *next; s; s = next) {
             next = s->next_by_channel;
-            struct redis_stream **head = bucket_of(st, s->key_channel, strlen(s->key_channel));
+            struct redis_stream **head = bucket_of(sh, s->key_channel, strlen(s->key_channel));
             s->next_by_channel = *head;
             *head = s;
         }
@@ -88,43 +88,43 @@ static int index_grow(struct redis_store *st)
     return 0;
 }
 
-int lg_redis__index_add(struct redis_store *st, struct redis_stream *s)
+int lg_redis__index_add(struct redis_shard *sh, struct redis_stream *s)
 {
-    if ((!st->by_channel || st->stream_count >= 2 * (st->by_channel_mask + 1)) &&
-        index_grow(st) != 0 && !st->by_channel)
+    if ((!sh->by_channel || sh->stream_count >= 2 * (sh->by_channel_mask + 1)) &&
+        index_grow(sh) != 0 && !sh->by_channel)
         return -1; /* a failed growth leaves longer chains, not a failure */
-    struct redis_stream **head = bucket_of(st, s->key_channel, strlen(s->key_channel));
+    struct redis_stream **head = bucket_of(sh, s->key_channel, strlen(s->key_channel));
     s->next_by_channel = *head;
     *head = s;
-    st->stream_count++;
+    sh->stream_count++;
     return 0;
 }
 
-void lg_redis__index_remove(struct redis_store *st, struct redis_stream *s)
+void lg_redis__index_remove(struct redis_shard *sh, struct redis_stream *s)
 {
-    for (struct redis_stream **pp = bucket_of(st, s->key_channel, strlen(s->key_channel)); *pp;
+    for (struct redis_stream **pp = bucket_of(sh, s->key_channel, strlen(s->key_channel)); *pp;
          pp = &(*pp)->next_by_channel) {
         if (*pp == s) {
             *pp = s->next_by_channel;
-            st->stream_count--;
+            sh->stream_count--;
             return;
         }
     }
 }
 
-static struct redis_stream *stream_by_channel(struct redis_store *st, const redisReply *ch)
+static struct redis_stream *stream_by_channel(struct redis_shard *sh, const redisReply *ch)
 {
-    if (ch->type != REDIS_REPLY_STRING || !st->by_channel)
+    if (ch->type != REDIS_REPLY_STRING || !sh->by_channel)
         return NULL;
-    for (struct redis_stream *s = *bucket_of(st, ch->str, ch->len); s; s = s->next_by_channel)
+    for (struct redis_stream *s = *bucket_of(sh, ch->str, ch->len); s; s = s->next_by_channel)
         if (strlen(s->key_channel) == ch->len && memcmp(s->key_channel, ch->str, ch->len) == 0)
             return s;
     return NULL;
 }
 
-static struct redis_stream *stream_by_id(struct redis_store *st, uint64_t id)
+static struct redis_stream *stream_by_id(struct redis_shard *sh, uint64_t id)
 {
-    for (struct redis_stream *s = st->streams; s; s = s->next)
+    for (struct redis_stream *s = sh->streams; s; s = s->next)
         if (s->id == id)
             return s;
     return NULL;
@@ -227,16 +227,16 @@ static bool parse_message(const char *p, size_t len, struct lg_event_fields *f)
 
 /* ---- Delivery into the hub and the mirror ---------------------------------------------------- */
 
-static void deliver_lock(struct redis_store *st, void *owner)
+static void deliver_lock(struct redis_shard *sh, void *owner)
 {
-    if (owner && st->has_hooks)
-        st->hooks.lock(st->hooks.arg, owner);
+    if (owner && sh->store->has_hooks)
+        sh->store->hooks.lock(sh->store->hooks.arg, owner);
 }
 
-static void deliver_unlock(struct redis_store *st, void *owner)
+static void deliver_unlock(struct redis_shard *sh, void *owner)
 {
-    if (owner && st->has_hooks)
-        st->hooks.unlock(st->hooks.arg, owner);
+    if (owner && sh->store->has_hooks)
+        sh->store->hooks.unlock(sh->store->hooks.arg, owner);
 }
 
 static void *owner_of(struct redis_stream *s)
@@ -251,8 +251,8 @@ static void *owner_of(struct redis_stream *s)
  * Return value: false when the hub had no room (nothing kept: it is read again later). */
 static bool offer(struct redis_stream *s, void *owner, struct lg_event *ev)
 {
-    struct redis_store *st = s->store;
-    if (owner && st->has_hooks && !st->hooks.deliver(st->hooks.arg, owner, ev)) {
+    struct redis_shard *sh = s->shard;
+    if (owner && sh->store->has_hooks && !sh->store->hooks.deliver(sh->store->hooks.arg, owner, ev)) {
         LG_STAT_ADD(redis_tail_stalls, 1);
         return false;
     }
@@ -269,7 +269,7 @@ static bool offer(struct redis_stream *s, void *owner, struct lg_event *ev)
 static void drop_mirror(struct redis_stream *s)
 {
     void *owner = owner_of(s);
-    deliver_lock(s->store, owner);
+    deliver_lock(s->shard, owner);
     pthread_mutex_lock(&s->lock);
     lg_history_release(&s->history);
     lg_history_init(&s->history, s->bounds);
@@ -277,15 +277,15 @@ static void drop_mirror(struct redis_stream *s)
     s->epoch = 0;
     s->ready = false;
     pthread_mutex_unlock(&s->lock);
-    deliver_unlock(s->store, owner);
+    deliver_unlock(s->shard, owner);
     s->heard = 0;
     s->empty_reads = 0;
 }
 
 /* ---- Reads: the load and catch-ups, at most READS_IN_FLIGHT_MAX at once ----------------------- */
 
-static void pump(struct redis_store *st);
-static void schedule_tick(struct redis_store *st, uint32_t ms);
+static void pump(struct redis_shard *sh);
+static void schedule_tick(struct redis_shard *sh, uint32_t ms);
 /* A new life of s began: its epoch is now epoch (0: not known yet). */
 static void new_life(struct redis_stream *s, uint32_t epoch);
 static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries);
@@ -295,41 +295,41 @@ static void stall(struct redis_stream *s);
  * streams_lock held. */
 static void need_read(struct redis_stream *s)
 {
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     if (s->queued || s->loading || s->catching || s->stalled)
         return;
     s->queued = true;
     s->queue_next = NULL;
-    if (st->queue_tail)
-        st->queue_tail->queue_next = s;
+    if (sh->queue_tail)
+        sh->queue_tail->queue_next = s;
     else
-        st->queue_head = s;
-    st->queue_tail = s;
+        sh->queue_head = s;
+    sh->queue_tail = s;
 }
 
 /* A read in flight names its stream by id: the stream may be closed before the answer. */
 struct read_call {
-    struct redis_store *st;
+    struct redis_shard *sh;
     uint64_t stream_id;
 };
 
 /* A read's answer: free the call, count it, find its stream (NULL if closed meanwhile).
  * Returns with streams_lock held. */
-static struct redis_stream *end_read(struct read_call *call, struct redis_store **st)
+static struct redis_stream *end_read(struct read_call *call, struct redis_shard **sh)
 {
-    *st = call->st;
-    pthread_mutex_lock(&(*st)->streams_lock);
-    if ((*st)->reads_in_flight)
-        (*st)->reads_in_flight--;
-    struct redis_stream *s = stream_by_id(*st, call->stream_id);
+    *sh = call->sh;
+    pthread_mutex_lock(&(*sh)->streams_lock);
+    if ((*sh)->reads_in_flight)
+        (*sh)->reads_in_flight--;
+    struct redis_stream *s = stream_by_id(*sh, call->stream_id);
     free(call);
     return s;
 }
 
-static void end_read_unlock(struct redis_store *st)
+static void end_read_unlock(struct redis_shard *sh)
 {
-    pump(st);
-    pthread_mutex_unlock(&st->streams_lock);
+    pump(sh);
+    pthread_mutex_unlock(&sh->streams_lock);
 }
 
 static bool is_noscript(const redisReply *r)
@@ -374,11 +374,11 @@ static void after_read(struct redis_stream *s, size_t entries)
 /* The answer of the load script: {epoch, counter, newest entries first}. */
 static void on_load_reply(void *reply, void *priv)
 {
-    struct redis_store *st;
-    struct redis_stream *s = end_read(priv, &st);
+    struct redis_shard *sh;
+    struct redis_stream *s = end_read(priv, &sh);
     redisReply *r = reply;
     if (!s) {
-        end_read_unlock(st);
+        end_read_unlock(sh);
         return;
     }
     s->loading = false;
@@ -388,10 +388,10 @@ static void on_load_reply(void *reply, void *priv)
             lg_warn("redis: topic %s: loading failed: %s", s->name,
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
         if (is_noscript(r))
-            lg_redis__load_scripts(st);
+            lg_redis__load_scripts(sh);
         if (r && s->sub == REDIS_SUB_ON)
             need_read(s); /* again (a lost connection resubscribes, and reads then) */
-        end_read_unlock(st);
+        end_read_unlock(sh);
         return;
     }
     uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
@@ -399,7 +399,7 @@ static void on_load_reply(void *reply, void *priv)
                            ? strtoull(r->element[1]->str, NULL, 10) : 0;
     const redisReply *entries = r->element[2];
     void *owner = owner_of(s);
-    deliver_lock(st, owner);
+    deliver_lock(sh, owner);
     pthread_mutex_lock(&s->lock);
     s->epoch = epoch;
     struct lg_event *newest_ev = NULL;
@@ -420,14 +420,14 @@ static void on_load_reply(void *reply, void *priv)
     pthread_mutex_unlock(&s->lock);
     /* Subscribers that arrived while it loaded resolve their replay on an event of the
      * topic: offer them the newest (live subscribers have it already and skip it). */
-    if (newest_ev && owner && st->has_hooks && !st->hooks.deliver(st->hooks.arg, owner, newest_ev))
+    if (newest_ev && owner && sh->store->has_hooks && !sh->store->hooks.deliver(sh->store->hooks.arg, owner, newest_ev))
         lg_warn("redis: topic %s: no inbox room to tell waiting subscribers it loaded; they "
                 "resolve on its next event", s->name);
     if (newest_ev)
         lg_event_unref(&newest_ev);
-    deliver_unlock(st, owner);
+    deliver_unlock(sh, owner);
     settle(s, epoch, entries->elements);
-    end_read_unlock(st);
+    end_read_unlock(sh);
 }
 
 /* The mirror starts the new life empty and a catch-up reads it from its first position, so
@@ -441,12 +441,12 @@ static void begin_life(struct redis_stream *s, uint32_t epoch)
     if (!epoch)
         return;
     void *owner = owner_of(s);
-    deliver_lock(s->store, owner);
+    deliver_lock(s->shard, owner);
     pthread_mutex_lock(&s->lock);
     s->epoch = epoch;
     s->ready = true;
     pthread_mutex_unlock(&s->lock);
-    deliver_unlock(s->store, owner);
+    deliver_unlock(s->shard, owner);
 }
 
 static void new_life(struct redis_stream *s, uint32_t epoch)
@@ -523,9 +523,9 @@ static void apply_held(struct redis_stream *s, uint32_t read_epoch)
             need_read(s);
             break;
         }
-        deliver_lock(s->store, owner);
+        deliver_lock(s->shard, owner);
         bool taken = offer(s, owner, ev);
-        deliver_unlock(s->store, owner);
+        deliver_unlock(s->shard, owner);
         if (!taken) {
             note_heard(s, ev->epoch, ev->seq);
             stall(s);
@@ -551,13 +551,13 @@ static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries)
  * had no room (the rest is read again later). */
 static bool apply_entries(struct redis_stream *s, const redisReply *entries)
 {
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     pthread_mutex_lock(&s->lock);
     void *owner = s->owner;
     uint32_t epoch = s->epoch;
     pthread_mutex_unlock(&s->lock);
     bool taken = true;
-    deliver_lock(st, owner);
+    deliver_lock(sh, owner);
     for (size_t i = 0; i < entries->elements && taken; i++) {
         struct lg_event *ev = entry_event(s, entries->element[i], epoch, owner);
         if (!ev)
@@ -568,29 +568,29 @@ static bool apply_entries(struct redis_stream *s, const redisReply *entries)
         taken = seen || offer(s, owner, ev);
         lg_event_unref(&ev);
     }
-    deliver_unlock(st, owner);
+    deliver_unlock(sh, owner);
     return taken;
 }
 
 static void stall(struct redis_stream *s)
 {
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     if (s->stalled)
         return;
     s->stalled = true;
-    s->stalled_next = st->stalled;
-    st->stalled = s;
-    schedule_tick(st, STALL_RETRY_MS);
+    s->stalled_next = sh->stalled;
+    sh->stalled = s;
+    schedule_tick(sh, STALL_RETRY_MS);
 }
 
 /* The answer of the catch-up script: {epoch, entries from newest + 1}. */
 static void on_catch_up_reply(void *reply, void *priv)
 {
-    struct redis_store *st;
-    struct redis_stream *s = end_read(priv, &st);
+    struct redis_shard *sh;
+    struct redis_stream *s = end_read(priv, &sh);
     redisReply *r = reply;
     if (!s) {
-        end_read_unlock(st);
+        end_read_unlock(sh);
         return;
     }
     s->catching = false;
@@ -600,10 +600,10 @@ static void on_catch_up_reply(void *reply, void *priv)
             lg_warn("redis: topic %s: reading it failed: %s", s->name,
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
         if (is_noscript(r))
-            lg_redis__load_scripts(st);
+            lg_redis__load_scripts(sh);
         if (r && s->sub == REDIS_SUB_ON)
             need_read(s);
-        end_read_unlock(st);
+        end_read_unlock(sh);
         return;
     }
     uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
@@ -612,7 +612,7 @@ static void on_catch_up_reply(void *reply, void *priv)
     pthread_mutex_unlock(&s->lock);
     if (!same_life) {
         new_life(s, epoch);
-        end_read_unlock(st);
+        end_read_unlock(sh);
         return;
     }
     const redisReply *entries = r->element[1];
@@ -623,52 +623,52 @@ static void on_catch_up_reply(void *reply, void *priv)
         need_read(s); /* more where these came from */
     else
         settle(s, epoch, entries->elements);
-    end_read_unlock(st);
+    end_read_unlock(sh);
 }
 
 static int send_load(struct redis_stream *s, struct read_call *call)
 {
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     char epoch[16], count[16];
     snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch());
     snprintf(count, sizeof count, "%" PRIu32, s->bounds.max_events);
-    const char *argv[] = {"EVALSHA", st->load_script.sha, "3", s->key_stream, s->key_counter,
+    const char *argv[] = {"EVALSHA", sh->store->load_script.sha, "3", s->key_stream, s->key_counter,
                           s->key_epoch, epoch, count};
     size_t lens[8];
     for (size_t i = 0; i < 8; i++)
         lens[i] = strlen(argv[i]);
-    int rc = lg_redis_command(st->bridge, on_load_reply, call, 8, argv, lens);
+    int rc = lg_redis_command(sh->bridge, on_load_reply, call, 8, argv, lens);
     s->loading = rc == 0;
     return rc;
 }
 
 static int send_catch_up(struct redis_stream *s, struct read_call *call)
 {
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     char from[24], count[16];
     pthread_mutex_lock(&s->lock);
     snprintf(from, sizeof from, "%" PRIu64, s->newest + 1);
     pthread_mutex_unlock(&s->lock);
     snprintf(count, sizeof count, "%d", LG_REDIS_CATCH_UP_COUNT);
-    const char *argv[] = {"EVALSHA", st->catch_up_script.sha, "2", s->key_stream, s->key_epoch,
+    const char *argv[] = {"EVALSHA", sh->store->catch_up_script.sha, "2", s->key_stream, s->key_epoch,
                           from, count};
     size_t lens[7];
     for (size_t i = 0; i < 7; i++)
         lens[i] = strlen(argv[i]);
-    int rc = lg_redis_command(st->bridge, on_catch_up_reply, call, 7, argv, lens);
+    int rc = lg_redis_command(sh->bridge, on_catch_up_reply, call, 7, argv, lens);
     s->catching = rc == 0;
     return rc;
 }
 
 /* Send the queued reads, up to READS_IN_FLIGHT_MAX in flight. streams_lock held. */
-static void pump(struct redis_store *st)
+static void pump(struct redis_shard *sh)
 {
-    while (st->queue_head && st->reads_in_flight < READS_IN_FLIGHT_MAX &&
-           lg_redis_bridge_up(st->bridge)) {
-        struct redis_stream *s = st->queue_head;
-        st->queue_head = s->queue_next;
-        if (!st->queue_head)
-            st->queue_tail = NULL;
+    while (sh->queue_head && sh->reads_in_flight < READS_IN_FLIGHT_MAX &&
+           lg_redis_bridge_up(sh->bridge)) {
+        struct redis_stream *s = sh->queue_head;
+        sh->queue_head = s->queue_next;
+        if (!sh->queue_head)
+            sh->queue_tail = NULL;
         s->queued = false;
         if (s->sub != REDIS_SUB_ON)
             continue; /* read once its subscription is confirmed */
@@ -677,12 +677,12 @@ static void pump(struct redis_store *st)
             stall(s); /* tried again shortly */
             continue;
         }
-        *call = (struct read_call){.st = st, .stream_id = s->id};
+        *call = (struct read_call){.sh = sh, .stream_id = s->id};
         pthread_mutex_lock(&s->lock);
         bool ready = s->ready;
         pthread_mutex_unlock(&s->lock);
         if ((ready ? send_catch_up(s, call) : send_load(s, call)) == 0)
-            st->reads_in_flight++;
+            sh->reads_in_flight++;
         else
             free(call); /* not connected: everything is read again once it is */
     }
@@ -731,9 +731,9 @@ static void on_message(struct redis_stream *s, const redisReply *payload)
         need_read(s);
         return;
     }
-    deliver_lock(s->store, owner);
+    deliver_lock(s->shard, owner);
     bool taken = offer(s, owner, ev);
-    deliver_unlock(s->store, owner);
+    deliver_unlock(s->shard, owner);
     lg_event_unref(&ev);
     if (!taken) {
         note_heard(s, f.epoch, f.seq);
@@ -743,7 +743,7 @@ static void on_message(struct redis_stream *s, const redisReply *payload)
 
 static void subscribe(struct redis_stream *s)
 {
-    if (lg_redis_subscribe(s->store->bridge, s->key_channel, strlen(s->key_channel)) == 0)
+    if (lg_redis_subscribe(s->shard->bridge, s->key_channel, strlen(s->key_channel)) == 0)
         s->sub = REDIS_SUB_ASKED;
 }
 
@@ -763,61 +763,61 @@ static void on_unsubscribed(struct redis_stream *s, bool listening)
 /* Whether local subscribers want s, or did within LINGER_MS (interest_lock taken here). */
 static bool listening(struct redis_stream *s, uint64_t now_ms)
 {
-    struct redis_store *st = s->store;
-    pthread_mutex_lock(&st->interest_lock);
+    struct redis_shard *sh = s->shard;
+    pthread_mutex_lock(&sh->interest_lock);
     bool on = s->wanted || now_ms - s->last_wanted_ms < LINGER_MS;
-    pthread_mutex_unlock(&st->interest_lock);
+    pthread_mutex_unlock(&sh->interest_lock);
     return on;
 }
 
 void lg_redis__on_pubsub(void *arg, void *reply)
 {
-    struct redis_store *st = arg;
+    struct redis_shard *sh = arg;
     redisReply *r = reply;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING)
         return;
     const char *kind = r->element[0]->str;
-    pthread_mutex_lock(&st->streams_lock);
-    struct redis_stream *s = stream_by_channel(st, r->element[1]);
+    pthread_mutex_lock(&sh->streams_lock);
+    struct redis_stream *s = stream_by_channel(sh, r->element[1]);
     if (s && strcmp(kind, "message") == 0)
         on_message(s, r->element[2]);
     else if (s && strcmp(kind, "subscribe") == 0)
         on_subscribed(s);
     else if (s && strcmp(kind, "unsubscribe") == 0)
         on_unsubscribed(s, listening(s, lg_mono_ms()));
-    pump(st);
-    pthread_mutex_unlock(&st->streams_lock);
+    pump(sh);
+    pthread_mutex_unlock(&sh->streams_lock);
 }
 
 /* ---- Interest: subscribing, lingering, leaving ----------------------------------------------- */
 
 static void linger(struct redis_stream *s)
 {
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     if (s->lingering)
         return;
     s->lingering = true;
-    s->linger_next = st->linger;
-    st->linger = s;
-    schedule_tick(st, SWEEP_MS);
+    s->linger_next = sh->linger;
+    sh->linger = s;
+    schedule_tick(sh, SWEEP_MS);
 }
 
 /* Act on what the hub said of s (streams_lock held). */
 static void follow_interest(struct redis_stream *s, uint64_t now_ms)
 {
-    pthread_mutex_lock(&s->store->interest_lock);
+    pthread_mutex_lock(&s->shard->interest_lock);
     bool refresh = s->refresh_asked;
     s->refresh_asked = false;
-    pthread_mutex_unlock(&s->store->interest_lock);
+    pthread_mutex_unlock(&s->shard->interest_lock);
     if (!listening(s, now_ms)) {
         if (s->sub == REDIS_SUB_ASKED || s->sub == REDIS_SUB_ON)
             linger(s);
         return;
     }
-    pthread_mutex_lock(&s->store->interest_lock);
+    pthread_mutex_lock(&s->shard->interest_lock);
     bool wanted = s->wanted;
-    pthread_mutex_unlock(&s->store->interest_lock);
+    pthread_mutex_unlock(&s->shard->interest_lock);
     if (!wanted) /* touched (a subscribe that did not stay): lingers from now */
         linger(s);
     if (s->sub == REDIS_SUB_NONE)
@@ -827,14 +827,14 @@ static void follow_interest(struct redis_stream *s, uint64_t now_ms)
 }
 
 /* Unsubscribe the lingering streams nobody wanted for LINGER_MS. streams_lock held. */
-static void sweep_linger(struct redis_store *st, uint64_t now_ms)
+static void sweep_linger(struct redis_shard *sh, uint64_t now_ms)
 {
-    for (struct redis_stream **pp = &st->linger; *pp;) {
+    for (struct redis_stream **pp = &sh->linger; *pp;) {
         struct redis_stream *s = *pp;
         bool on = listening(s, now_ms);
-        pthread_mutex_lock(&st->interest_lock);
+        pthread_mutex_lock(&sh->interest_lock);
         bool wanted = s->wanted;
-        pthread_mutex_unlock(&st->interest_lock);
+        pthread_mutex_unlock(&sh->interest_lock);
         if (!wanted && on) {
             pp = &s->linger_next;
             continue;
@@ -843,17 +843,17 @@ static void sweep_linger(struct redis_store *st, uint64_t now_ms)
         s->lingering = false;
         if (on || s->sub == REDIS_SUB_NONE || s->sub == REDIS_SUB_LEAVING)
             continue;
-        if (lg_redis_unsubscribe(st->bridge, s->key_channel, strlen(s->key_channel)) == 0)
+        if (lg_redis_unsubscribe(sh->bridge, s->key_channel, strlen(s->key_channel)) == 0)
             s->sub = REDIS_SUB_LEAVING;
         drop_mirror(s);
         lg_redis__release_held(s);
     }
 }
 
-static void retry_stalled(struct redis_store *st)
+static void retry_stalled(struct redis_shard *sh)
 {
-    struct redis_stream *s = st->stalled;
-    st->stalled = NULL;
+    struct redis_stream *s = sh->stalled;
+    sh->stalled = NULL;
     for (; s; s = s->stalled_next) {
         s->stalled = false;
         need_read(s);
@@ -862,74 +862,74 @@ static void retry_stalled(struct redis_store *st)
 
 static void on_tick(void *arg)
 {
-    struct redis_store *st = arg;
-    st->tick_at_ms = 0;
+    struct redis_shard *sh = arg;
+    sh->tick_at_ms = 0;
     uint64_t now = lg_mono_ms();
-    pthread_mutex_lock(&st->streams_lock);
-    retry_stalled(st);
-    sweep_linger(st, now);
-    if (st->linger)
-        schedule_tick(st, SWEEP_MS);
-    pump(st);
-    pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_lock(&sh->streams_lock);
+    retry_stalled(sh);
+    sweep_linger(sh, now);
+    if (sh->linger)
+        schedule_tick(sh, SWEEP_MS);
+    pump(sh);
+    pthread_mutex_unlock(&sh->streams_lock);
 }
 
 /* Arm the bridge's timer for ms from now unless it fires sooner already. */
-static void schedule_tick(struct redis_store *st, uint32_t ms)
+static void schedule_tick(struct redis_shard *sh, uint32_t ms)
 {
     uint64_t at = lg_mono_ms() + ms;
-    if (st->tick_at_ms && st->tick_at_ms <= at)
+    if (sh->tick_at_ms && sh->tick_at_ms <= at)
         return;
-    st->tick_at_ms = at;
-    lg_redis_bridge_later(st->bridge, ms, on_tick, st);
+    sh->tick_at_ms = at;
+    lg_redis_bridge_later(sh->bridge, ms, on_tick, sh);
 }
 
 /* The streams whose interest changed since the last kick (each once), in any order. */
-static void take_marked(struct redis_store *st, uint64_t now_ms)
+static void take_marked(struct redis_shard *sh, uint64_t now_ms)
 {
-    pthread_mutex_lock(&st->interest_lock);
-    struct redis_stream *s = st->marked;
-    st->marked = NULL;
+    pthread_mutex_lock(&sh->interest_lock);
+    struct redis_stream *s = sh->marked;
+    sh->marked = NULL;
     for (struct redis_stream *m = s; m; m = m->marked_next)
         m->marked = false;
-    pthread_mutex_unlock(&st->interest_lock);
+    pthread_mutex_unlock(&sh->interest_lock);
     for (; s; s = s->marked_next)
         follow_interest(s, now_ms);
 }
 
 void lg_redis__run_kick(struct lg_redis_job *job, bool up)
 {
-    struct redis_store *st =
-        (struct redis_store *)((char *)job - offsetof(struct redis_store, kick));
-    atomic_store(&st->kick_queued, false);
+    struct redis_shard *sh =
+        (struct redis_shard *)((char *)job - offsetof(struct redis_shard, kick));
+    atomic_store(&sh->kick_queued, false);
     if (!up)
         return; /* lg_redis__on_up() subscribes every wanted stream */
-    pthread_mutex_lock(&st->streams_lock);
-    take_marked(st, lg_mono_ms());
-    pump(st);
-    pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_lock(&sh->streams_lock);
+    take_marked(sh, lg_mono_ms());
+    pump(sh);
+    pthread_mutex_unlock(&sh->streams_lock);
 }
 
-void lg_redis__kick(struct redis_store *st)
+void lg_redis__kick(struct redis_shard *sh)
 {
-    if (!atomic_exchange(&st->kick_queued, true) && !lg_redis_bridge_post(st->bridge, &st->kick))
-        atomic_store(&st->kick_queued, false); /* down: lg_redis__on_up() takes them */
+    if (!atomic_exchange(&sh->kick_queued, true) && !lg_redis_bridge_post(sh->bridge, &sh->kick))
+        atomic_store(&sh->kick_queued, false); /* down: lg_redis__on_up() takes them */
 }
 
 void lg_redis__mark(struct redis_stream *s, bool refresh)
 {
-    struct redis_store *st = s->store;
-    pthread_mutex_lock(&st->interest_lock);
+    struct redis_shard *sh = s->shard;
+    pthread_mutex_lock(&sh->interest_lock);
     s->refresh_asked |= refresh;
     bool first = !s->marked;
     if (first) {
         s->marked = true;
-        s->marked_next = st->marked;
-        st->marked = s;
+        s->marked_next = sh->marked;
+        sh->marked = s;
     }
-    pthread_mutex_unlock(&st->interest_lock);
+    pthread_mutex_unlock(&sh->interest_lock);
     if (first)
-        lg_redis__kick(st);
+        lg_redis__kick(sh);
 }
 
 /* ---- Connection events ----------------------------------------------------------------------- */
@@ -942,46 +942,46 @@ static void on_script_loaded(void *reply, void *priv)
         lg_warn("redis: SCRIPT LOAD failed: %s", r->str);
 }
 
-void lg_redis__load_scripts(struct redis_store *st)
+void lg_redis__load_scripts(struct redis_shard *sh)
 {
-    const struct redis_script *scripts[] = {&st->append_script, &st->load_script,
-                                            &st->catch_up_script};
+    const struct redis_script *scripts[] = {&sh->store->append_script, &sh->store->load_script,
+                                            &sh->store->catch_up_script};
     for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
         const char *argv[] = {"SCRIPT", "LOAD", scripts[i]->text};
         const size_t lens[] = {6, 4, strlen(scripts[i]->text)};
-        lg_redis_command(st->bridge, on_script_loaded, NULL, 3, argv, lens);
+        lg_redis_command(sh->bridge, on_script_loaded, NULL, 3, argv, lens);
     }
 }
 
 /* Subscribe every stream local subscribers want (the Pub/Sub connection is new). */
-static void resubscribe(struct redis_store *st)
+static void resubscribe(struct redis_shard *sh)
 {
     uint64_t now = lg_mono_ms();
-    pthread_mutex_lock(&st->streams_lock);
-    take_marked(st, now);
-    for (struct redis_stream *s = st->streams; s; s = s->next)
+    pthread_mutex_lock(&sh->streams_lock);
+    take_marked(sh, now);
+    for (struct redis_stream *s = sh->streams; s; s = s->next)
         if (s->sub == REDIS_SUB_NONE && listening(s, now))
             subscribe(s); /* then a catch-up (or the load) once Redis confirms it */
-    pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_unlock(&sh->streams_lock);
 }
 
 void lg_redis__on_up(void *arg)
 {
-    struct redis_store *st = arg;
-    lg_redis__load_scripts(st); /* before any EVALSHA on this connection */
-    resubscribe(st);
+    struct redis_shard *sh = arg;
+    lg_redis__load_scripts(sh); /* before any EVALSHA on this connection */
+    resubscribe(sh);
 }
 
 void lg_redis__on_feed_lost(void *arg)
 {
-    struct redis_store *st = arg;
-    pthread_mutex_lock(&st->streams_lock);
-    st->linger = NULL;
-    for (struct redis_stream *s = st->streams; s; s = s->next) {
+    struct redis_shard *sh = arg;
+    pthread_mutex_lock(&sh->streams_lock);
+    sh->linger = NULL;
+    for (struct redis_stream *s = sh->streams; s; s = s->next) {
         s->sub = REDIS_SUB_NONE; /* reads in flight complete as usual */
         s->lingering = false;
     }
-    pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_unlock(&sh->streams_lock);
 }
 
 void lg_redis__on_feed_back(void *arg)
@@ -991,18 +991,18 @@ void lg_redis__on_feed_back(void *arg)
 
 void lg_redis__on_down(void *arg)
 {
-    struct redis_store *st = arg;
+    struct redis_shard *sh = arg;
     uint64_t now = lg_mono_ms();
-    pthread_mutex_lock(&st->streams_lock);
-    st->queue_head = st->queue_tail = NULL;
-    st->linger = st->stalled = NULL;
-    st->reads_in_flight = 0;
-    for (struct redis_stream *s = st->streams; s; s = s->next) {
+    pthread_mutex_lock(&sh->streams_lock);
+    sh->queue_head = sh->queue_tail = NULL;
+    sh->linger = sh->stalled = NULL;
+    sh->reads_in_flight = 0;
+    for (struct redis_stream *s = sh->streams; s; s = s->next) {
         s->sub = REDIS_SUB_NONE;
         s->loading = s->catching = s->queued = s->stalled = s->lingering = false;
         lg_redis__release_held(s); /* what the connection lost is read from the streams */
         if (!listening(s, now))
             drop_mirror(s); /* nobody wants it: not kept stale */
     }
-    pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_unlock(&sh->streams_lock);
 }

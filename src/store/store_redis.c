@@ -132,7 +132,7 @@ static void on_append_reply(void *reply, void *priv)
             lg_warn("redis: append to %s failed: %s", a->s->name,
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
         if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
-            lg_redis__load_scripts(a->s->store); /* flushed meanwhile: the next one finds it */
+            lg_redis__load_scripts(a->s->shard); /* flushed meanwhile: the next one finds it */
         append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
         return;
     }
@@ -175,7 +175,7 @@ static void run_append(struct lg_redis_job *job, bool up)
         ARGS("i"), ARG(f->idempotency_key, f->idempotency_key_len);
 #undef ARGS
 #undef ARG
-    if (!up || lg_redis_command(s->store->bridge, on_append_reply, a, (int)n, argv, lens) != 0)
+    if (!up || lg_redis_command(s->shard->bridge, on_append_reply, a, (int)n, argv, lens) != 0)
         append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
 }
 
@@ -209,7 +209,7 @@ static void append_by_script(struct lg_stream *base, struct lg_event_fields *f,
     a->f.key = copy_into(&at, f->key, f->key_len);
     a->f.data = copy_into(&at, f->data, f->data_len);
     a->f.idempotency_key = copy_into(&at, f->idempotency_key, f->idempotency_key_len);
-    if (!lg_redis_bridge_post(s->store->bridge, &a->job)) {
+    if (!lg_redis_bridge_post(s->shard->bridge, &a->job)) {
         free(a);
         done(arg, LG_APPEND_UNAVAILABLE, NULL);
     }
@@ -240,11 +240,13 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
                                      struct lg_history_bounds bounds)
 {
     struct redis_store *st = (struct redis_store *)store;
+    struct redis_shard *sh = &st->shards[lg_redis__hash(name, len) % st->shard_count];
     struct redis_stream *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->base.store = store;
     s->store = st;
+    s->shard = sh;
     s->name = strndup(name, len);
     s->name_len = len;
     s->bounds = bounds;
@@ -260,16 +262,16 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
     }
     s->prefix_len = strlen(s->key_stream) - 2;
     s->wanted = !st->has_hooks; /* a store read only through its streams keeps every one */
-    pthread_mutex_lock(&st->streams_lock);
-    if (lg_redis__index_add(st, s) != 0) {
-        pthread_mutex_unlock(&st->streams_lock);
+    pthread_mutex_lock(&sh->streams_lock);
+    if (lg_redis__index_add(sh, s) != 0) {
+        pthread_mutex_unlock(&sh->streams_lock);
         stream_free(s);
         return NULL;
     }
-    s->id = ++st->next_id;
-    s->next = st->streams;
-    st->streams = s;
-    pthread_mutex_unlock(&st->streams_lock);
+    s->id = ++sh->next_id;
+    s->next = sh->streams;
+    sh->streams = s;
+    pthread_mutex_unlock(&sh->streams_lock);
     if (s->wanted)
         lg_redis__mark(s, false);
     return &s->base;
@@ -278,27 +280,27 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
 static void close_stream(struct lg_stream *base)
 {
     struct redis_stream *s = rs(base);
-    struct redis_store *st = s->store;
+    struct redis_shard *sh = s->shard;
     /* Unlinked, nothing on the bridge can reach it (loads name it by id, the tail reads the
      * list under the lock). Appends must not be pending (the hub closes streams only after
      * the bridge stopped: it collects no Redis topic while it runs). */
-    pthread_mutex_lock(&st->streams_lock);
-    for (struct redis_stream **pp = &st->streams; *pp; pp = &(*pp)->next) {
+    pthread_mutex_lock(&sh->streams_lock);
+    for (struct redis_stream **pp = &sh->streams; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
             *pp = s->next;
             break;
         }
     }
-    lg_redis__index_remove(st, s);
-    pthread_mutex_unlock(&st->streams_lock);
-    pthread_mutex_lock(&st->interest_lock);
-    for (struct redis_stream **pp = &st->marked; *pp; pp = &(*pp)->marked_next) {
+    lg_redis__index_remove(sh, s);
+    pthread_mutex_unlock(&sh->streams_lock);
+    pthread_mutex_lock(&sh->interest_lock);
+    for (struct redis_stream **pp = &sh->marked; *pp; pp = &(*pp)->marked_next) {
         if (*pp == s) {
             *pp = s->marked_next;
             break;
         }
     }
-    pthread_mutex_unlock(&st->interest_lock);
+    pthread_mutex_unlock(&sh->interest_lock);
     stream_free(s);
 }
 
@@ -313,11 +315,11 @@ static void stream_bind(struct lg_stream *base, void *owner)
 static void stream_listen(struct lg_stream *base, bool on)
 {
     struct redis_stream *s = rs(base);
-    struct redis_store *st = s->store;
-    pthread_mutex_lock(&st->interest_lock);
+    struct redis_shard *sh = s->shard;
+    pthread_mutex_lock(&sh->interest_lock);
     s->wanted = on;
     s->last_wanted_ms = lg_mono_ms();
-    pthread_mutex_unlock(&st->interest_lock);
+    pthread_mutex_unlock(&sh->interest_lock);
     lg_redis__mark(s, false);
 }
 
@@ -392,24 +394,40 @@ static uint32_t mirror_expire(struct lg_stream *base, uint64_t now_mono_ns)
     MIRROR_READ(uint32_t, lg_history_expire(&s->history, now_mono_ns));
 }
 
+/* The store's state is its worst shard's: a topic on a shard that is down cannot publish. */
 static const char *state(const struct lg_store *store)
 {
-    return lg_redis_state_name(lg_redis_bridge_state(((const struct redis_store *)store)->bridge));
+    const struct redis_store *st = (const struct redis_store *)store;
+    static const enum lg_redis_state worst_first[] = {LG_REDIS_STOPPED, LG_REDIS_DOWN,
+                                                      LG_REDIS_CONNECTING};
+    for (size_t w = 0; w < sizeof worst_first / sizeof worst_first[0]; w++)
+        for (uint32_t i = 0; i < st->shard_count; i++)
+            if (lg_redis_bridge_state(st->shards[i].bridge) == worst_first[w])
+                return lg_redis_state_name(worst_first[w]);
+    return lg_redis_state_name(LG_REDIS_UP);
 }
 
 static void stop(struct lg_store *store)
 {
-    lg_redis_bridge_stop(((struct redis_store *)store)->bridge);
+    struct redis_store *st = (struct redis_store *)store;
+    for (uint32_t i = 0; i < st->shard_count; i++)
+        lg_redis_bridge_stop(st->shards[i].bridge);
+}
+
+static void shard_release(struct redis_shard *sh)
+{
+    lg_redis_bridge_destroy(sh->bridge);
+    pthread_mutex_destroy(&sh->streams_lock);
+    pthread_mutex_destroy(&sh->interest_lock);
+    free(sh->by_channel);
 }
 
 static void destroy(struct lg_store *store)
 {
     struct redis_store *st = (struct redis_store *)store;
-    lg_redis_bridge_destroy(st->bridge);
-    pthread_mutex_destroy(&st->streams_lock);
-    pthread_mutex_destroy(&st->interest_lock);
-    free(st->by_channel);
-    free(st->url), free(st->prefix);
+    for (uint32_t i = 0; i < st->shard_count; i++)
+        shard_release(&st->shards[i]);
+    free(st->prefix);
     free(st);
 }
 
@@ -435,45 +453,59 @@ static const struct lg_store_ops redis_ops = {
     .stop = stop,
 };
 
+/* Start shard sh on url. Return value: 0, or -1 with err filled. */
+static int shard_start(struct redis_store *st, struct redis_shard *sh, const char *url, char *err,
+                       size_t err_cap)
+{
+    sh->store = st;
+    sh->kick.run = lg_redis__run_kick;
+    pthread_mutex_init(&sh->streams_lock, NULL);
+    pthread_mutex_init(&sh->interest_lock, NULL);
+    struct lg_redis_options opts = st->opts;
+    opts.url = url;
+    struct lg_redis_bridge_user user = {.arg = sh, .up = lg_redis__on_up,
+                                        .down = lg_redis__on_down, .pubsub = lg_redis__on_pubsub,
+                                        .feed_lost = lg_redis__on_feed_lost,
+                                        .feed_back = lg_redis__on_feed_back};
+    return lg_redis_bridge_start(&opts, user, &sh->bridge, err, err_cap);
+}
+
 struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
+                                       const char *const *urls, uint32_t url_count,
                                        const struct lg_redis_hooks *hooks, char *err,
                                        size_t err_cap)
 {
-    struct redis_store *st = calloc(1, sizeof *st);
-    if (!st) {
-        snprintf(err, err_cap, "out of memory");
+    struct redis_store *st = calloc(1, sizeof *st + url_count * sizeof st->shards[0]);
+    if (!st || url_count == 0) {
+        snprintf(err, err_cap, url_count ? "out of memory" : "no Redis to use");
+        free(st);
         return NULL;
     }
     st->base.ops = &redis_ops;
     st->opts = *opts;
-    st->url = strdup(opts->url);
     st->prefix = strdup(opts->key_prefix);
-    st->opts.url = st->url;
     st->opts.key_prefix = st->prefix;
-    st->kick.run = lg_redis__run_kick;
+    st->opts.url = NULL;
     if (hooks) {
         st->hooks = *hooks;
         st->has_hooks = true;
     }
-    pthread_mutex_init(&st->streams_lock, NULL);
-    pthread_mutex_init(&st->interest_lock, NULL);
-    struct lg_redis_bridge_user user = {.arg = st, .up = lg_redis__on_up,
-                                        .down = lg_redis__on_down, .pubsub = lg_redis__on_pubsub,
-                                        .feed_lost = lg_redis__on_feed_lost,
-                                        .feed_back = lg_redis__on_feed_back};
-    if (script_init(&st->append_script, append_text) != 0 ||
-        script_init(&st->load_script, load_text) != 0 ||
-        script_init(&st->catch_up_script, catch_up_text) != 0)
-        snprintf(err, err_cap, "cannot compute the scripts' SHA1 (libcrypto)");
-    else if (st->url && st->prefix)
-        lg_redis_bridge_start(&st->opts, user, &st->bridge, err, err_cap);
-    else
+    int rc = -1;
+    if (!st->prefix)
         snprintf(err, err_cap, "out of memory");
-    if (!st->bridge) {
-        pthread_mutex_destroy(&st->streams_lock);
-        pthread_mutex_destroy(&st->interest_lock);
-        free(st->url), free(st->prefix);
-        free(st);
+    else if (script_init(&st->append_script, append_text) != 0 ||
+             script_init(&st->load_script, load_text) != 0 ||
+             script_init(&st->catch_up_script, catch_up_text) != 0)
+        snprintf(err, err_cap, "cannot compute the scripts' SHA1 (libcrypto)");
+    else
+        rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < url_count; i++, st->shard_count++)
+        rc = shard_start(st, &st->shards[i], urls[i], err, err_cap);
+    if (rc != 0) {
+        if (st->shard_count) /* the one that failed is counted: its bridge is NULL */
+            destroy(&st->base);
+        else
+            free(st->prefix), free(st);
         return NULL;
     }
     return &st->base;

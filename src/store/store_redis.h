@@ -50,9 +50,12 @@ struct lg_redis_hooks {
     void (*unlock)(void *arg, void *owner);
 };
 
-/* Start the bridge. hooks may be NULL (the store is read through its streams only).
+/* Start one bridge per Redis of urls[0..url_count) (opts.url is not read): each topic lives on
+ * one of them, urls[hash(topic) % url_count] (FNV-1a of its name), for the life of the
+ * deployment. hooks may be NULL (the store is read through its streams only).
  * Return value: the store, or NULL with err filled. */
 struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
+                                       const char *const *urls, uint32_t url_count,
                                        const struct lg_redis_hooks *hooks, char *err,
                                        size_t err_cap);
 

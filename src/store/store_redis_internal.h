@@ -19,6 +19,7 @@
 #include "store_redis.h"
 
 struct redis_store;
+struct redis_shard;
 
 /* Where a stream's Pub/Sub subscription stands (bridge thread). */
 enum redis_sub {
@@ -31,6 +32,7 @@ enum redis_sub {
 struct redis_stream {
     struct lg_stream base;
     struct redis_store *store;
+    struct redis_shard *shard;  /* immutable: the Redis that holds it (a hash of its name) */
     char *name;                 /* immutable */
     size_t name_len;
     char *key_stream, *key_counter, *key_epoch, *key_channel; /* immutable */
@@ -42,7 +44,7 @@ struct redis_stream {
     uint64_t newest;            /* {lock} */
     bool ready;                 /* {lock} the mirror is loaded and kept current */
     struct lg_history history;  /* {lock} */
-    /* Interest, set by the hub (any thread) under the store's interest lock. */
+    /* Interest, set by the hub (any thread) under the shard's interest lock. */
     bool wanted;                /* {interest_lock} local subscribers want its events */
     bool marked;                /* {interest_lock} on the store's list of changed interests */
     uint64_t last_wanted_ms;    /* {interest_lock} when it was last wanted (monotonic) */
@@ -62,9 +64,9 @@ struct redis_stream {
     uint32_t held_count, held_cap;
     bool held_overflow;         /* more came than LG_REDIS_HELD_MAX: the stream has them */
     struct redis_stream *queue_next, *linger_next, *stalled_next;
-    uint64_t id;                /* {store->streams_lock} what a read in flight names it by */
-    struct redis_stream *next;  /* {store->streams_lock} every open stream */
-    struct redis_stream *next_by_channel; /* {store->streams_lock} the channel index's chain */
+    uint64_t id;                /* {shard->streams_lock} what a read in flight names it by */
+    struct redis_stream *next;  /* {shard->streams_lock} every open stream of its shard */
+    struct redis_stream *next_by_channel; /* {shard->streams_lock} the channel index's chain */
 };
 
 /* The sha1 of a script (EVALSHA), and its text for SCRIPT LOAD. */
@@ -73,16 +75,12 @@ struct redis_script {
     char sha[41];
 };
 
-struct redis_store {
-    struct lg_store base;
-    struct lg_redis_options opts;
-    char *url, *prefix;         /* copies opts point at */
-    struct lg_redis_hooks hooks;
-    bool has_hooks;
+/* One Redis (a shard): its bridge, and the streams of the topics it holds. */
+struct redis_shard {
+    struct redis_store *store;
     struct lg_redis_bridge *bridge;
-    struct redis_script append_script, load_script, catch_up_script; /* immutable */
     pthread_mutex_t streams_lock;
-    struct redis_stream *streams; /* {streams_lock} every open stream */
+    struct redis_stream *streams;     /* {streams_lock} every open stream */
     struct redis_stream **by_channel; /* {streams_lock} index by key_channel, chained */
     size_t by_channel_mask;           /* {streams_lock} buckets - 1 (a power of two) */
     size_t stream_count;              /* {streams_lock} */
@@ -92,32 +90,45 @@ struct redis_store {
     struct lg_redis_job kick;         /* take the changed interests, subscribe, load */
     _Atomic bool kick_queued;
     /* Bridge thread only. */
-    struct redis_stream *queue_head, *queue_tail; /* streams waiting for a catch-up read */
+    struct redis_stream *queue_head, *queue_tail; /* streams waiting for a read */
     struct redis_stream *linger;                  /* subscribed streams no longer wanted */
     struct redis_stream *stalled;                 /* streams whose inbox had no room */
     uint32_t reads_in_flight;                     /* loads and catch-ups sent, unanswered */
     uint64_t tick_at_ms;                          /* the armed bridge timer (0 = none) */
 };
 
+struct redis_store {
+    struct lg_store base;
+    struct lg_redis_options opts;     /* opts.url: unused (each shard has its own) */
+    char *prefix;                     /* the copy opts.key_prefix points at */
+    struct lg_redis_hooks hooks;
+    bool has_hooks;
+    struct redis_script append_script, load_script, catch_up_script; /* immutable */
+    uint32_t shard_count;             /* immutable */
+    struct redis_shard shards[];      /* a topic's shard: a hash of its name, mod shard_count */
+};
+
 /* redis_feed.c */
 uint32_t lg_redis__random_epoch(void);
-/* Ask the bridge to act on changed interests and unloaded streams (any thread). */
-void lg_redis__kick(struct redis_store *st);
+/* FNV-1a of s[0..len): the channel index's, and which shard holds a topic. */
+uint32_t lg_redis__hash(const char *s, size_t len);
+/* Ask the shard's bridge to act on changed interests (any thread). */
+void lg_redis__kick(struct redis_shard *sh);
 void lg_redis__run_kick(struct lg_redis_job *job, bool up); /* the kick job's run */
-void lg_redis__on_up(void *arg);   /* struct lg_redis_bridge_user callbacks */
+void lg_redis__on_up(void *arg);   /* struct lg_redis_bridge_user callbacks; arg: the shard */
 void lg_redis__on_down(void *arg);
 void lg_redis__on_pubsub(void *arg, void *reply);
 void lg_redis__on_feed_lost(void *arg);
 void lg_redis__on_feed_back(void *arg);
 /* Index s by its channel (streams_lock held). Return value: 0, or -1 (out of memory). */
-int lg_redis__index_add(struct redis_store *st, struct redis_stream *s);
-void lg_redis__index_remove(struct redis_store *st, struct redis_stream *s);
-/* s's interest changed, or (refresh) a cursor was ahead of its mirror: put it on the store's
+int lg_redis__index_add(struct redis_shard *sh, struct redis_stream *s);
+void lg_redis__index_remove(struct redis_shard *sh, struct redis_stream *s);
+/* s's interest changed, or (refresh) a cursor was ahead of its mirror: put it on its shard's
  * list and wake the bridge (any thread). */
 void lg_redis__mark(struct redis_stream *s, bool refresh);
 /* SCRIPT LOAD every script on the command connection (bridge thread), so the EVALSHAs sent
  * after it find them: at each connect, and after a NOSCRIPT (the cache was flushed). */
-void lg_redis__load_scripts(struct redis_store *st);
+void lg_redis__load_scripts(struct redis_shard *sh);
 
 /* store_redis.c: the scripts' shared prologue and the message format they publish. */
 #define LG_REDIS_CATCH_UP_COUNT 512 /* entries per catch-up read */

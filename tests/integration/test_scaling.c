@@ -587,6 +587,64 @@ START_TEST(a_cursor_from_one_node_is_valid_on_the_other_at_once)
 }
 END_TEST
 
+/* ---- Several Redis shards ------------------------------------------------------------------- */
+
+#define SHARD_TOPICS 16
+
+/* A node over the shards redis and r2 (in that order, as every node lists them). */
+static void node_start_sharded(struct lg_server *s, const struct lg_redis *r2)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 2, \"redis\": {\"shards\": [\"%s\", \"%s\"], \"url\": \"\", "
+             "\"reconnect_min_ms\": 20, \"reconnect_max_ms\": 200}}", redis.url, r2->url);
+    lg_server_must_start(s, cfg);
+    ck_assert(lg_metric_wait(s->control_port, "livegate_store_ready", 1, WAIT_MS));
+}
+
+/* Topics land on both shards (a topic's keys on exactly one), and each node delivers the
+ * events of topics of either shard, with the same ids, to its subscribers. */
+START_TEST(two_shards_topics_land_on_both_each_node_delivers_both)
+{
+    struct lg_redis r2;
+    ck_assert_int_eq(lg_redis_start(&r2, false), 0);
+    struct lg_server a, b;
+    node_start_sharded(&a, &r2);
+    node_start_sharded(&b, &r2);
+    static struct lg_sse_client on_b[SHARD_TOPICS];
+    for (int t = 0; t < SHARD_TOPICS; t++) {
+        char path[64];
+        snprintf(path, sizeof path, "/sse?topic=shard%d", t);
+        lg_sse_must_open(&on_b[t], b.public_port, path, NULL);
+    }
+    static char acked[SHARD_TOPICS][ID_MAX];
+    for (int t = 0; t < SHARD_TOPICS; t++) {
+        char topic[32];
+        snprintf(topic, sizeof topic, "shard%d", t);
+        ck_assert_int_eq(publish(&a, topic, "x", acked[t]), 201);
+    }
+    int on_first = 0, on_second = 0;
+    for (int t = 0; t < SHARD_TOPICS; t++) {
+        long long n1 = lg_redis_int(&redis, "XLEN livegate:{shard%d}:s", t);
+        long long n2 = lg_redis_int(&r2, "XLEN livegate:{shard%d}:s", t);
+        ck_assert_msg(n1 + n2 == 1 && n1 >= 0 && n2 >= 0, "shard%d: %lld + %lld entries", t, n1,
+                      n2);
+        on_first += n1 == 1;
+        on_second += n2 == 1;
+        struct lg_sse_event ev;
+        ck_assert_int_eq(lg_sse_next(&on_b[t], &ev, WAIT_MS), 1);
+        ck_assert_str_eq(ev.id, acked[t]);
+        lg_sse_event_free(&ev);
+        lg_sse_close(&on_b[t]);
+    }
+    ck_assert_msg(on_first > 0 && on_second > 0, "%d topics on the first shard, %d on the second",
+                  on_first, on_second);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+    lg_redis_stop(&r2);
+}
+END_TEST
+
 /* A node whose tail falls behind the stream's retention (stopped while another node
  * publishes far more than history.max_events): its connected subscriber gets a gap naming
  * exactly what Redis trimmed before the node read it, then every event after. */
@@ -787,7 +845,8 @@ static Suite *scaling_suite(void)
                          keys_flushed_while_streaming, topic_keys_deleted_while_streaming,
                          epoch_key_deleted_while_streaming, counter_key_deleted_while_streaming,
                          pubsub_connection_lost_alone_nothing_lost,
-                         a_cursor_from_one_node_is_valid_on_the_other_at_once);
+                         a_cursor_from_one_node_is_valid_on_the_other_at_once,
+                         two_shards_topics_land_on_both_each_node_delivers_both);
     tcase_set_timeout(tc, 60);
     return s;
 }
