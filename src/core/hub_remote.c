@@ -1,20 +1,22 @@
 /*
  * hub_remote.c - the hub over a remote store (store_redis.h): the asynchronous publish path
- * and the fan-out of what the store's tail reads.
+ * and the fan-out of what the store delivers.
  *
  * DESIGN
  * With the memory store the publishing thread appends and fans out under the topic lock, so
  * order in the stream and in every inbox is one. With Redis the position is assigned by Redis
  * and several nodes append to one stream, so the only order every node can agree on is the
- * stream's: every node (the publishing one too) fans out exactly what its tail reads, in
- * stream order, on the store's thread, under the topic lock - the same critical section a
+ * stream's: every node (the publishing one too) fans out exactly what the store delivers, in
+ * position order, on the store's thread, under the topic lock - the same critical section a
  * subscriber's replay is computed in, so nothing falls between replay and live delivery. The
- * append completion only answers the publisher; an event is delivered once per node, by the
- * tail, whichever node published it. No Redis call runs on a worker or under a topic lock:
- * the publisher hands its append to the store's bounded queue (full or Redis down: 503, the
- * publisher pays) and the tail blocks only the store's own thread. A worker inbox with no room
- * stops that topic's tail briefly (the store reads it again from the last delivered position),
- * so the pressure goes back to Redis, which retains the stream, not to other topics' memory.
+ * append completion only answers the publisher; an event is delivered once per node,
+ * whichever node published it. No Redis call runs on a worker or under a topic lock: the
+ * publisher hands its append to the store's bounded queue (full or Redis down: 503, the
+ * publisher pays) and the store's reads block only its own thread. A worker inbox with no room
+ * stops that topic's delivery briefly (the store reads it again from the last delivered
+ * position), so the pressure goes back to Redis, which retains the stream, not to other
+ * topics' memory. The store follows a topic only while its subscribers on this node want it
+ * (lg_stream_listen, from lg_hub_subscribe/lg_hub_unsubscribe).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@
 #include "store_redis.h"
 #include "topic.h"
 
-/* ---- Tail hooks (the store's thread) ------------------------------------------------------- */
+/* ---- Delivery hooks (the store's thread) --------------------------------------------------- */
 
 static void tail_lock(void *arg, void *owner)
 {

@@ -239,6 +239,14 @@ static void deliver_unlock(struct redis_shard *sh, void *owner)
         sh->store->hooks.unlock(sh->store->hooks.arg, owner);
 }
 
+/* Hand ev to the hub (nothing to do without an owner or hooks). Return value: false when it
+ * had no room. */
+static bool deliver(struct redis_shard *sh, void *owner, struct lg_event *ev)
+{
+    const struct redis_store *st = sh->store;
+    return !owner || !st->has_hooks || st->hooks.deliver(st->hooks.arg, owner, ev);
+}
+
 static void *owner_of(struct redis_stream *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -252,7 +260,7 @@ static void *owner_of(struct redis_stream *s)
 static bool offer(struct redis_stream *s, void *owner, struct lg_event *ev)
 {
     struct redis_shard *sh = s->shard;
-    if (owner && sh->store->has_hooks && !sh->store->hooks.deliver(sh->store->hooks.arg, owner, ev)) {
+    if (!deliver(sh, owner, ev)) {
         LG_STAT_ADD(redis_tail_stalls, 1);
         return false;
     }
@@ -282,7 +290,7 @@ static void drop_mirror(struct redis_stream *s)
     s->empty_reads = 0;
 }
 
-/* ---- Reads: the load and catch-ups, at most READS_IN_FLIGHT_MAX at once ----------------------- */
+/* ---- Reads: the load and catch-ups, at most READS_IN_FLIGHT_MAX at once ------------------- */
 
 static void pump(struct redis_shard *sh);
 static void schedule_tick(struct redis_shard *sh, uint32_t ms);
@@ -420,7 +428,7 @@ static void on_load_reply(void *reply, void *priv)
     pthread_mutex_unlock(&s->lock);
     /* Subscribers that arrived while it loaded resolve their replay on an event of the
      * topic: offer them the newest (live subscribers have it already and skip it). */
-    if (newest_ev && owner && sh->store->has_hooks && !sh->store->hooks.deliver(sh->store->hooks.arg, owner, newest_ev))
+    if (newest_ev && !deliver(sh, owner, newest_ev))
         lg_warn("redis: topic %s: no inbox room to tell waiting subscribers it loaded; they "
                 "resolve on its next event", s->name);
     if (newest_ev)
@@ -650,8 +658,8 @@ static int send_catch_up(struct redis_stream *s, struct read_call *call)
     snprintf(from, sizeof from, "%" PRIu64, s->newest + 1);
     pthread_mutex_unlock(&s->lock);
     snprintf(count, sizeof count, "%d", LG_REDIS_CATCH_UP_COUNT);
-    const char *argv[] = {"EVALSHA", sh->store->catch_up_script.sha, "2", s->key_stream, s->key_epoch,
-                          from, count};
+    const char *argv[] = {"EVALSHA", sh->store->catch_up_script.sha, "2", s->key_stream,
+                          s->key_epoch, from, count};
     size_t lens[7];
     for (size_t i = 0; i < 7; i++)
         lens[i] = strlen(argv[i]);
