@@ -142,6 +142,8 @@ static int queue_result(struct MHD_Connection *conn, const struct lg_publish_req
  * runs again on resume and retries), unless it has waited limits.publish_wait_ms already.
  * Return value: true if held (no response is queued now), false if the caller refuses.
  */
+#define REMOTE_RETRY_MS 5
+
 static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
                           struct lg_ctl_request *r, uint64_t generation)
 {
@@ -158,7 +160,11 @@ static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
     if (r->hold.expired || now - r->held_since_ms >= wait_ms)
         return false;
     MHD_suspend_connection(conn);
-    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, r->held_since_ms + wait_ms);
+    /* Over Redis the wait may be another node's (behind the topic): no room signal of this
+     * node ends it, so the publish is tried again every REMOTE_RETRY_MS too. */
+    uint32_t retry_ms = lg_hub_remote(c->hub) ? REMOTE_RETRY_MS : 0;
+    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, retry_ms,
+                  r->held_since_ms + wait_ms);
     return true;
 }
 

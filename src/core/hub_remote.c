@@ -115,6 +115,8 @@ static enum lg_publish_status status_of(enum lg_append_status a)
         return LG_PUBLISH_OK;
     case LG_APPEND_OOM:
         return LG_PUBLISH_OOM;
+    case LG_APPEND_BEHIND:
+        return LG_PUBLISH_WORKERS_BEHIND; /* held and retried, as on one node */
     case LG_APPEND_UNAVAILABLE:
         break;
     }
@@ -131,7 +133,7 @@ static bool on_remote_appended(void *arg, enum lg_append_status status, struct l
             LG_STAT_ADD(publishes_deduplicated, 1);
         else
             LG_STAT_ADD(events_published, 1);
-    } else {
+    } else if (call->status != LG_PUBLISH_WORKERS_BEHIND) { /* not a refusal yet */
         lg_hub__refuse(call->status);
     }
     int expected = CALL_SUBMITTING;

@@ -41,6 +41,7 @@
 #define LINGER_MS 3000         /* subscribed this long after the last local subscriber left */
 #define SWEEP_MS 1000          /* how often lingering subscriptions are looked at */
 #define INDEX_BUCKETS_MIN 64
+#define BEHIND_TTL_MS 1000     /* a node that dies behind stops holding publishers after this */
 
 uint32_t lg_redis__random_epoch(void)
 {
@@ -298,6 +299,7 @@ static void schedule_tick(struct redis_shard *sh, uint32_t ms);
 static void new_life(struct redis_stream *s, uint32_t epoch);
 static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries);
 static void stall(struct redis_stream *s);
+static void say_behind(struct redis_stream *s, bool behind);
 
 /* s needs a read of the stream (a load when its mirror is not ready). Bridge thread,
  * streams_lock held. */
@@ -553,6 +555,8 @@ static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries)
         return; /* another read follows: keep holding */
     apply_held(s, read_epoch);
     after_read(s, entries);
+    if (!s->queued && !s->stalled)
+        say_behind(s, false); /* caught up */
 }
 
 /* Apply entries (oldest first) past the mirror's newest. Return value: false when an inbox
@@ -580,9 +584,43 @@ static bool apply_entries(struct redis_stream *s, const redisReply *entries)
     return taken;
 }
 
+static void on_behind_written(void *reply, void *priv)
+{
+    redisReply *r = reply;
+    (void)priv;
+    if (r && r->type == REDIS_REPLY_ERROR)
+        lg_warn("redis: cannot mark a topic behind: %s", r->str);
+}
+
+/* Tell every publisher of s, on any node, that this node is behind it (set), or no more. */
+static void say_behind(struct redis_stream *s, bool behind)
+{
+    if (behind) {
+        uint64_t now = lg_mono_ms();
+        if (s->said_behind && now - s->said_behind_ms < BEHIND_TTL_MS / 2)
+            return;
+        char ttl[16];
+        snprintf(ttl, sizeof ttl, "%d", BEHIND_TTL_MS);
+        const char *argv[] = {"SET", s->key_behind, "1", "PX", ttl};
+        const size_t lens[] = {3, strlen(s->key_behind), 1, 2, strlen(ttl)};
+        if (lg_redis_command(s->shard->bridge, on_behind_written, NULL, 5, argv, lens) == 0) {
+            if (!s->said_behind)
+                LG_STAT_ADD(redis_behind_marked, 1);
+            s->said_behind = true;
+            s->said_behind_ms = now;
+        }
+    } else if (s->said_behind) {
+        const char *argv[] = {"DEL", s->key_behind};
+        const size_t lens[] = {3, strlen(s->key_behind)};
+        if (lg_redis_command(s->shard->bridge, on_behind_written, NULL, 2, argv, lens) == 0)
+            s->said_behind = false;
+    }
+}
+
 static void stall(struct redis_stream *s)
 {
     struct redis_shard *sh = s->shard;
+    say_behind(s, true);
     if (s->stalled)
         return;
     s->stalled = true;
@@ -864,6 +902,7 @@ static void retry_stalled(struct redis_shard *sh)
     sh->stalled = NULL;
     for (; s; s = s->stalled_next) {
         s->stalled = false;
+        say_behind(s, true); /* still behind until its read settles: keep the mark alive */
         need_read(s);
     }
 }

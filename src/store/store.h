@@ -46,6 +46,8 @@ enum lg_append_status {
     LG_APPEND_DUPLICATE,  /* remote stores: ev is the event its idempotency key names already
                              (the retry's fields with the original position) */
     LG_APPEND_UNAVAILABLE,/* remote stores: not appended, or not known to be (store down) */
+    LG_APPEND_BEHIND,     /* remote stores: not appended: a node that delivers the topic is
+                             behind it (backpressure across nodes); retry shortly */
 };
 
 /*

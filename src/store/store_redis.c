@@ -35,18 +35,22 @@
     "end "
 
 /*
- * KEYS: stream, counter, epoch[, idempotency]; ARGV: epoch if new, maxlen, window ms, channel,
- * then the entry's field/value pairs. Assigns the position (INCR), appends (XADD), remembers
- * the idempotency key and publishes the event to the topic's channel, all at once, so the
- * channel carries every position in order. A counter behind the stream (its key alone was lost)
- * is moved past the stream's last entry once, here, instead of failing every append.
- * The message: "<epoch>:<seq>:" then per field "<name><length>:<value>".
+ * KEYS: stream, counter, epoch, behind[, idempotency]; ARGV: epoch if new, maxlen, window ms,
+ * channel, then the entry's field/value pairs. Assigns the position (INCR), appends (XADD),
+ * remembers the idempotency key and publishes the event to the topic's channel, all at once,
+ * so the channel carries every position in order. A counter behind the stream (its key alone
+ * was lost) is moved past the stream's last entry once, here, instead of failing every append.
+ * While a node that delivers the topic says it is behind (the behind key, which that node
+ * sets with an expiry), nothing is appended and the answer says so (2): the publisher is
+ * paced, wherever it publishes. The message: "<epoch>:<seq>:" then per field
+ * "<name><length>:<value>".
  */
 static const char append_text[] =
     LIFE_PROLOGUE
     "local e = life(KEYS[1], KEYS[2], KEYS[3], ARGV[1]) "
-    "if #KEYS == 4 then local old = redis.call('GET', KEYS[4]) "
+    "if #KEYS == 5 then local old = redis.call('GET', KEYS[5]) "
     "  if old then return {e, old, 1} end end "
+    "if redis.call('EXISTS', KEYS[4]) == 1 then return {e, '0', 2} end "
     "local n = redis.call('INCR', KEYS[2]) "
     "local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, "
     "                          unpack(ARGV, 5)) "
@@ -58,7 +62,7 @@ static const char append_text[] =
     "  redis.call('SET', KEYS[2], n) "
     "  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, unpack(ARGV, 5)) "
     "end "
-    "if #KEYS == 4 then redis.call('SET', KEYS[4], n, 'PX', ARGV[3], 'NX') end "
+    "if #KEYS == 5 then redis.call('SET', KEYS[5], n, 'PX', ARGV[3], 'NX') end "
     "local m = {e, ':', n, ':'} "
     "for i = 5, #ARGV, 2 do m[#m + 1] = ARGV[i] .. #ARGV[i + 1] .. ':' .. ARGV[i + 1] end "
     "redis.call('PUBLISH', ARGV[4], table.concat(m)) "
@@ -136,8 +140,12 @@ static void on_append_reply(void *reply, void *priv)
         append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
         return;
     }
-    bool duplicate = r->element[2]->type == REDIS_REPLY_INTEGER && r->element[2]->integer == 1;
-    append_finish(a, duplicate ? LG_APPEND_DUPLICATE : LG_APPEND_OK,
+    long long answer = r->element[2]->type == REDIS_REPLY_INTEGER ? r->element[2]->integer : 0;
+    if (answer == 2) {
+        append_finish(a, LG_APPEND_BEHIND, 0, 0);
+        return;
+    }
+    append_finish(a, answer == 1 ? LG_APPEND_DUPLICATE : LG_APPEND_OK,
                   (uint32_t)strtoul(r->element[0]->str, NULL, 10),
                   strtoull(r->element[1]->str, NULL, 10));
 }
@@ -156,8 +164,8 @@ static void run_append(struct lg_redis_job *job, bool up)
     size_t lens[24], n = 0;
 #define ARG(p, l) (argv[n] = (p), lens[n] = (l), n++)
 #define ARGS(p) ARG(p, strlen(p))
-    ARGS("EVALSHA"), ARGS(s->store->append_script.sha), ARGS(f->idempotency_key ? "4" : "3");
-    ARGS(s->key_stream), ARGS(s->key_counter), ARGS(s->key_epoch);
+    ARGS("EVALSHA"), ARGS(s->store->append_script.sha), ARGS(f->idempotency_key ? "5" : "4");
+    ARGS(s->key_stream), ARGS(s->key_counter), ARGS(s->key_epoch), ARGS(s->key_behind);
     if (f->idempotency_key) {
         int l = snprintf(idem, sizeof idem, "%.*s:i:%.*s", (int)s->prefix_len, s->key_stream,
                          (int)f->idempotency_key_len, f->idempotency_key);
@@ -232,7 +240,7 @@ static void stream_free(struct redis_stream *s)
     lg_history_release(&s->history);
     pthread_mutex_destroy(&s->lock);
     free(s->name), free(s->key_stream), free(s->key_counter), free(s->key_epoch);
-    free(s->key_channel);
+    free(s->key_channel), free(s->key_behind);
     free(s);
 }
 
@@ -254,9 +262,11 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
     s->key_counter = key_of(st, name, len, "n");
     s->key_epoch = key_of(st, name, len, "e");
     s->key_channel = key_of(st, name, len, "p");
+    s->key_behind = key_of(st, name, len, "b");
     pthread_mutex_init(&s->lock, NULL);
     lg_history_init(&s->history, bounds);
-    if (!s->name || !s->key_stream || !s->key_counter || !s->key_epoch || !s->key_channel) {
+    if (!s->name || !s->key_stream || !s->key_counter || !s->key_epoch || !s->key_channel ||
+        !s->key_behind) {
         stream_free(s);
         return NULL;
     }

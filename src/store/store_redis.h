@@ -9,6 +9,7 @@
  *   <prefix>{T}:e    the epoch: the topic's life (gone = a new life begins)
  *   <prefix>{T}:i:K  idempotency key K -> its position, expiring after the window
  *   <prefix>{T}:p    the channel each append is published on, with its epoch and position
+ *   <prefix>{T}:b    set (with an expiry) while a node that delivers T is behind: appends wait
  * One Lua script per append (EVALSHA) assigns the position (INCR), appends it (XADD MAXLEN ~
  * the history bound), records the idempotency key (SET NX PX window) and publishes it, so ids
  * are the same on every node and depend on no clock; a retry of a key still in the window

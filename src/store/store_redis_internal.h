@@ -35,7 +35,7 @@ struct redis_stream {
     struct redis_shard *shard;  /* immutable: the Redis that holds it (a hash of its name) */
     char *name;                 /* immutable */
     size_t name_len;
-    char *key_stream, *key_counter, *key_epoch, *key_channel; /* immutable */
+    char *key_stream, *key_counter, *key_epoch, *key_channel, *key_behind; /* immutable */
     size_t prefix_len;          /* of key_stream before ":s": the idempotency keys' start */
     struct lg_history_bounds bounds;
     pthread_mutex_t lock;       /* the mirror */
@@ -56,6 +56,8 @@ struct redis_stream {
     bool catching;              /* a catch-up read is in flight */
     bool queued;                /* on the catch-up queue */
     bool stalled;               /* an inbox had no room: on the stalled list, read again later */
+    bool said_behind;           /* this node set the topic's behind key and has not cleared it */
+    uint64_t said_behind_ms;    /* ... when it last set it (it expires: refreshed while behind) */
     bool lingering;             /* on the linger list: subscribed, no longer wanted */
     uint64_t heard;             /* the newest position a message named that was not applied */
     uint32_t heard_epoch;       /* ... and its epoch */

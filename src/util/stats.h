@@ -47,6 +47,7 @@ struct lg_stats {
     /* the Redis store (docs/scaling.md) */
     _Atomic uint64_t publishes_refused_store; /* 503: Redis unreachable or redis.queue_max */
     _Atomic uint64_t redis_connections_lost;  /* the bridge lost Redis and began reconnecting */
+    _Atomic uint64_t redis_behind_marked;     /* a topic marked behind in Redis: its publishers wait */
     _Atomic uint64_t redis_tail_stalls;       /* a topic's delivery paused: a worker inbox was full */
     /* authorization (docs/security.md): refusals by reason, on every port and transport */
     _Atomic uint64_t auth_refused_missing;       /* 401 / 1008: no token where one is needed */
