@@ -142,7 +142,7 @@ static int queue_result(struct MHD_Connection *conn, const struct lg_publish_req
  * runs again on resume and retries), unless it has waited limits.publish_wait_ms already.
  * Return value: true if held (no response is queued now), false if the caller refuses.
  */
-#define REMOTE_RETRY_MS 5
+#define REMOTE_RETRY_MAX_MS 16
 
 static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
                           struct lg_ctl_request *r, uint64_t generation)
@@ -161,8 +161,12 @@ static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
         return false;
     MHD_suspend_connection(conn);
     /* Over Redis the wait may be another node's (behind the topic): no room signal of this
-     * node ends it, so the publish is tried again every REMOTE_RETRY_MS too. */
-    uint32_t retry_ms = lg_hub_remote(c->hub) ? REMOTE_RETRY_MS : 0;
+     * node ends it, so the publish is tried again, soon at first, then less often (a quarter
+     * of the time held so far, 1 to REMOTE_RETRY_MAX_MS). */
+    uint64_t held = now - r->held_since_ms;
+    uint32_t retry_ms = !lg_hub_remote(c->hub) ? 0
+                        : held / 4 >= REMOTE_RETRY_MAX_MS ? REMOTE_RETRY_MAX_MS
+                        : held / 4 > 1 ? (uint32_t)(held / 4) : 1;
     lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, retry_ms,
                   r->held_since_ms + wait_ms);
     return true;

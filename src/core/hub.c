@@ -137,6 +137,7 @@ void lg_hub_worker_done(struct lg_hub *hub, uint32_t w)
     (void)w; /* any worker's room may be what a held publish waits for */
     if (hub->room)
         hub->room(hub->room_arg);
+    lg_store_room(hub->store); /* and what a remote store's paused topics wait for */
 }
 
 /* ---- Registry ------------------------------------------------------------------------- */

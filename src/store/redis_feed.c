@@ -42,6 +42,8 @@
 #define SWEEP_MS 1000          /* how often lingering subscriptions are looked at */
 #define INDEX_BUCKETS_MIN 64
 #define BEHIND_TTL_MS 1000     /* a node that dies behind stops holding publishers after this */
+#define BEHIND_HELD 256        /* events held for room past which publishers are paced ... */
+#define BEHIND_AFTER_MS 50     /* ... or a topic stalled this long */
 
 uint32_t lg_redis__random_epoch(void)
 {
@@ -297,7 +299,7 @@ static void pump(struct redis_shard *sh);
 static void schedule_tick(struct redis_shard *sh, uint32_t ms);
 /* A new life of s began: its epoch is now epoch (0: not known yet). */
 static void new_life(struct redis_stream *s, uint32_t epoch);
-static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries);
+static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries, bool read_done);
 static void stall(struct redis_stream *s);
 static void say_behind(struct redis_stream *s, bool behind);
 
@@ -436,7 +438,7 @@ static void on_load_reply(void *reply, void *priv)
     if (newest_ev)
         lg_event_unref(&newest_ev);
     deliver_unlock(sh, owner);
-    settle(s, epoch, entries->elements);
+    settle(s, epoch, entries->elements, true);
     end_read_unlock(sh);
 }
 
@@ -475,44 +477,57 @@ void lg_redis__release_held(struct redis_stream *s)
     s->held_overflow = false;
 }
 
-/* Keep the event of a message that came while a read was in flight: it is applied after the
- * read, so nothing depends on the stream still holding it (its keys may be gone by then). */
-static void hold(struct redis_stream *s, struct lg_event_fields *f)
+/* Keep an event that cannot be applied now, in order: a message that came while a read was
+ * in flight (applied after the read, so nothing depends on the stream still holding it: its
+ * keys may be gone by then), or events an inbox had no room for (applied when a worker makes
+ * room, without reading them again). Past LG_REDIS_HELD_MAX the stream is read for them. */
+static void hold_event(struct redis_stream *s, struct lg_event *ev)
 {
     if (s->held_overflow || s->held_count == LG_REDIS_HELD_MAX) {
         if (!s->held_overflow)
             lg_redis__release_held(s);
         s->held_overflow = true;
-        note_heard(s, f->epoch, f->seq);
+        note_heard(s, ev->epoch, ev->seq);
         return;
     }
     if (s->held_count == s->held_cap) {
         uint32_t cap = s->held_cap ? 2 * s->held_cap : 8;
         struct lg_event **grown = realloc(s->held, cap * sizeof *grown);
         if (!grown) {
-            note_heard(s, f->epoch, f->seq);
+            note_heard(s, ev->epoch, ev->seq);
             return;
         }
         s->held = grown;
         s->held_cap = cap;
     }
-    struct lg_event *ev = event_of(s, f);
-    if (ev)
-        s->held[s->held_count++] = ev;
-    else
-        note_heard(s, f->epoch, f->seq);
+    s->held[s->held_count++] = lg_event_ref(ev);
 }
 
+/* The event of a message that cannot be applied now: kept in order behind what is held. */
+static void hold(struct redis_stream *s, struct lg_event_fields *f)
+{
+    struct lg_event *ev = event_of(s, f);
+    if (!ev) {
+        note_heard(s, f->epoch, f->seq);
+        return;
+    }
+    hold_event(s, ev);
+    lg_event_unref(&ev);
+}
+
+static void keep_held_from(struct redis_stream *s, uint32_t from);
+
 /*
- * After the last read, the held messages, in order. The read ran at one point among them:
- * those of another life before any of the read's life were published before it saw its life
- * (that old life is gone from Redis and was replaced: skipped); one of another life after
- * them is a newer life, begun here. A hole or a full inbox leaves the rest to the stream.
+ * The held events, in order, after the last read (read_done) or when a worker made room.
+ * A read ran at one point among them: those of another life before any of the read's life
+ * were published before it saw its life (that old life is gone from Redis and was replaced:
+ * skipped); one of another life after them, or any other life without a read, is a newer
+ * life, begun here. A hole leaves the rest to the stream; a full inbox keeps the rest held.
  */
-static void apply_held(struct redis_stream *s, uint32_t read_epoch)
+static void apply_held(struct redis_stream *s, uint32_t read_epoch, bool read_done)
 {
     void *owner = owner_of(s);
-    bool read_life_seen = false;
+    bool read_life_seen = !read_done;
     for (uint32_t i = 0; i < s->held_count; i++) {
         struct lg_event *ev = s->held[i];
         pthread_mutex_lock(&s->lock);
@@ -537,9 +552,9 @@ static void apply_held(struct redis_stream *s, uint32_t read_epoch)
         bool taken = offer(s, owner, ev);
         deliver_unlock(s->shard, owner);
         if (!taken) {
-            note_heard(s, ev->epoch, ev->seq);
+            keep_held_from(s, i);
             stall(s);
-            break;
+            return;
         }
     }
     bool overflow = s->held_overflow;
@@ -548,19 +563,30 @@ static void apply_held(struct redis_stream *s, uint32_t read_epoch)
         need_read(s); /* what was not held is in the stream */
 }
 
+/* Drop the held events before index from (applied), keep the rest in order. */
+static void keep_held_from(struct redis_stream *s, uint32_t from)
+{
+    for (uint32_t i = 0; i < from; i++)
+        lg_event_unref(&s->held[i]);
+    memmove(s->held, s->held + from, (s->held_count - from) * sizeof *s->held);
+    s->held_count -= from;
+}
+
 /* A read's answer was applied: the held messages, then what was heard and not read. */
-static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries)
+static void settle(struct redis_stream *s, uint32_t read_epoch, size_t entries, bool read_done)
 {
     if (s->queued || s->loading || s->catching || s->stalled)
-        return; /* another read follows: keep holding */
-    apply_held(s, read_epoch);
+        return; /* another read follows, or room: keep holding */
+    apply_held(s, read_epoch, read_done);
+    if (s->stalled)
+        return;
     after_read(s, entries);
     if (!s->queued && !s->stalled)
         say_behind(s, false); /* caught up */
 }
 
 /* Apply entries (oldest first) past the mirror's newest. Return value: false when an inbox
- * had no room (the rest is read again later). */
+ * had no room (the rest is held, for when it has room). */
 static bool apply_entries(struct redis_stream *s, const redisReply *entries)
 {
     struct redis_shard *sh = s->shard;
@@ -570,14 +596,15 @@ static bool apply_entries(struct redis_stream *s, const redisReply *entries)
     pthread_mutex_unlock(&s->lock);
     bool taken = true;
     deliver_lock(sh, owner);
-    for (size_t i = 0; i < entries->elements && taken; i++) {
+    for (size_t i = 0; i < entries->elements; i++) {
         struct lg_event *ev = entry_event(s, entries->element[i], epoch, owner);
         if (!ev)
             continue;
         pthread_mutex_lock(&s->lock);
         bool seen = ev->seq <= s->newest;
         pthread_mutex_unlock(&s->lock);
-        taken = seen || offer(s, owner, ev);
+        if (!seen && (!taken || !(taken = offer(s, owner, ev))))
+            hold_event(s, ev); /* this one and every later one wait for room */
         lg_event_unref(&ev);
     }
     deliver_unlock(sh, owner);
@@ -620,13 +647,14 @@ static void say_behind(struct redis_stream *s, bool behind)
 static void stall(struct redis_stream *s)
 {
     struct redis_shard *sh = s->shard;
-    say_behind(s, true);
     if (s->stalled)
         return;
     s->stalled = true;
+    s->stalled_since_ms = lg_mono_ms();
     s->stalled_next = sh->stalled;
     sh->stalled = s;
-    schedule_tick(sh, STALL_RETRY_MS);
+    atomic_store_explicit(&sh->any_stalled, true, memory_order_release);
+    schedule_tick(sh, STALL_RETRY_MS); /* unless a worker's room comes first */
 }
 
 /* The answer of the catch-up script: {epoch, entries from newest + 1}. */
@@ -668,7 +696,7 @@ static void on_catch_up_reply(void *reply, void *priv)
     else if (entries->elements >= LG_REDIS_CATCH_UP_COUNT)
         need_read(s); /* more where these came from */
     else
-        settle(s, epoch, entries->elements);
+        settle(s, epoch, entries->elements, true);
     end_read_unlock(sh);
 }
 
@@ -752,11 +780,13 @@ static void on_message(struct redis_stream *s, const redisReply *payload)
     uint32_t epoch = s->epoch;
     uint64_t newest = s->newest;
     pthread_mutex_unlock(&s->lock);
-    if (s->loading || s->catching || s->queued) {
-        hold(s, &f);
+    if (s->loading || s->catching || s->queued || s->stalled || s->held_count) {
+        hold(s, &f); /* in order behind the read, or behind what waits for room */
+        if (s->stalled && s->held_count >= BEHIND_HELD)
+            say_behind(s, true);
         return;
     }
-    if (!ready || s->stalled) {
+    if (!ready) {
         note_heard(s, f.epoch, f.seq); /* read from the stream once it can be */
         return;
     }
@@ -780,11 +810,11 @@ static void on_message(struct redis_stream *s, const redisReply *payload)
     deliver_lock(s->shard, owner);
     bool taken = offer(s, owner, ev);
     deliver_unlock(s->shard, owner);
-    lg_event_unref(&ev);
     if (!taken) {
-        note_heard(s, f.epoch, f.seq);
+        hold_event(s, ev);
         stall(s);
     }
+    lg_event_unref(&ev);
 }
 
 static void subscribe(struct redis_stream *s)
@@ -900,10 +930,17 @@ static void retry_stalled(struct redis_shard *sh)
 {
     struct redis_stream *s = sh->stalled;
     sh->stalled = NULL;
-    for (; s; s = s->stalled_next) {
+    atomic_store_explicit(&sh->any_stalled, false, memory_order_release);
+    for (struct redis_stream *next; s; s = next) {
+        next = s->stalled_next;
         s->stalled = false;
-        say_behind(s, true); /* still behind until its read settles: keep the mark alive */
-        need_read(s);
+        pthread_mutex_lock(&s->lock);
+        uint32_t epoch = s->epoch;
+        pthread_mutex_unlock(&s->lock);
+        settle(s, epoch, 1, false); /* the held events, then caught up or stalled again */
+        if (s->stalled && (s->held_count >= BEHIND_HELD ||
+                           lg_mono_ms() - s->stalled_since_ms >= BEHIND_AFTER_MS))
+            say_behind(s, true);
     }
 }
 
@@ -955,6 +992,28 @@ void lg_redis__run_kick(struct lg_redis_job *job, bool up)
     take_marked(sh, lg_mono_ms());
     pump(sh);
     pthread_mutex_unlock(&sh->streams_lock);
+}
+
+void lg_redis__run_unstall(struct lg_redis_job *job, bool up)
+{
+    struct redis_shard *sh =
+        (struct redis_shard *)((char *)job - offsetof(struct redis_shard, unstall));
+    atomic_store(&sh->unstall_queued, false);
+    if (!up)
+        return;
+    pthread_mutex_lock(&sh->streams_lock);
+    retry_stalled(sh);
+    pump(sh);
+    pthread_mutex_unlock(&sh->streams_lock);
+}
+
+void lg_redis__room(struct redis_shard *sh)
+{
+    if (!atomic_load_explicit(&sh->any_stalled, memory_order_acquire))
+        return;
+    if (!atomic_exchange(&sh->unstall_queued, true) &&
+        !lg_redis_bridge_post(sh->bridge, &sh->unstall))
+        atomic_store(&sh->unstall_queued, false); /* the timer retries */
 }
 
 void lg_redis__kick(struct redis_shard *sh)

@@ -123,6 +123,9 @@ struct lg_store_ops {
     /* A cursor names a position past the mirror's newest: read the stream again now (the
      * node's copy trails Redis by what is in flight). Any thread. */
     void (*refresh)(struct lg_stream *s);
+    /* A worker took events from its inbox: deliveries that found no room may go on. Called
+     * by every worker after each take: one atomic load when nothing waits. */
+    void (*room)(struct lg_store *store);
     /* Whether epoch, positions and retained events are known yet (loaded from the remote
      * store). */
     bool (*ready)(const struct lg_stream *s);
@@ -188,6 +191,11 @@ static inline void lg_stream_refresh(struct lg_stream *s)
 {
     if (s->store->ops->refresh)
         s->store->ops->refresh(s);
+}
+static inline void lg_store_room(struct lg_store *store)
+{
+    if (store->ops->room)
+        store->ops->room(store);
 }
 static inline bool lg_stream_ready(const struct lg_stream *s)
 {

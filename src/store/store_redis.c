@@ -338,6 +338,13 @@ static void stream_refresh(struct lg_stream *base)
     lg_redis__mark(rs(base), true);
 }
 
+static void room(struct lg_store *store)
+{
+    struct redis_store *st = (struct redis_store *)store;
+    for (uint32_t i = 0; i < st->shard_count; i++)
+        lg_redis__room(&st->shards[i]);
+}
+
 #define MIRROR_READ(type, expr)                                                                   \
     struct redis_stream *s = rs(base);                                                           \
     pthread_mutex_lock(&s->lock);                                                                \
@@ -458,6 +465,7 @@ static const struct lg_store_ops redis_ops = {
     .bind = stream_bind,
     .listen = stream_listen,
     .refresh = stream_refresh,
+    .room = room,
     .ready = mirror_ready,
     .state = state,
     .stop = stop,
@@ -469,6 +477,7 @@ static int shard_start(struct redis_store *st, struct redis_shard *sh, const cha
 {
     sh->store = st;
     sh->kick.run = lg_redis__run_kick;
+    sh->unstall.run = lg_redis__run_unstall;
     pthread_mutex_init(&sh->streams_lock, NULL);
     pthread_mutex_init(&sh->interest_lock, NULL);
     struct lg_redis_options opts = st->opts;

@@ -56,13 +56,15 @@ struct redis_stream {
     bool catching;              /* a catch-up read is in flight */
     bool queued;                /* on the catch-up queue */
     bool stalled;               /* an inbox had no room: on the stalled list, read again later */
+    uint64_t stalled_since_ms;  /* when it last stalled */
     bool said_behind;           /* this node set the topic's behind key and has not cleared it */
     uint64_t said_behind_ms;    /* ... when it last set it (it expires: refreshed while behind) */
     bool lingering;             /* on the linger list: subscribed, no longer wanted */
     uint64_t heard;             /* the newest position a message named that was not applied */
     uint32_t heard_epoch;       /* ... and its epoch */
     uint32_t empty_reads;       /* reads in a row that found nothing of what was heard */
-    struct lg_event **held;     /* messages that came while a read was in flight, in order */
+    struct lg_event **held;     /* events not applied yet, in order: messages that came during
+                                   a read, events an inbox had no room for */
     uint32_t held_count, held_cap;
     bool held_overflow;         /* more came than LG_REDIS_HELD_MAX: the stream has them */
     struct redis_stream *queue_next, *linger_next, *stalled_next;
@@ -91,6 +93,9 @@ struct redis_shard {
     struct redis_stream *marked;      /* {interest_lock} streams whose interest changed */
     struct lg_redis_job kick;         /* take the changed interests, subscribe, load */
     _Atomic bool kick_queued;
+    struct lg_redis_job unstall;      /* a worker made room: retry the stalled streams now */
+    _Atomic bool unstall_queued;
+    _Atomic bool any_stalled;         /* the stalled list is not empty (read by workers) */
     /* Bridge thread only. */
     struct redis_stream *queue_head, *queue_tail; /* streams waiting for a read */
     struct redis_stream *linger;                  /* subscribed streams no longer wanted */
@@ -117,6 +122,9 @@ uint32_t lg_redis__hash(const char *s, size_t len);
 /* Ask the shard's bridge to act on changed interests (any thread). */
 void lg_redis__kick(struct redis_shard *sh);
 void lg_redis__run_kick(struct lg_redis_job *job, bool up); /* the kick job's run */
+void lg_redis__run_unstall(struct lg_redis_job *job, bool up);
+/* A worker took events: if any stream of sh waits for room, retry it now (any thread). */
+void lg_redis__room(struct redis_shard *sh);
 void lg_redis__on_up(void *arg);   /* struct lg_redis_bridge_user callbacks; arg: the shard */
 void lg_redis__on_down(void *arg);
 void lg_redis__on_pubsub(void *arg, void *reply);

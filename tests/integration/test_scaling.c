@@ -809,9 +809,12 @@ START_TEST(two_shards_topics_land_on_both_each_node_delivers_both)
 }
 END_TEST
 
-/* A node whose tail falls behind the stream's retention (stopped while another node
- * publishes far more than history.max_events): its connected subscriber gets a gap naming
- * exactly what Redis trimmed before the node read it, then every event after. */
+/* A node that falls behind the stream's retention (stopped while another node publishes far
+ * more than history.max_events, and more than it holds of its channel's messages while its
+ * inboxes are full, LG_REDIS_HELD_MAX): its connected subscriber gets a gap naming exactly
+ * what Redis trimmed before the node read it, then every event after. */
+#define TRIM_EVENTS 1600
+
 START_TEST(a_tail_behind_retention_sends_a_gap)
 {
     struct lg_server a, b;
@@ -820,14 +823,14 @@ START_TEST(a_tail_behind_retention_sends_a_gap)
     node_start(&b, small);
     struct lg_sse_client c;
     lg_sse_must_open(&c, a.public_port, "/sse?topic=trim", NULL);
-    static char acked[400][ID_MAX];
+    static char acked[TRIM_EVENTS][ID_MAX];
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(publish(&b, "trim", "x", acked[i]), 201);
     static struct seen v;
     memset(&v, 0, sizeof v);
     sse_collect(&c, &v, 3);
     kill(a.pid, SIGSTOP);
-    for (int i = 3; i < 400; i++)
+    for (int i = 3; i < TRIM_EVENTS; i++)
         ck_assert_int_eq(publish(&b, "trim", "x", acked[i]), 201);
     long long kept = lg_redis_int(&redis, "XLEN livegate:{trim}:s");
     ck_assert_int_lt(kept, 300); /* MAXLEN ~ 5 trimmed whole stream nodes */
@@ -836,7 +839,7 @@ START_TEST(a_tail_behind_retention_sends_a_gap)
      * to the oldest entry still retained, then everything from there */
     uint64_t next = 4;
     bool gap_seen = false;
-    while (next <= 400) {
+    while (next <= TRIM_EVENTS) {
         struct lg_sse_event ev;
         ck_assert_msg(lg_sse_next(&c, &ev, WAIT_MS) == 1, "stream stopped before %llu",
                       (unsigned long long)next);
@@ -845,9 +848,9 @@ START_TEST(a_tail_behind_retention_sends_a_gap)
             gap_seen = true;
             char want[64];
             snprintf(want, sizeof want, "\"from\":%llu,\"to\":%lld",
-                     (unsigned long long)next, 400 - kept);
+                     (unsigned long long)next, TRIM_EVENTS - kept);
             ck_assert_msg(strstr(ev.data, want) != NULL, "gap %s, want %s", ev.data, want);
-            next = (uint64_t)(400 - kept) + 1;
+            next = (uint64_t)(TRIM_EVENTS - kept) + 1;
         } else {
             ck_assert_str_eq(ev.event, "message");
             ck_assert_str_eq(ev.id, acked[next - 1]);
