@@ -690,11 +690,14 @@ static void on_catch_up_reply(void *reply, void *priv)
         return;
     }
     const redisReply *entries = r->element[1];
-    bool complete = apply_entries(s, entries);
-    if (!complete)
+    bool more = entries->elements >= LG_REDIS_CATCH_UP_COUNT;
+    const redisReply *last = more ? entries->element[entries->elements - 1] : NULL;
+    if (last && last->type == REDIS_REPLY_ARRAY && last->elements == 2)
+        note_heard(s, epoch, entry_seq(last->element[0]) + 1); /* read on from there */
+    if (!apply_entries(s, entries))
         stall(s);
-    else if (entries->elements >= LG_REDIS_CATCH_UP_COUNT)
-        need_read(s); /* more where these came from */
+    else if (more)
+        need_read(s);
     else
         settle(s, epoch, entries->elements, true);
     end_read_unlock(sh);
