@@ -47,6 +47,7 @@ struct lg_redis_bridge {
     bool cmd_ready, sub_ready, up; /* cmd_ready: connected and, with Sentinel, a master */
     uint64_t connect_started_ms;
     uint32_t backoff_ms;
+    uint64_t rechecked_ms;  /* when the sentinels were last asked while up */
     uint32_t cmd_inflight;
     uint64_t cmd_progress_ms;
 
@@ -328,11 +329,11 @@ static redisAsyncContext *open_one(struct lg_redis_bridge *b)
     return ac;
 }
 
-/* Ask one sentinel for the master's address into b->host, b->port. Blocking: the bridge
- * thread is this node's own, and nothing it serves can go on before a master is found anyway;
- * bounded by connect_timeout_ms to connect and again to answer. Return value: true if it
- * named one. */
-static bool ask_sentinel(struct lg_redis_bridge *b, const struct sentinel_addr *s)
+/* Ask one sentinel for the master's address into *out. Blocking: the bridge thread is this
+ * node's own, and nothing it serves can go on before a master is found anyway; bounded by
+ * connect_timeout_ms to connect and again to answer. Return value: true if it named one. */
+static bool ask_sentinel(const struct lg_redis_bridge *b, const struct sentinel_addr *s,
+                         struct sentinel_addr *out)
 {
     uint32_t ms = b->opts.connect_timeout_ms;
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
@@ -342,14 +343,11 @@ static bool ask_sentinel(struct lg_redis_bridge *b, const struct sentinel_addr *
         r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", b->master_name);
     bool named = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                  r->element[0]->type == REDIS_REPLY_STRING &&
-                 r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < sizeof b->host;
+                 r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < sizeof out->host;
     long port = named ? strtol(r->element[1]->str, NULL, 10) : 0;
     if (named && port > 0 && port <= 65535) {
-        if (strcmp(b->host, r->element[0]->str) != 0 || b->port != (int)port)
-            lg_info("redis: sentinel %s:%d names %s at %s:%ld", s->host, s->port, b->master_name,
-                    r->element[0]->str, port);
-        snprintf(b->host, sizeof b->host, "%s", r->element[0]->str);
-        b->port = (int)port;
+        snprintf(out->host, sizeof out->host, "%s", r->element[0]->str);
+        out->port = (int)port;
     } else {
         lg_debug("redis: sentinel %s:%d named no master %s: %s", s->host, s->port,
                  b->master_name, !c || c->err ? (c ? c->errstr : "out of memory")
@@ -362,11 +360,12 @@ static bool ask_sentinel(struct lg_redis_bridge *b, const struct sentinel_addr *
     return named;
 }
 
-/* The sentinels, in order; the first that names the master wins. */
-static bool ask_sentinels(struct lg_redis_bridge *b)
+/* The sentinels, in order; the first that names the master wins. Return value: true with
+ * *out set. */
+static bool ask_sentinels(const struct lg_redis_bridge *b, struct sentinel_addr *out)
 {
     for (uint32_t i = 0; i < b->sentinel_count; i++)
-        if (ask_sentinel(b, &b->sentinels[i]))
+        if (ask_sentinel(b, &b->sentinels[i], out))
             return true;
     static struct lg_ratelimit rl;
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
@@ -375,9 +374,41 @@ static bool ask_sentinels(struct lg_redis_bridge *b)
     return false;
 }
 
+static bool is_current(const struct lg_redis_bridge *b, const struct sentinel_addr *a)
+{
+    return strcmp(b->host, a->host) == 0 && b->port == a->port;
+}
+
+/* Connect to the master the sentinels name now. Return value: false if none did. */
+static bool find_master(struct lg_redis_bridge *b)
+{
+    struct sentinel_addr m;
+    if (!ask_sentinels(b, &m))
+        return false;
+    if (!is_current(b, &m))
+        lg_info("redis: the sentinels name %s at %s:%d", b->master_name, m.host, m.port);
+    snprintf(b->host, sizeof b->host, "%s", m.host);
+    b->port = m.port;
+    return true;
+}
+
+void lg_redis_bridge_recheck_master(struct lg_redis_bridge *b)
+{
+    uint64_t now = lg_mono_ms();
+    if (!b->sentinel_count || !b->up || now - b->rechecked_ms < b->opts.reconnect_min_ms)
+        return;
+    b->rechecked_ms = now;
+    struct sentinel_addr m;
+    if (!ask_sentinels(b, &m) || is_current(b, &m))
+        return;
+    lg_warn("redis: the sentinels now name %s at %s:%d, not %s:%d (a failover): moving there",
+            b->master_name, m.host, m.port, b->host, b->port);
+    fail_session(b, "a failover moved the master");
+}
+
 static void connect_now(struct lg_redis_bridge *b)
 {
-    if (b->sentinel_count && !ask_sentinels(b)) {
+    if (b->sentinel_count && !find_master(b)) {
         schedule_reconnect(b);
         return;
     }

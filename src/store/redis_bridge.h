@@ -116,6 +116,12 @@ int lg_redis_subscribe(struct lg_redis_bridge *b, const char *channel, size_t le
 int lg_redis_unsubscribe(struct lg_redis_bridge *b, const char *channel, size_t len);
 /* Call fn(arg) on the bridge thread after ms (one timer; a later call replaces the first). */
 void lg_redis_bridge_later(struct lg_redis_bridge *b, uint32_t ms, void (*fn)(void *), void *arg);
+/* With Sentinel, ask the sentinels whether the master is still the one connected to, and move
+ * to the one they name if not (bridge thread; blocking, as a connect's lookup; at most once per
+ * reconnect_min_ms). For a sign that the master may have been replaced while its connection
+ * stays (a WAIT that found no replica: a failover promoted it), which would otherwise last
+ * until the sentinels demote the old master. Without Sentinel: nothing. */
+void lg_redis_bridge_recheck_master(struct lg_redis_bridge *b);
 /* Whether the current connections are up (bridge thread). */
 bool lg_redis_bridge_up(const struct lg_redis_bridge *b);
 

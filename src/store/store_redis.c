@@ -179,6 +179,8 @@ static void on_wait_reply(void *reply, void *priv)
     uint32_t want = a->s->store->opts.wait_replicas;
     long long got = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     enum lg_append_status status = a->status;
+    struct lg_redis_bridge *bridge = a->s->shard->bridge;
+    bool short_wait = false;
     if ((status == LG_APPEND_OK || status == LG_APPEND_DUPLICATE) && got < (long long)want) {
         LG_STAT_ADD(redis_replicas_short, 1);
         static struct lg_ratelimit rl;
@@ -187,8 +189,11 @@ static void on_wait_reply(void *reply, void *priv)
                            " replicas (redis.wait_replicas) within redis.wait_timeout_ms: "
                            "answered 503", a->s->name, a->seq, got < 0 ? 0 : got, want);
         status = LG_APPEND_UNAVAILABLE;
+        short_wait = r != NULL;
     }
     append_finish(a, status, a->epoch, a->seq);
+    if (short_wait) /* the master may have lost its replicas to a failover */
+        lg_redis_bridge_recheck_master(bridge);
 }
 
 /* WAIT right behind the script on the same connection: pipelined, so the next append is sent
