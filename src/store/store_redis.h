@@ -10,7 +10,9 @@
  * One Lua script per append assigns the position (INCR), appends it (XADD MAXLEN ~ the
  * history bound) and records the idempotency key (SET NX PX window), so ids are the same on
  * every node and depend on no clock; a retry of a key still in the window answers the
- * original position (LG_APPEND_DUPLICATE).
+ * original position (LG_APPEND_DUPLICATE). With opts.wait_replicas N > 0 a WAIT N follows each
+ * script on the same connection (pipelined) and an append is answered only when it saw N
+ * replicas; fewer complete it as LG_APPEND_UNAVAILABLE (appended, not known to be replicated).
  *
  * Each open stream keeps a mirror in memory (the retained events, epoch, newest position),
  * loaded once from Redis when the stream opens (ready() until then is false) and then kept
