@@ -2,8 +2,8 @@
 #include "redis_bridge.h"
 
 #include <ev.h>
-#include <pthread.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
