@@ -116,6 +116,10 @@ static const struct metric_row rows[] = {
             "Events from Redis a worker inbox had no room for: the topic paused, then read again.",
             NULL,
             redis_tail_stalls),
+    COUNTER("livegate_redis_replicas_short_total",
+            "Publishes whose WAIT saw fewer than redis.wait_replicas replicas (answered 503; "
+            "also counted as refused, reason store_unavailable).", NULL,
+            redis_replicas_short),
     CLIENTS("sse", clients_sse),
     CLIENTS("websocket", clients_ws),
     CLIENTS("poll", clients_poll),

@@ -62,7 +62,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         return NULL;
     hub->cfg = cfg;
     hub->workers = workers;
-    bool remote = (cfg->redis.url && cfg->redis.url[0]) || cfg->redis.shards.count > 0;
+    bool remote = (cfg->redis.url && cfg->redis.url[0]) || cfg->redis.shards.count > 0 ||
+                  cfg->redis.sentinels.count > 0;
     hub->store = remote ? lg_hub__remote_store(hub) : lg_memory_store_create();
     hub->local = remote ? lg_memory_store_create() : hub->store;
     size_t buckets = 64;

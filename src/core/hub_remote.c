@@ -79,6 +79,11 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
         .reconnect_max_ms = cfg->redis.reconnect_max_ms,
         .queue_max = cfg->redis.queue_max,
         .idempotency_window_ms = cfg->redis.idempotency_window_ms,
+        .sentinels = (const char *const *)cfg->redis.sentinels.items,
+        .sentinel_count = (uint32_t)cfg->redis.sentinels.count,
+        .master_name = cfg->redis.master_name,
+        .wait_replicas = cfg->redis.wait_replicas,
+        .wait_timeout_ms = cfg->redis.wait_timeout_ms,
     };
     struct lg_redis_hooks hooks = {.arg = hub, .lock = tail_lock, .deliver = tail_deliver,
                                    .unlock = tail_unlock};

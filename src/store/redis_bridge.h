@@ -24,6 +24,16 @@
  *          command_timeout_ms is dropped and reconnected, so no caller waits forever.
  *          Reconnect delays double from reconnect_min_ms to reconnect_max_ms, each shortened
  *          by up to half at random (jitter).
+ *
+ * Sentinel: with sentinels set, every (re)connect first asks them, in order, for the master's
+ * address (SENTINEL get-master-addr-by-name; the first that names one wins). That lookup is a
+ * blocking hiredis call on the bridge thread - its own thread, with nothing to serve before a
+ * master is found - bounded by connect_timeout_ms to connect and again to answer, per sentinel
+ * (at most 2 x sentinel count x connect_timeout_ms, then the reconnect delay). The command
+ * connection must then answer ROLE "master" before the bridge reports up. A server that a
+ * failover moved is left and the sentinels asked again: its link dropped, or a -READONLY
+ * (demoted to replica) or -LOADING answer on the command connection (without Sentinel the
+ * same answers reconnect to redis.url).
  */
 #ifndef LG_REDIS_BRIDGE_H
 #define LG_REDIS_BRIDGE_H
@@ -37,7 +47,12 @@ struct lg_redis_bridge;
 
 /* The connection settings ("redis" section of the config, without the store's own). */
 struct lg_redis_options {
-    const char *url;               /* redis://HOST[:PORT] or unix:///path */
+    const char *url;               /* redis://HOST[:PORT] or unix:///path; unused with sentinels */
+    const char *const *sentinels;  /* redis://HOST:PORT of each, asked in order (copied) */
+    uint32_t sentinel_count;       /* 0 = connect to url */
+    const char *master_name;       /* with sentinels: the master they are asked for (copied) */
+    uint32_t wait_replicas;        /* the store's: WAIT for this many replicas after an append */
+    uint32_t wait_timeout_ms;      /* ... at most this long (< command_timeout_ms) */
     const char *key_prefix;        /* before every key the store writes */
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms;
@@ -101,6 +116,12 @@ int lg_redis_subscribe(struct lg_redis_bridge *b, const char *channel, size_t le
 int lg_redis_unsubscribe(struct lg_redis_bridge *b, const char *channel, size_t len);
 /* Call fn(arg) on the bridge thread after ms (one timer; a later call replaces the first). */
 void lg_redis_bridge_later(struct lg_redis_bridge *b, uint32_t ms, void (*fn)(void *), void *arg);
+/* With Sentinel, ask the sentinels whether the master is still the one connected to, and move
+ * to the one they name if not (bridge thread; blocking, as a connect's lookup; at most once per
+ * reconnect_min_ms). For a sign that the master may have been replaced while its connection
+ * stays (a WAIT that found no replica: a failover promoted it), which would otherwise last
+ * until the sentinels demote the old master. Without Sentinel: nothing. */
+void lg_redis_bridge_recheck_master(struct lg_redis_bridge *b);
 /* Whether the current connections are up (bridge thread). */
 bool lg_redis_bridge_up(const struct lg_redis_bridge *b);
 

@@ -15,6 +15,7 @@
 #include "event.h"
 #include "history.h"
 #include "log.h"
+#include "stats.h"
 #include "store_redis_internal.h"
 
 #define KEY_MAX 1024
@@ -42,14 +43,16 @@
  * was lost) is moved past the stream's last entry once, here, instead of failing every append.
  * While a node that delivers the topic says it is behind (the behind key, which that node
  * sets with an expiry), nothing is appended and the answer says so (2): the publisher is
- * paced, wherever it publishes. The message: "<epoch>:<seq>:" then per field
- * "<name><length>:<value>".
+ * paced, wherever it publishes. A retry rewrites its key unchanged: a write, so a WAIT behind
+ * it also covers the original append (WAIT counts replicas up to the connection's last write,
+ * and the retry may come on another connection than the original). The message:
+ * "<epoch>:<seq>:" then per field "<name><length>:<value>".
  */
 static const char append_text[] =
     LIFE_PROLOGUE
     "local e = life(KEYS[1], KEYS[2], KEYS[3], ARGV[1]) "
     "if #KEYS == 5 then local old = redis.call('GET', KEYS[5]) "
-    "  if old then return {e, old, 1} end end "
+    "  if old then redis.call('SET', KEYS[5], old, 'KEEPTTL') return {e, old, 1} end end "
     "if redis.call('EXISTS', KEYS[4]) == 1 then return {e, '0', 2} end "
     "local n = redis.call('INCR', KEYS[2]) "
     "local added = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '0-' .. n, "
@@ -100,12 +103,20 @@ static struct redis_stream *rs(const struct lg_stream *s)
 
 /* ---- Appends ------------------------------------------------------------------------------- */
 
+/* With redis.wait_replicas, a WAIT follows the script on the connection: the script's answer
+ * is kept until the WAIT's. */
+enum append_wait { WAIT_NONE = 0, WAIT_SENT, WAIT_UNSENT };
+
 struct append_job {
     struct lg_redis_job job;
     struct redis_stream *s;
     struct lg_event_fields f;  /* strings point into text[] */
     lg_append_done *done;
     void *arg;
+    enum append_wait wait;
+    enum lg_append_status status; /* the script's answer, while the WAIT's is awaited */
+    uint32_t epoch;
+    uint64_t seq;
     char text[];
 };
 
@@ -126,6 +137,21 @@ static void append_finish(struct append_job *a, enum lg_append_status status, ui
     free(a);
 }
 
+/* The script answered: finish, or keep its answer for the WAIT behind it. */
+static void append_appended(struct append_job *a, enum lg_append_status status, uint32_t epoch,
+                            uint64_t seq)
+{
+    if (a->wait == WAIT_UNSENT && status != LG_APPEND_OOM && status != LG_APPEND_BEHIND)
+        status = LG_APPEND_UNAVAILABLE; /* not known to be replicated */
+    if (a->wait != WAIT_SENT) {
+        append_finish(a, status, epoch, seq);
+        return;
+    }
+    a->status = status;
+    a->epoch = epoch;
+    a->seq = seq;
+}
+
 static void on_append_reply(void *reply, void *priv)
 {
     struct append_job *a = priv;
@@ -137,17 +163,58 @@ static void on_append_reply(void *reply, void *priv)
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
         if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
             lg_redis__load_scripts(a->s->shard); /* flushed meanwhile: the next one finds it */
-        append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
+        append_appended(a, LG_APPEND_UNAVAILABLE, 0, 0);
         return;
     }
     long long answer = r->element[2]->type == REDIS_REPLY_INTEGER ? r->element[2]->integer : 0;
     if (answer == 2) {
-        append_finish(a, LG_APPEND_BEHIND, 0, 0);
+        append_appended(a, LG_APPEND_BEHIND, 0, 0);
         return;
     }
-    append_finish(a, answer == 1 ? LG_APPEND_DUPLICATE : LG_APPEND_OK,
-                  (uint32_t)strtoul(r->element[0]->str, NULL, 10),
-                  strtoull(r->element[1]->str, NULL, 10));
+    append_appended(a, answer == 1 ? LG_APPEND_DUPLICATE : LG_APPEND_OK,
+                    (uint32_t)strtoul(r->element[0]->str, NULL, 10),
+                    strtoull(r->element[1]->str, NULL, 10));
+}
+
+/* The WAIT's answer: the number of replicas that have every write of the connection so far,
+ * the script's included. Fewer than asked: 503, and the event may be there (and may be lost
+ * by a failover): a retry with the same Idempotency-Key answers it once replicated. */
+static void on_wait_reply(void *reply, void *priv)
+{
+    struct append_job *a = priv;
+    redisReply *r = reply;
+    uint32_t want = a->s->store->opts.wait_replicas;
+    long long got = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    enum lg_append_status status = a->status;
+    struct lg_redis_bridge *bridge = a->s->shard->bridge;
+    bool short_wait = false;
+    if ((status == LG_APPEND_OK || status == LG_APPEND_DUPLICATE) && got < (long long)want) {
+        LG_STAT_ADD(redis_replicas_short, 1);
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                           "redis: topic %s: event %" PRIu64 " reached %lld of %" PRIu32
+                           " replicas (redis.wait_replicas) within redis.wait_timeout_ms: "
+                           "answered 503", a->s->name, a->seq, got < 0 ? 0 : got, want);
+        status = LG_APPEND_UNAVAILABLE;
+        short_wait = r != NULL;
+    }
+    append_finish(a, status, a->epoch, a->seq);
+    if (short_wait) /* the master may have lost its replicas to a failover */
+        lg_redis_bridge_recheck_master(bridge);
+}
+
+/* WAIT right behind the script on the same connection: pipelined, so the next append is sent
+ * without waiting for either answer. */
+static void send_wait(struct append_job *a)
+{
+    const struct lg_redis_options *o = &a->s->store->opts;
+    char replicas[16], timeout[16];
+    snprintf(replicas, sizeof replicas, "%" PRIu32, o->wait_replicas);
+    snprintf(timeout, sizeof timeout, "%" PRIu32, o->wait_timeout_ms);
+    const char *argv[] = {"WAIT", replicas, timeout};
+    const size_t lens[] = {4, strlen(replicas), strlen(timeout)};
+    a->wait = lg_redis_command(a->s->shard->bridge, on_wait_reply, a, 3, argv, lens) == 0
+                  ? WAIT_SENT : WAIT_UNSENT;
 }
 
 static void run_append(struct lg_redis_job *job, bool up)
@@ -185,6 +252,8 @@ static void run_append(struct lg_redis_job *job, bool up)
 #undef ARG
     if (!up || lg_redis_command(s->shard->bridge, on_append_reply, a, (int)n, argv, lens) != 0)
         append_finish(a, LG_APPEND_UNAVAILABLE, 0, 0);
+    else if (s->store->opts.wait_replicas)
+        send_wait(a);
 }
 
 static char *copy_into(char **at, const char *p, size_t len)

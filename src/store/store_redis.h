@@ -14,6 +14,9 @@
  * the history bound), records the idempotency key (SET NX PX window) and publishes it, so ids
  * are the same on every node and depend on no clock; a retry of a key still in the window
  * answers the original position (LG_APPEND_DUPLICATE).
+ * With opts.wait_replicas N > 0 a WAIT N follows each script on the same connection
+ * (pipelined) and an append is answered only when it saw N replicas; fewer complete it as
+ * LG_APPEND_UNAVAILABLE (appended, not known to be replicated).
  *
  * A stream local subscribers want (listen()) is followed: its channel subscribed and its
  * mirror (the retained events, epoch, newest position) loaded, then kept current from the

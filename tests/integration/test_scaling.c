@@ -997,6 +997,251 @@ START_TEST(drain_moves_200_clients_over_the_window_without_loss)
 }
 END_TEST
 
+/* ---- Redis Sentinel: a master, one replica, three sentinels -------------------------------- */
+
+#define SENTINELS 3
+#define MASTER_NAME "lgm"
+
+static struct lg_redis replica, sentinels[SENTINELS];
+
+/* Wait until cond() holds or WAIT_MS * 2 passed. Return value: whether it held. */
+static bool until(bool (*cond)(void))
+{
+    int64_t deadline = lg_now_ms() + 2 * WAIT_MS;
+    while (!cond() && lg_now_ms() < deadline)
+        usleep(20000);
+    return cond();
+}
+
+/* A write reaches the replica (after a diskless sync the master streams to it only from its
+ * first acknowledgement, up to a second later). */
+static bool replica_in_sync(void)
+{
+    return lg_redis_replicated(&redis, 1);
+}
+
+static bool sentinels_know_the_replica(void)
+{
+    for (int i = 0; i < SENTINELS; i++)
+        if (lg_redis_int(&sentinels[i], "SENTINEL replicas %s", MASTER_NAME) < 1)
+            return false;
+    return true;
+}
+
+static void setup_sentinel(void)
+{
+    setup();
+    ck_assert_int_eq(lg_redis_start_replica(&replica, &redis), 0);
+    for (int i = 0; i < SENTINELS; i++)
+        ck_assert_int_eq(lg_redis_start_sentinel(&sentinels[i], &redis, MASTER_NAME), 0);
+    ck_assert_msg(until(replica_in_sync), "the replica never synced with the master");
+    ck_assert_msg(until(sentinels_know_the_replica), "the sentinels never found the replica");
+}
+
+static void teardown_sentinel(void)
+{
+    for (int i = 0; i < SENTINELS; i++)
+        lg_redis_stop(&sentinels[i]);
+    lg_redis_stop(&replica);
+    teardown();
+}
+
+/* A node that finds the master through the sentinels and answers a publish once one replica
+ * has it (WAIT 1, at most 300 ms). */
+static void node_start_sentinel(struct lg_server *s)
+{
+    char list[256] = "", cfg[768];
+    for (int i = 0; i < SENTINELS; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+                 sentinels[i].url);
+    snprintf(cfg, sizeof cfg,
+             "{\"workers\": 2, \"redis\": {\"url\": \"\", \"sentinels\": [%s], "
+             "\"master_name\": \"" MASTER_NAME "\", \"wait_replicas\": 1, "
+             "\"wait_timeout_ms\": 300, \"connect_timeout_ms\": 500, "
+             "\"reconnect_min_ms\": 20, \"reconnect_max_ms\": 200}}", list);
+    lg_server_must_start(s, cfg);
+    ck_assert(lg_metric_wait(s->control_port, "livegate_store_ready", 1, WAIT_MS));
+}
+
+static int publish_with_key(const struct lg_server *s, const char *topic, const char *key,
+                            const char *data, struct lg_http_response *r)
+{
+    char headers[128], path[128];
+    snprintf(headers, sizeof headers, "Idempotency-Key: %s\r\n", key);
+    snprintf(path, sizeof path, "/v1/topics/%s/events", topic);
+    ck_assert_int_eq(lg_http_request(s->control_port, "POST", path, headers, data, strlen(data),
+                                     r, 5000), 0);
+    return r->status;
+}
+
+/* Over the sentinels a node publishes and delivers, each publish answered only once the
+ * replica has it; with the replica stopped, WAIT sees none: 503 + Retry-After (the event is
+ * appended: a retry with its key, on the other node, answers it once replicated). */
+START_TEST(sentinel_node_publishes_only_what_a_replica_has)
+{
+    struct lg_server a, b;
+    node_start_sentinel(&a);
+    node_start_sentinel(&b);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, b.public_port, "/sse?topic=sn", NULL);
+    static char acked[7][ID_MAX];
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(publish(&a, "sn", "x", acked[i]), 201);
+        ck_assert_int_eq(lg_redis_int(&replica, "XLEN livegate:{sn}:s"), i + 1);
+    }
+    kill(replica.pid, SIGSTOP);
+    struct lg_http_response r;
+    ck_assert_int_eq(publish_with_key(&a, "sn", "held", "x", &r), 503);
+    lg_expect_error(&r, 503, "unavailable", LG_ERROR_JSON_TYPE);
+    char retry[16];
+    ck_assert(lg_http_header(&r, "Retry-After", retry, sizeof retry));
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_stat(a.control_port, "redis_replicas_short"), 1);
+    ck_assert_int_eq(lg_stat(a.control_port, "publishes_refused_store"), 1);
+    kill(replica.pid, SIGCONT);
+    ck_assert_int_eq(publish_with_key(&b, "sn", "held", "x", &r), 201);
+    ck_assert(json_str(r.body, "id", acked[5], ID_MAX));
+    ck_assert_ptr_nonnull(strstr(r.body, "\"duplicate\":true"));
+    lg_http_response_free(&r);
+    ck_assert_uint_eq(lg_seq_of(acked[5]), 6);
+    ck_assert_int_eq(publish(&b, "sn", "x", acked[6]), 201);
+    static struct seen v;
+    memset(&v, 0, sizeof v);
+    sse_collect(&c, &v, 7);
+    expect_ids("SSE on B", &v, acked, 7);
+    lg_sse_close(&c);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
+#define FAILOVER_MAX 200
+#define FAILOVER_AFTER 15 /* events acknowledged before the failover, and at least after it */
+
+static bool replica_is_master(void)
+{
+    char role[16] = "";
+    return lg_redis_str(&replica, role, sizeof role, "ROLE") == 0 && strcmp(role, "master") == 0;
+}
+
+/* Publish event i (key fo-i) on s, again while it answers 503, until deadline: its id. */
+static void publish_until_acked(const struct lg_server *s, int i, char *id, int64_t deadline,
+                                int *refused)
+{
+    char key[32], data[32];
+    snprintf(key, sizeof key, "fo-%d", i);
+    snprintf(data, sizeof data, "e%d", i);
+    for (;;) {
+        struct lg_http_response r;
+        int status = publish_with_key(s, "fo", key, data, &r);
+        if (status == 201)
+            ck_assert(json_str(r.body, "id", id, ID_MAX));
+        char retry[16];
+        bool told_when = lg_http_header(&r, "Retry-After", retry, sizeof retry);
+        lg_http_response_free(&r);
+        if (status == 201)
+            return;
+        ck_assert_int_eq(status, 503);
+        ck_assert(told_when);
+        ck_assert_msg(lg_now_ms() < deadline, "event %d never acknowledged", i);
+        (*refused)++;
+        usleep(20000);
+    }
+}
+
+/* Read what sub has now, without waiting, into v. */
+static void sse_take_ready(struct lg_sse_client *sub, struct seen *v)
+{
+    struct lg_sse_event ev;
+    while (lg_sse_next(sub, &ev, 0) == 1) {
+        if (strcmp(ev.event, "message") == 0)
+            seen_add(v, ev.id, ev.data, ev.data_len);
+        lg_sse_event_free(&ev);
+    }
+}
+
+/* Close sub and resume it on the node at port with its cursor (its last id, or the topic's
+ * start in epoch). */
+static void sse_move(struct lg_sse_client *sub, const struct seen *v, uint16_t port,
+                     const char *epoch)
+{
+    lg_sse_close(sub);
+    char path[256];
+    if (v->n)
+        snprintf(path, sizeof path, "/sse?topic=fo&last_event_id=%s", v->id[v->n - 1]);
+    else
+        snprintf(path, sizeof path, "/sse?topic=fo&last_event_id=fo@%s:0", epoch);
+    lg_sse_must_open(sub, port, path, NULL);
+}
+
+/* A failover (SENTINEL failover on the last sentinel; the nodes ask the first, which may name
+ * the demoted master a moment longer) while a publisher alternates between two nodes with
+ * Idempotency-Keys, retrying 503s: every acknowledged event reaches subscribers exactly once,
+ * in order, with the ids of the answers, also after each moved to the other node with its
+ * cursor, and the new master holds them all. */
+START_TEST(sentinel_failover_while_publishing_nothing_acknowledged_lost)
+{
+    struct lg_server a, b;
+    node_start_sentinel(&a);
+    node_start_sentinel(&b);
+    struct lg_server *nodes[2] = {&a, &b};
+    static struct lg_sse_client subs[2];
+    static struct seen v[2];
+    memset(v, 0, sizeof v);
+    for (int k = 0; k < 2; k++)
+        lg_sse_must_open(&subs[k], nodes[k]->public_port, "/sse?topic=fo", NULL);
+    static char acked[FAILOVER_MAX][ID_MAX];
+    int64_t deadline = lg_now_ms() + 40000;
+    int n = 0, refused = 0, after = -1;
+    for (; n < FAILOVER_AFTER; n++)
+        publish_until_acked(nodes[n % 2], n, acked[n], deadline, &refused);
+    char answer[64] = "";
+    while (strcmp(answer, "OK") != 0) { /* until the sentinel has fresh news of the replica */
+        lg_redis_str(&sentinels[SENTINELS - 1], answer, sizeof answer, "SENTINEL failover %s",
+                     MASTER_NAME);
+        ck_assert_msg(lg_now_ms() < deadline, "SENTINEL failover: %s", answer);
+        if (strcmp(answer, "OK") != 0)
+            usleep(100000);
+    }
+    char epoch[16];
+    lg_epoch_of(acked[0], epoch, sizeof epoch);
+    while (after < 0 || n < after + FAILOVER_AFTER) {
+        ck_assert_int_lt(n, FAILOVER_MAX);
+        publish_until_acked(nodes[n % 2], n, acked[n], deadline, &refused);
+        ck_assert_uint_eq(lg_seq_of(acked[n]), (uint64_t)n + 1);
+        n++;
+        if (after < 0 && !replica_is_master()) {
+            usleep(20000); /* about 50 publishes/s while Sentinel works (seconds) */
+        } else if (after < 0) {
+            after = n;
+            for (int k = 0; k < 2; k++) { /* each subscriber moves to the other node */
+                sse_take_ready(&subs[k], &v[k]);
+                sse_move(&subs[k], &v[k], nodes[1 - k]->public_port, epoch);
+            }
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        sse_collect(&subs[k], &v[k], n);
+        char who[64];
+        snprintf(who, sizeof who, "subscriber %d (moved to node %c)", k, k ? 'A' : 'B');
+        expect_ids(who, &v[k], acked, n);
+        for (int i = 0; i < n; i++) {
+            char data[32];
+            snprintf(data, sizeof data, "e%d", i);
+            ck_assert_str_eq(v[k].data[i], data);
+        }
+        lg_sse_close(&subs[k]);
+    }
+    ck_assert_int_eq(lg_redis_int(&replica, "XLEN livegate:{fo}:s"), n);
+    /* the new master had no replica until Sentinel turned the old one into one: 503s */
+    ck_assert_int_gt(refused, 0);
+    fprintf(stderr, "failover: %d events acknowledged, %d after it, %d publishes answered 503 "
+            "meanwhile\n", n, n - after, refused);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
 static Suite *scaling_suite(void)
 {
     Suite *s = suite_create("scaling");
@@ -1016,6 +1261,10 @@ static Suite *scaling_suite(void)
                          two_shards_topics_land_on_both_each_node_delivers_both,
                          clients_move_both_ways_around_a_node_killed_and_restarted);
     tcase_set_timeout(tc, 60);
+    TCase *sentinel = LG_TCASE(s, "sentinel", setup_sentinel, teardown_sentinel,
+                               sentinel_node_publishes_only_what_a_replica_has,
+                               sentinel_failover_while_publishing_nothing_acknowledged_lost);
+    tcase_set_timeout(sentinel, 60);
     return s;
 }
 
