@@ -54,7 +54,7 @@ static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
             continue;
         lg_topic_ref(t); /* given back by the worker once it dispatched the event */
         if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
-            hub->tail_wake |= UINT64_C(1) << w;
+            t->remote_wake |= UINT64_C(1) << w;
     }
     return true;
 }
@@ -62,9 +62,10 @@ static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
 static void tail_unlock(void *arg, void *owner)
 {
     struct lg_hub *hub = arg;
-    pthread_mutex_unlock(&((struct lg_topic *)owner)->lock);
-    uint64_t wake = hub->tail_wake;
-    hub->tail_wake = 0;
+    struct lg_topic *t = owner;
+    uint64_t wake = t->remote_wake; /* per topic: each shard's thread delivers its own topics */
+    t->remote_wake = 0;
+    pthread_mutex_unlock(&t->lock);
     lg_hub__wake_workers(hub, wake);
 }
 

@@ -977,10 +977,12 @@ static void take_marked(struct redis_shard *sh, uint64_t now_ms)
     pthread_mutex_lock(&sh->interest_lock);
     struct redis_stream *s = sh->marked;
     sh->marked = NULL;
-    for (struct redis_stream *m = s; m; m = m->marked_next)
-        m->marked = false;
+    for (struct redis_stream *m = s; m; m = m->marked_next) {
+        m->marked = false; /* from here the hub may mark it again (and relink marked_next) */
+        m->taken_next = m->marked_next;
+    }
     pthread_mutex_unlock(&sh->interest_lock);
-    for (; s; s = s->marked_next)
+    for (; s; s = s->taken_next)
         follow_interest(s, now_ms);
 }
 

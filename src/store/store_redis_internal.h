@@ -68,6 +68,7 @@ struct redis_stream {
     uint32_t held_count, held_cap;
     bool held_overflow;         /* more came than LG_REDIS_HELD_MAX: the stream has them */
     struct redis_stream *queue_next, *linger_next, *stalled_next;
+    struct redis_stream *taken_next; /* the marked list as the bridge took it */
     uint64_t id;                /* {shard->streams_lock} what a read in flight names it by */
     struct redis_stream *next;  /* {shard->streams_lock} every open stream of its shard */
     struct redis_stream *next_by_channel; /* {shard->streams_lock} the channel index's chain */
