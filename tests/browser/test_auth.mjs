@@ -10,12 +10,24 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
+import { createHmac } from "node:crypto";
 import { startGateway, publish, waitFor, sleep, sourceDir, mintToken, launchBrowser } from "./lib.mjs";
 import { blankPage, record, waitRecord } from "./page.mjs";
 
 const lib = await import(path.join(sourceDir, "static/livegate.js"));
 const SECRET = "test-secret-of-32-bytes-for-hs256";
 const open = []; // every subscription, closed at the end even when its test failed
+
+// The token scripts/mint_token.sh mints (same claims, exp in whole seconds), made in-process
+// for the renewals: livegate.js asks getToken a third of a 2 s token's life ahead of its exp,
+// and the script's child processes, run synchronously, stall this event loop for longer than
+// that on a loaded machine, so the refresh would reach the gateway after exp.
+function renewToken(ttlS) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  const claims = { exp: Math.floor(Date.now() / 1000) + ttlS, livegate: { subscribe: ["auth/*"], publish: [] } };
+  const body = `${b64({ alg: "HS256", typ: "JWT" })}.${b64(claims)}`;
+  return `${body}.${createHmac("sha256", SECRET).update(body).digest("base64url")}`;
+}
 let gw;
 before(async () => {
   gw = await startGateway({ auth: { hs256_secret: SECRET, control_token: "ctl-token" } });
@@ -98,13 +110,13 @@ for (const transport of transports) {
     const before = await stats();
     let closing = false;
     const { sub, got } = watch(topic, transport, {
-      token: mintToken(SECRET, "auth/*", 2),
+      token: renewToken(2),
       getToken: async ({ transport: t }) => {
         assert.equal(t, transport);
         await sleep(20);
         // Counted as it is handed over: one asked for while the test closes is never sent.
         if (!closing) got.tokens++;
-        return mintToken(SECRET, "auth/*", 2);
+        return renewToken(2);
       },
     });
     await waitFor("open", () => sub.state === "open");
@@ -165,7 +177,7 @@ for (const transport of ["websocket", "sse"]) {
     try {
       const page = await blankPage(browser, gw.publicUrl);
       let tokens = 0;
-      await page.exposeFunction("lgFetchToken", () => { tokens++; return mintToken(SECRET, "auth/*", 2); });
+      await page.exposeFunction("lgFetchToken", () => { tokens++; return renewToken(2); });
       const topic = `auth/chromium-${transport}`;
       await page.evaluate(async ([topic, transport, token]) => {
         const { subscribe } = await import("/livegate.js");
@@ -176,7 +188,7 @@ for (const transport of ["websocket", "sse"]) {
           onState: (s) => rec.states.push(`${s.state}:${s.transport}${s.error ? ":" + s.error : ""}`),
           onEnd: (e) => rec.ends.push(e),
         });
-      }, [topic, transport, mintToken(SECRET, "auth/*", 2)]);
+      }, [topic, transport, renewToken(2)]);
       await waitRecord(page, "open", (r) => r.states.includes(`open:${transport}`));
       const N = 40; // one every 125 ms: 5 s, two lifetimes of a token and more
       for (let i = 1; i <= N; i++) { await publish(gw, topic, `e${i}`); await sleep(125); }
