@@ -1,12 +1,13 @@
-// test_auth.mjs - static/livegate.js's `token` and `getToken` options against a real gateway
-// with authorization on (an HS256 secret; tokens minted by scripts/mint_token.sh), from Node,
-// over WebSocket, SSE and long-poll: a token that covers the topic receives every event once,
-// in order; a token for another topic, or an expired one, ends the subscription with the
-// gateway's reason after one attempt (no reconnecting with a refused token); a token that
-// expires mid-stream is renewed through getToken (over WebSocket with {"op":"refresh"} before
-// exp, with no reconnect; over SSE and long-poll by reconnecting from the cursor) and nothing
-// published meanwhile is lost or repeated; without getToken the expiry ends the subscription.
-// The renewal runs in headless Chromium too (its WebSocket and fetch), served by the gateway.
+// test_auth.mjs - static/livegate.js's `token` and `getToken` options against a real gateway with
+// authorization on (an HS256 secret; tokens minted by scripts/mint_token.sh, the renewals' the same
+// way in-process), from Node, over WebSocket, SSE and long-poll: a token that covers the topic
+// receives every event once, in order; a token for another topic, or an expired one, ends the
+// subscription with the gateway's reason after one attempt (no reconnecting with a refused token);
+// a token that expires mid-stream is renewed through getToken (over WebSocket with {"op":"refresh"}
+// before exp, with no reconnect; over SSE and long-poll by reconnecting from the cursor) and
+// nothing published meanwhile is lost or repeated; without getToken the expiry ends the
+// subscription. The renewal runs in headless Chromium too (its WebSocket and fetch), served by the
+// gateway.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
