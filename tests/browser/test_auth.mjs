@@ -1,21 +1,34 @@
-// test_auth.mjs - static/livegate.js's `token` and `getToken` options against a real gateway
-// with authorization on (an HS256 secret; tokens minted by scripts/mint_token.sh), from Node,
-// over WebSocket, SSE and long-poll: a token that covers the topic receives every event once,
-// in order; a token for another topic, or an expired one, ends the subscription with the
-// gateway's reason after one attempt (no reconnecting with a refused token); a token that
-// expires mid-stream is renewed through getToken (over WebSocket with {"op":"refresh"} before
-// exp, with no reconnect; over SSE and long-poll by reconnecting from the cursor) and nothing
-// published meanwhile is lost or repeated; without getToken the expiry ends the subscription.
-// The renewal runs in headless Chromium too (its WebSocket and fetch), served by the gateway.
+// test_auth.mjs - static/livegate.js's `token` and `getToken` options against a real gateway with
+// authorization on (an HS256 secret; tokens minted by scripts/mint_token.sh, the renewals' the same
+// way in-process), from Node, over WebSocket, SSE and long-poll: a token that covers the topic
+// receives every event once, in order; a token for another topic, or an expired one, ends the
+// subscription with the gateway's reason after one attempt (no reconnecting with a refused token);
+// a token that expires mid-stream is renewed through getToken (over WebSocket with {"op":"refresh"}
+// before exp, with no reconnect; over SSE and long-poll by reconnecting from the cursor) and
+// nothing published meanwhile is lost or repeated; without getToken the expiry ends the
+// subscription. The renewal runs in headless Chromium too (its WebSocket and fetch), served by the
+// gateway.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
+import { createHmac } from "node:crypto";
 import { startGateway, publish, waitFor, sleep, sourceDir, mintToken, launchBrowser } from "./lib.mjs";
 import { blankPage, record, waitRecord } from "./page.mjs";
 
 const lib = await import(path.join(sourceDir, "static/livegate.js"));
 const SECRET = "test-secret-of-32-bytes-for-hs256";
 const open = []; // every subscription, closed at the end even when its test failed
+
+// The token scripts/mint_token.sh mints (same claims, exp in whole seconds), made in-process
+// for the renewals: livegate.js asks getToken a third of a 2 s token's life ahead of its exp,
+// and the script's child processes, run synchronously, stall this event loop for longer than
+// that on a loaded machine, so the refresh would reach the gateway after exp.
+function renewToken(ttlS) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+  const claims = { exp: Math.floor(Date.now() / 1000) + ttlS, livegate: { subscribe: ["auth/*"], publish: [] } };
+  const body = `${b64({ alg: "HS256", typ: "JWT" })}.${b64(claims)}`;
+  return `${body}.${createHmac("sha256", SECRET).update(body).digest("base64url")}`;
+}
 let gw;
 before(async () => {
   gw = await startGateway({ auth: { hs256_secret: SECRET, control_token: "ctl-token" } });
@@ -98,13 +111,13 @@ for (const transport of transports) {
     const before = await stats();
     let closing = false;
     const { sub, got } = watch(topic, transport, {
-      token: mintToken(SECRET, "auth/*", 2),
+      token: renewToken(2),
       getToken: async ({ transport: t }) => {
         assert.equal(t, transport);
         await sleep(20);
         // Counted as it is handed over: one asked for while the test closes is never sent.
         if (!closing) got.tokens++;
-        return mintToken(SECRET, "auth/*", 2);
+        return renewToken(2);
       },
     });
     await waitFor("open", () => sub.state === "open");
@@ -165,7 +178,7 @@ for (const transport of ["websocket", "sse"]) {
     try {
       const page = await blankPage(browser, gw.publicUrl);
       let tokens = 0;
-      await page.exposeFunction("lgFetchToken", () => { tokens++; return mintToken(SECRET, "auth/*", 2); });
+      await page.exposeFunction("lgFetchToken", () => { tokens++; return renewToken(2); });
       const topic = `auth/chromium-${transport}`;
       await page.evaluate(async ([topic, transport, token]) => {
         const { subscribe } = await import("/livegate.js");
@@ -176,7 +189,7 @@ for (const transport of ["websocket", "sse"]) {
           onState: (s) => rec.states.push(`${s.state}:${s.transport}${s.error ? ":" + s.error : ""}`),
           onEnd: (e) => rec.ends.push(e),
         });
-      }, [topic, transport, mintToken(SECRET, "auth/*", 2)]);
+      }, [topic, transport, renewToken(2)]);
       await waitRecord(page, "open", (r) => r.states.includes(`open:${transport}`));
       const N = 40; // one every 125 ms: 5 s, two lifetimes of a token and more
       for (let i = 1; i <= N; i++) { await publish(gw, topic, `e${i}`); await sleep(125); }
