@@ -9,7 +9,7 @@ packages=(
   libjemalloc-dev # the gateway's allocator (src/main.c says why)
   check libsubunit-dev libssl-dev
   openssl # the openssl command: scripts/mint_token.sh, which the auth tests run
-  libhiredis-dev redis-server
+  libhiredis-dev redis-server redis-sentinel # the failover tests start sentinels
   valgrind procps util-linux
   clang libclang-rt-14-dev
   # promtool, which tests/integration/test_metrics.c runs on GET /metrics: Debian ships it only

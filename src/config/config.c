@@ -79,6 +79,34 @@ static int lg_config__apply_object(struct lg_config *cfg, const json_t *obj, con
 }
 
 /* Checks between settings; both key names appear in the message. */
+/* Sentinel finds one master: it replaces redis.url, and shards (one master name each) are not
+ * supported. WAIT blocks the connection it is sent on, so it must end before the watchdog
+ * (redis.command_timeout_ms) takes the connection for hung. Return value: 0, or -1 with err. */
+static int lg_config__check_sentinel(const struct lg_config *cfg, char *err)
+{
+    bool sentinels = cfg->redis.sentinels.count > 0, named = cfg->redis.master_name[0] != '\0';
+    if (sentinels != named) {
+        lg_config__errf(err, sentinels ? "redis.sentinels needs redis.master_name (the name they "
+                                         "monitor the master by)"
+                                       : "redis.master_name needs redis.sentinels (who to ask "
+                                         "for its address)");
+        return -1;
+    }
+    if (sentinels && (cfg->redis.url[0] || cfg->redis.shards.count)) {
+        lg_config__errf(err, "redis.sentinels and %s: set one, not both (with Sentinel the "
+                        "master's address comes from the sentinels; shards over Sentinel are "
+                        "not supported)", cfg->redis.url[0] ? "redis.url" : "redis.shards");
+        return -1;
+    }
+    if (cfg->redis.wait_replicas && cfg->redis.wait_timeout_ms >= cfg->redis.command_timeout_ms) {
+        lg_config__errf(err, "redis.wait_timeout_ms (%" PRIu32 ") must be less than "
+                        "redis.command_timeout_ms (%" PRIu32 "): a WAIT holds its connection that "
+                        "long", cfg->redis.wait_timeout_ms, cfg->redis.command_timeout_ms);
+        return -1;
+    }
+    return 0;
+}
+
 static int lg_config__check(const struct lg_config *cfg, char *err)
 {
     if (cfg->poll.default_timeout_ms > cfg->poll.max_timeout_ms) {
@@ -106,6 +134,13 @@ static int lg_config__check(const struct lg_config *cfg, char *err)
                         "both (the algorithm is pinned by the key, never taken from a token)");
         return -1;
     }
+    if (cfg->redis.url[0] && cfg->redis.shards.count) {
+        lg_config__errf(err, "redis.url and redis.shards: set one, not both (with shards, list "
+                        "every Redis in redis.shards)");
+        return -1;
+    }
+    if (lg_config__check_sentinel(cfg, err) != 0)
+        return -1;
     const struct lg_string_list *o = &cfg->allowed_origins;
     for (size_t i = 0; i < o->count; i++)
         if (strcmp(o->items[i], "*") == 0 && o->count > 1) {
@@ -394,6 +429,9 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->auth.control_token);
     free(cfg->auth.cookie);
     lg_string_list_free(&cfg->auth.anonymous_subscribe);
+    lg_string_list_free(&cfg->redis.shards);
+    lg_string_list_free(&cfg->redis.sentinels);
+    free(cfg->redis.master_name);
     lg_string_list_free(&cfg->allowed_origins);
     lg_string_list_free(&cfg->metrics_topics);
     memset(cfg, 0, sizeof(*cfg));

@@ -28,6 +28,9 @@ struct lg_string_list {
 };
 #define LG_LIST_ITEM_MAX 256 /* bytes of one item */
 #define LG_LIST_MAX 256      /* items of one list */
+#define LG_REDIS_SHARDS_MAX 64
+#define LG_REDIS_SENTINELS_MAX 16
+#define LG_REDIS_WAIT_REPLICAS_MAX 16
 
 struct lg_listen_addr {
     char host[64];  /* numeric IPv4/IPv6 address or "localhost" */
@@ -96,6 +99,11 @@ struct lg_config {
     uint32_t drain_window_ms;           /* clients are moved away over this, jittered */
     struct {
         char *url;                      /* "" = the memory store; else redis://H:P, unix:///p */
+        struct lg_string_list shards;   /* or several: a topic's is shards[hash(name) % count] */
+        struct lg_string_list sentinels;/* or Sentinel: redis://H:P of each, asked in order */
+        char *master_name;              /* the master the sentinels are asked for */
+        uint32_t wait_replicas;         /* WAIT for this many replicas after each append */
+        uint32_t wait_timeout_ms;       /* ... at most this long, then 503 */
         char *key_prefix;               /* before every key livegate writes */
         uint32_t connect_timeout_ms;
         uint32_t command_timeout_ms;    /* an unanswered connection is dropped after this */

@@ -58,6 +58,23 @@ static const char *lg_config__pattern_problem(const char *item, size_t len)
                  ", a leading $, and the wildcards * ?)";
 }
 
+/* An item of redis.shards: a Redis URL, as redis.url (the bridge parses the rest at start). */
+static const char *lg_config__redis_url_problem(const char *item, size_t len)
+{
+    (void)len;
+    return strncmp(item, "redis://", 8) == 0 || strncmp(item, "unix:///", 8) == 0
+               ? NULL : "a Redis URL is redis://HOST[:PORT] or unix:///path";
+}
+
+/* An item of redis.sentinels: redis://HOST:PORT (a sentinel has no default port to assume). */
+static const char *lg_config__sentinel_problem(const char *item, size_t len)
+{
+    const char *colon = strrchr(item, ':');
+    return strncmp(item, "redis://", 8) == 0 && len > 8 && colon && colon > item + 8 &&
+                   colon[1] != '\0'
+               ? NULL : "a sentinel is redis://HOST:PORT";
+}
+
 /* An item of allowed_origins: "*" or scheme://host[:port], as browsers send Origin. */
 static const char *lg_config__origin_problem(const char *item, size_t len)
 {
@@ -179,6 +196,16 @@ static const struct lg_setting lg_settings[] = {
     { .key = "redis.url", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.url), .min = 0,
       .max = 1024, .def_text = "",
       .doc = "Redis for scale-out (redis://HOST:PORT or unix:///path); \"\" = in-memory store" },
+    LG_LIST_UPTO("redis.shards", redis.shards, LG_REDIS_SHARDS_MAX, lg_config__redis_url_problem,
+                 "several Redis servers instead of redis.url: each topic lives on one, by a "
+                 "hash of its name; every node must list the same, in the same order"),
+    LG_LIST_UPTO("redis.sentinels", redis.sentinels, LG_REDIS_SENTINELS_MAX,
+                 lg_config__sentinel_problem,
+                 "Redis Sentinel instead of redis.url: the sentinels (redis://HOST:PORT) asked, "
+                 "in order, for redis.master_name's address at every (re)connect"),
+    { .key = "redis.master_name", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.master_name),
+      .min = 0, .max = 256, .def_text = "",
+      .doc = "the name the sentinels monitor the master by (sentinel monitor NAME ...)" },
     { .key = "redis.key_prefix", .type = LG_SETTING_STRING, .offset = LG_OFF(redis.key_prefix),
       .min = 0, .max = 256, .def_text = "livegate:", .doc = "before every key livegate writes" },
     LG_U32_IN(redis, connect_timeout_ms, 10, 600000, 1000,
@@ -192,6 +219,12 @@ static const struct lg_setting lg_settings[] = {
               "publishes waiting for the Redis bridge thread (503 above)"),
     LG_U32_IN(redis, idempotency_window_ms, 1, 7u * LG_DAY_MS,
               300000, "how long Redis remembers an Idempotency-Key"),
+    LG_U32_IN(redis, wait_replicas, 0, LG_REDIS_WAIT_REPLICAS_MAX, 0,
+              "a publish is answered 201 only once this many replicas have it (WAIT); 0 = "
+              "once the master has it"),
+    LG_U32_IN(redis, wait_timeout_ms, 10, 600000, 1000,
+              "longest WAIT for redis.wait_replicas; fewer by then: 503 (retry with the same "
+              "Idempotency-Key)"),
 
     { .key = "auth.hs256_secret", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.hs256_secret),
       .min = 0, .max = 4096, .def_text = "",

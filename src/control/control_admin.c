@@ -187,7 +187,7 @@ static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
         return lg_ctl_reply_error(conn, &e, NULL) == 0 ? -1 : -2;
     }
     MHD_suspend_connection(conn);
-    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, r->call_deadline_ms);
+    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, 0, r->call_deadline_ms);
     return 0;
 }
 

@@ -142,6 +142,8 @@ static int queue_result(struct MHD_Connection *conn, const struct lg_publish_req
  * runs again on resume and retries), unless it has waited limits.publish_wait_ms already.
  * Return value: true if held (no response is queued now), false if the caller refuses.
  */
+#define REMOTE_RETRY_MAX_MS 16
+
 static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
                           struct lg_ctl_request *r, uint64_t generation)
 {
@@ -158,7 +160,15 @@ static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
     if (r->hold.expired || now - r->held_since_ms >= wait_ms)
         return false;
     MHD_suspend_connection(conn);
-    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, r->held_since_ms + wait_ms);
+    /* Over Redis the wait may be another node's (behind the topic): no room signal of this
+     * node ends it, so the publish is tried again, soon at first, then less often (a quarter
+     * of the time held so far, 1 to REMOTE_RETRY_MAX_MS). */
+    uint64_t held = now - r->held_since_ms;
+    uint32_t retry_ms = !lg_hub_remote(c->hub) ? 0
+                        : held / 4 >= REMOTE_RETRY_MAX_MS ? REMOTE_RETRY_MAX_MS
+                        : held / 4 > 1 ? (uint32_t)(held / 4) : 1;
+    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, retry_ms,
+                  r->held_since_ms + wait_ms);
     return true;
 }
 

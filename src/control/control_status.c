@@ -66,6 +66,10 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
                             json_integer((json_int_t)LG_STAT_GET(redis_connections_lost)));
         json_object_set_new(body, "redis_tail_stalls",
                             json_integer((json_int_t)LG_STAT_GET(redis_tail_stalls)));
+        json_object_set_new(body, "redis_behind_marked",
+                            json_integer((json_int_t)LG_STAT_GET(redis_behind_marked)));
+        json_object_set_new(body, "redis_replicas_short",
+                            json_integer((json_int_t)LG_STAT_GET(redis_replicas_short)));
     }
 #undef STAT
     /* Authorization refusals by reason (docs/security.md), publishes refused while draining and

@@ -31,9 +31,9 @@ static void unlink_hold(struct lg_pacer *p, struct lg_pacer_hold *h)
     atomic_fetch_sub(&p->waiting, 1);
 }
 
-/* Take every hold that room or its deadline released off the list (caller holds the lock).
- * Return value: how many connections were put in p->resume; *next_deadline_ms is the nearest
- * deadline of those left (0 = none). */
+/* Take every hold that room, its retry time or its deadline released off the list (caller
+ * holds the lock). Return value: how many connections were put in p->resume; *next_deadline_ms
+ * is the nearest retry time or deadline of those left (0 = none). */
 static uint32_t collect_released(struct lg_pacer *p, uint64_t *next_deadline_ms)
 {
     uint64_t now = lg_mono_ms(), generation = atomic_load(&p->generation);
@@ -43,12 +43,15 @@ static uint32_t collect_released(struct lg_pacer *p, uint64_t *next_deadline_ms)
         next = l->next;
         struct lg_pacer_hold *h = lg_dlist_entry(l, struct lg_pacer_hold, link);
         bool room = h->generation != generation;
-        if (room || p->stopping || now >= h->deadline_ms) {
-            h->expired = !room;
+        bool retry = h->retry_at_ms && now >= h->retry_at_ms;
+        uint64_t wake = h->retry_at_ms && h->retry_at_ms < h->deadline_ms ? h->retry_at_ms
+                                                                          : h->deadline_ms;
+        if (room || retry || p->stopping || now >= h->deadline_ms) {
+            h->expired = !room && !retry;
             unlink_hold(p, h);
             p->resume[n++] = *h; /* h may be freed as soon as its connection resumes */
-        } else if (*next_deadline_ms == 0 || h->deadline_ms < *next_deadline_ms) {
-            *next_deadline_ms = h->deadline_ms;
+        } else if (*next_deadline_ms == 0 || wake < *next_deadline_ms) {
+            *next_deadline_ms = wake;
         }
     }
     return n;
@@ -149,12 +152,14 @@ void lg_resume_served(struct MHD_Connection *conn, const struct lg_loop_host *ho
 }
 
 void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
-                   const struct lg_loop_host *host, uint64_t generation, uint64_t deadline_ms)
+                   const struct lg_loop_host *host, uint64_t generation, uint32_t retry_ms,
+                   uint64_t deadline_ms)
 {
     h->conn = conn;
     h->host = host;
     h->generation = generation;
     h->deadline_ms = deadline_ms;
+    h->retry_at_ms = retry_ms ? lg_mono_ms() + retry_ms : 0;
     h->expired = false;
     pthread_mutex_lock(&p->lock);
     bool refused = p->stopping || p->holds.count >= p->max_holds;

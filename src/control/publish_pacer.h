@@ -43,6 +43,7 @@ struct lg_pacer_hold {
     const struct lg_loop_host *host; /* the loop serving conn's daemon: woken on resume */
     uint64_t generation;        /* room generation seen before the publish attempt */
     uint64_t deadline_ms;       /* monotonic */
+    uint64_t retry_at_ms;       /* monotonic; 0 = none: resumed to retry then, room or not */
     bool expired;               /* resumed by the deadline (or shutdown), not by room */
     struct lg_dlink link;       /* {lock} on the pacer's list */
 };
@@ -56,11 +57,13 @@ void lg_pacer_destroy(struct lg_pacer *p);
 uint64_t lg_pacer_generation(const struct lg_pacer *p);
 
 /* Hold h's connection, which the caller has just suspended, until room is made after
- * `generation`, or until deadline_ms. When it cannot be held (shutting down, more holds than
+ * `generation`, or until retry_ms from now (0: no retry; for a wait this node's workers do not
+ * end, such as another node behind a topic over Redis), or until deadline_ms. When it cannot be held (shutting down, more holds than
  * max_holds) it is resumed at once with h->expired set. Either way MHD calls the request's
  * handler again once it is resumed. */
 void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
-                   const struct lg_loop_host *host, uint64_t generation, uint64_t deadline_ms);
+                   const struct lg_loop_host *host, uint64_t generation, uint32_t retry_ms,
+                   uint64_t deadline_ms);
 
 /* Resume conn and wake the loop that serves its daemon (host; NULL, or a NULL wake: a host
  * that looks by itself). The daemons run in external mode, where libmicrohttpd does not see a

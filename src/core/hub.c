@@ -62,7 +62,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         return NULL;
     hub->cfg = cfg;
     hub->workers = workers;
-    bool remote = cfg->redis.url && cfg->redis.url[0];
+    bool remote = (cfg->redis.url && cfg->redis.url[0]) || cfg->redis.shards.count > 0 ||
+                  cfg->redis.sentinels.count > 0;
     hub->store = remote ? lg_hub__remote_store(hub) : lg_memory_store_create();
     hub->local = remote ? lg_memory_store_create() : hub->store;
     size_t buckets = 64;
@@ -137,6 +138,7 @@ void lg_hub_worker_done(struct lg_hub *hub, uint32_t w)
     (void)w; /* any worker's room may be what a held publish waits for */
     if (hub->room)
         hub->room(hub->room_arg);
+    lg_store_room(hub->store); /* and what a remote store's paused topics wait for */
 }
 
 /* ---- Registry ------------------------------------------------------------------------- */
@@ -473,6 +475,31 @@ uint64_t lg_hub_backlog(const struct lg_hub *hub)
 
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
+/* One more subscription of t on worker w; the first makes the store follow t. t->lock held. */
+static void add_listener(struct lg_topic *t, uint32_t w)
+{
+    t->slots[w].subscribers++;
+    if (t->listeners++ == 0)
+        lg_stream_listen(t->stream, true);
+}
+
+/* A subscription that waits for t's remote stream to load or catch up: its replay is
+ * computed on the topic's next event. One that does not stay (a poll that only reads) still
+ * makes the store follow the topic a while, so that event comes. t->lock held. */
+static void wait_for_stream(struct lg_topic *t, uint32_t w, const struct lg_cursor_entry *since,
+                            bool listen, struct lg_replay *out)
+{
+    out->pending = true;
+    out->epoch = since ? since->epoch : 0;
+    out->position = since ? since->seq : 0;
+    if (listen) {
+        add_listener(t, w);
+    } else if (t->listeners == 0) {
+        lg_stream_listen(t->stream, true);
+        lg_stream_listen(t->stream, false);
+    }
+}
+
 int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
                      const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
                      bool listen, struct lg_replay *out, const char **problem)
@@ -487,12 +514,8 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         return -1;
     }
     if (!lg_stream_ready(t->stream)) {
-        /* A remote stream still loading: the subscription waits for its first event */
-        out->pending = true;
-        out->epoch = since ? since->epoch : 0;
-        out->position = since ? since->seq : 0;
-        if (listen)
-            t->slots[w].subscribers++;
+        /* A remote stream not loaded: the subscription waits for its first event */
+        wait_for_stream(t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
         return 0;
     }
@@ -502,6 +525,12 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     out->position = newest;
     if (since && since->epoch != epoch) {
         out->reset = true;
+    } else if (since && since->seq > newest && t->stream->store->ops->remote) {
+        /* This node's copy trails Redis by what is in flight: wait for it to catch up */
+        lg_stream_refresh(t->stream);
+        wait_for_stream(t, w, since, listen, out);
+        pthread_mutex_unlock(&t->lock);
+        return 0;
     } else if (since && since->seq > newest) {
         pthread_mutex_unlock(&t->lock);
         *problem = "the cursor is ahead of the topic's newest event";
@@ -528,7 +557,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
             out->position = out->gap_to ? out->gap_to : since->seq;
     }
     if (listen)
-        t->slots[w].subscribers++;
+        add_listener(t, w);
     pthread_mutex_unlock(&t->lock);
     return 0;
 }
@@ -546,8 +575,11 @@ void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
 {
     (void)hub;
     pthread_mutex_lock(&t->lock);
-    if (t->slots[w].subscribers > 0)
+    if (t->slots[w].subscribers > 0) {
         t->slots[w].subscribers--;
+        if (--t->listeners == 0)
+            lg_stream_listen(t->stream, false);
+    }
     pthread_mutex_unlock(&t->lock);
 }
 

@@ -6,7 +6,6 @@
  *
  * Owns/Frees/Threads/Bounds: as hub.h says. The graveyard holds deleted topics (unlinked from
  * the registry) until only its own reference is left; lg_hub_expire() then frees them.
- * tail_wake is the remote store's thread's alone (the tail hooks run only there).
  */
 #ifndef LG_HUB_INTERNAL_H
 #define LG_HUB_INTERNAL_H
@@ -42,7 +41,6 @@ struct lg_hub {
     size_t topic_count;             /* {registry_lock} */
     struct lg_topic *graveyard;     /* {registry_lock} deleted topics, via next_in_bucket */
     size_t sweep_next;              /* {the thread calling lg_hub_expire} next bucket to sweep */
-    uint64_t tail_wake;             /* {remote store thread} workers to wake after a delivery */
 };
 
 uint32_t lg_hub_hash_name(const char *s, size_t len);

@@ -1,20 +1,22 @@
 /*
  * hub_remote.c - the hub over a remote store (store_redis.h): the asynchronous publish path
- * and the fan-out of what the store's tail reads.
+ * and the fan-out of what the store delivers.
  *
  * DESIGN
  * With the memory store the publishing thread appends and fans out under the topic lock, so
  * order in the stream and in every inbox is one. With Redis the position is assigned by Redis
  * and several nodes append to one stream, so the only order every node can agree on is the
- * stream's: every node (the publishing one too) fans out exactly what its tail reads, in
- * stream order, on the store's thread, under the topic lock - the same critical section a
+ * stream's: every node (the publishing one too) fans out exactly what the store delivers, in
+ * position order, on the store's thread, under the topic lock - the same critical section a
  * subscriber's replay is computed in, so nothing falls between replay and live delivery. The
- * append completion only answers the publisher; an event is delivered once per node, by the
- * tail, whichever node published it. No Redis call runs on a worker or under a topic lock:
- * the publisher hands its append to the store's bounded queue (full or Redis down: 503, the
- * publisher pays) and the tail blocks only the store's own thread. A worker inbox with no room
- * stops that topic's tail briefly (the store reads it again from the last delivered position),
- * so the pressure goes back to Redis, which retains the stream, not to other topics' memory.
+ * append completion only answers the publisher; an event is delivered once per node,
+ * whichever node published it. No Redis call runs on a worker or under a topic lock: the
+ * publisher hands its append to the store's bounded queue (full or Redis down: 503, the
+ * publisher pays) and the store's reads block only its own thread. A worker inbox with no room
+ * stops that topic's delivery briefly (the store reads it again from the last delivered
+ * position), so the pressure goes back to Redis, which retains the stream, not to other
+ * topics' memory. The store follows a topic only while its subscribers on this node want it
+ * (lg_stream_listen, from lg_hub_subscribe/lg_hub_unsubscribe).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@
 #include "store_redis.h"
 #include "topic.h"
 
-/* ---- Tail hooks (the store's thread) ------------------------------------------------------- */
+/* ---- Delivery hooks (the store's thread) --------------------------------------------------- */
 
 static void tail_lock(void *arg, void *owner)
 {
@@ -52,7 +54,7 @@ static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
             continue;
         lg_topic_ref(t); /* given back by the worker once it dispatched the event */
         if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
-            hub->tail_wake |= UINT64_C(1) << w;
+            t->remote_wake |= UINT64_C(1) << w;
     }
     return true;
 }
@@ -60,9 +62,10 @@ static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
 static void tail_unlock(void *arg, void *owner)
 {
     struct lg_hub *hub = arg;
-    pthread_mutex_unlock(&((struct lg_topic *)owner)->lock);
-    uint64_t wake = hub->tail_wake;
-    hub->tail_wake = 0;
+    struct lg_topic *t = owner;
+    uint64_t wake = t->remote_wake; /* per topic: each shard's thread delivers its own topics */
+    t->remote_wake = 0;
+    pthread_mutex_unlock(&t->lock);
     lg_hub__wake_workers(hub, wake);
 }
 
@@ -70,7 +73,6 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
 {
     const struct lg_config *cfg = hub->cfg;
     struct lg_redis_options opts = {
-        .url = cfg->redis.url,
         .key_prefix = cfg->redis.key_prefix ? cfg->redis.key_prefix : "",
         .connect_timeout_ms = cfg->redis.connect_timeout_ms,
         .command_timeout_ms = cfg->redis.command_timeout_ms,
@@ -78,11 +80,20 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
         .reconnect_max_ms = cfg->redis.reconnect_max_ms,
         .queue_max = cfg->redis.queue_max,
         .idempotency_window_ms = cfg->redis.idempotency_window_ms,
+        .sentinels = (const char *const *)cfg->redis.sentinels.items,
+        .sentinel_count = (uint32_t)cfg->redis.sentinels.count,
+        .master_name = cfg->redis.master_name,
+        .wait_replicas = cfg->redis.wait_replicas,
+        .wait_timeout_ms = cfg->redis.wait_timeout_ms,
     };
     struct lg_redis_hooks hooks = {.arg = hub, .lock = tail_lock, .deliver = tail_deliver,
                                    .unlock = tail_unlock};
+    const char *one[] = {cfg->redis.url};
+    bool sharded = cfg->redis.shards.count > 0;
+    const char *const *urls = sharded ? (const char *const *)cfg->redis.shards.items : one;
+    uint32_t n = sharded ? (uint32_t)cfg->redis.shards.count : 1;
     char err[256];
-    struct lg_store *store = lg_redis_store_create(&opts, &hooks, err, sizeof err);
+    struct lg_store *store = lg_redis_store_create(&opts, urls, n, &hooks, err, sizeof err);
     if (!store)
         lg_err("redis store: %s", err);
     return store;
@@ -110,6 +121,8 @@ static enum lg_publish_status status_of(enum lg_append_status a)
         return LG_PUBLISH_OK;
     case LG_APPEND_OOM:
         return LG_PUBLISH_OOM;
+    case LG_APPEND_BEHIND:
+        return LG_PUBLISH_WORKERS_BEHIND; /* held and retried, as on one node */
     case LG_APPEND_UNAVAILABLE:
         break;
     }
@@ -126,7 +139,7 @@ static bool on_remote_appended(void *arg, enum lg_append_status status, struct l
             LG_STAT_ADD(publishes_deduplicated, 1);
         else
             LG_STAT_ADD(events_published, 1);
-    } else {
+    } else if (call->status != LG_PUBLISH_WORKERS_BEHIND) { /* not a refusal yet */
         lg_hub__refuse(call->status);
     }
     int expected = CALL_SUBMITTING;

@@ -308,6 +308,10 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
         lg_hub_position_before(s->hub, sn->topic, INT64_MAX, &since);
         page = (struct lg_replay){.reset = true, .epoch = since.epoch, .position = since.seq};
     }
+    if (page.pending) { /* the node's copy is still behind the cursor: the next event again */
+        sn->pending = true;
+        return;
+    }
     sn->epoch = page.epoch;
     if (page.reset) {
         sn->sent_seq = sn->queued_seq = page.position;

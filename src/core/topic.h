@@ -45,6 +45,10 @@ struct lg_topic {
     _Atomic uint32_t refs;
     pthread_mutex_t lock;
     struct lg_stream *stream;      /* {lock} every call on it; the pointer is immutable */
+    uint32_t listeners;            /* {lock} subscriptions over every worker: a remote store
+                                      follows the topic's live feed while there are any */
+    uint64_t remote_wake;          /* {lock} workers a remote store's delivery gave events to,
+                                      woken once it lets the topic go (hub_remote.c) */
     struct lg_topic *next_in_bucket; /* {hub registry lock} */
     uint32_t slot_count;           /* immutable: number of workers */
     uint64_t rate_mark;            /* {lock} newest seq when the expiry sweep last saw it */

@@ -2,6 +2,7 @@
 #include "redis_bridge.h"
 
 #include <ev.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,30 +19,37 @@
 #include "stats.h"
 
 #define WATCHDOG_S 0.05
-#define TAIL_GRACE_MS 1000 /* a blocking read may stay unanswered for its BLOCK time too */
 
 struct lg_redis_bridge {
     struct lg_redis_options opts;
     char host[256];         /* TCP host, or "" with unix_path set */
     int port;
     char unix_path[256];
+    /* With Sentinel: host and port are the master's, asked for at every connect. */
+    struct sentinel_addr {
+        char host[256];
+        int port;
+    } *sentinels;           /* in the order they are asked; NULL without Sentinel */
+    uint32_t sentinel_count;
+    char master_name[257];
     struct lg_redis_bridge_user user;
 
     pthread_t thread;
     bool thread_started;
     struct ev_loop *loop;
     ev_async wake;
-    ev_timer reconnect, watchdog, later;
+    ev_timer reconnect, reconnect_feed, watchdog, later;
     void (*later_fn)(void *);
     void *later_arg;
 
     /* Bridge thread only. */
-    redisAsyncContext *cmd, *tail;
-    bool cmd_ready, tail_ready, up;
+    redisAsyncContext *cmd, *sub;
+    bool cmd_ready, sub_ready, up; /* cmd_ready: connected and, with Sentinel, a master */
     uint64_t connect_started_ms;
     uint32_t backoff_ms;
-    uint32_t cmd_inflight, tail_inflight;
-    uint64_t cmd_progress_ms, tail_sent_ms;
+    uint64_t rechecked_ms;  /* when the sentinels were last asked while up */
+    uint32_t cmd_inflight;
+    uint64_t cmd_progress_ms;
 
     _Atomic int state;      /* enum lg_redis_state, read by any thread */
     _Atomic bool stopping;
@@ -55,7 +63,6 @@ struct pending {
     struct lg_redis_bridge *b;
     lg_redis_reply_fn *cb;
     void *priv;
-    bool on_tail;
 };
 
 const char *lg_redis_state_name(enum lg_redis_state s)
@@ -73,6 +80,35 @@ const char *lg_redis_state_name(enum lg_redis_state s)
     return "unknown";
 }
 
+/* HOST[:PORT] after "redis://" in url (what: the setting, for err) into host and *port. */
+static int parse_host_port(const char *url, const char *what, char *host, size_t host_cap,
+                           int *port, char *err, size_t cap)
+{
+    if (strncmp(url, "redis://", 8) != 0) {
+        snprintf(err, cap, "%s %s: must start with redis://", what, url);
+        return -1;
+    }
+    const char *h = url + 8, *colon = strrchr(h, ':');
+    size_t hl = colon ? (size_t)(colon - h) : strcspn(h, "/");
+    *port = 6379;
+    if (colon) {
+        char *end;
+        long p = strtol(colon + 1, &end, 10);
+        if (p < 1 || p > 65535 || (*end && *end != '/')) {
+            snprintf(err, cap, "%s %s: bad port", what, url);
+            return -1;
+        }
+        *port = (int)p;
+    }
+    if (hl == 0 || hl >= host_cap) {
+        snprintf(err, cap, "%s %s: no host", what, url);
+        return -1;
+    }
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    return 0;
+}
+
 static int parse_url(struct lg_redis_bridge *b, const char *url, char *err, size_t cap)
 {
     if (strncmp(url, "unix://", 7) == 0) {
@@ -85,24 +121,31 @@ static int parse_url(struct lg_redis_bridge *b, const char *url, char *err, size
         snprintf(err, cap, "redis.url %s: must start with redis:// or unix://", url);
         return -1;
     }
-    const char *h = url + 8, *colon = strrchr(h, ':');
-    size_t hl = colon ? (size_t)(colon - h) : strcspn(h, "/");
-    b->port = 6379;
-    if (colon) {
-        char *end;
-        long p = strtol(colon + 1, &end, 10);
-        if (p < 1 || p > 65535 || (*end && *end != '/')) {
-            snprintf(err, cap, "redis.url %s: bad port", url);
-            return -1;
-        }
-        b->port = (int)p;
-    }
-    if (hl == 0 || hl >= sizeof b->host) {
-        snprintf(err, cap, "redis.url %s: no host", url);
+    return parse_host_port(url, "redis.url", b->host, sizeof b->host, &b->port, err, cap);
+}
+
+/* Copy the sentinels' addresses and the master's name (the options' strings are the
+ * caller's). Return value: 0, or -1 with err filled. */
+static int parse_sentinels(struct lg_redis_bridge *b, const struct lg_redis_options *opts,
+                           char *err, size_t cap)
+{
+    if (!opts->master_name || !opts->master_name[0] ||
+        strlen(opts->master_name) >= sizeof b->master_name) {
+        snprintf(err, cap, "redis.master_name: 1 to %zu bytes with redis.sentinels",
+                 sizeof b->master_name - 1);
         return -1;
     }
-    memcpy(b->host, h, hl);
-    b->host[hl] = '\0';
+    snprintf(b->master_name, sizeof b->master_name, "%s", opts->master_name);
+    b->sentinels = calloc(opts->sentinel_count, sizeof b->sentinels[0]);
+    if (!b->sentinels) {
+        snprintf(err, cap, "out of memory");
+        return -1;
+    }
+    b->sentinel_count = opts->sentinel_count;
+    for (uint32_t i = 0; i < opts->sentinel_count; i++)
+        if (parse_host_port(opts->sentinels[i], "redis.sentinels", b->sentinels[i].host,
+                            sizeof b->sentinels[i].host, &b->sentinels[i].port, err, cap) != 0)
+            return -1;
     return 0;
 }
 
@@ -140,11 +183,12 @@ static void schedule_reconnect(struct lg_redis_bridge *b)
 /* Drop both connections (their pending replies are failed) and reconnect later. */
 static void fail_session(struct lg_redis_bridge *b, const char *why)
 {
-    redisAsyncContext *c = b->cmd, *t = b->tail;
+    redisAsyncContext *c = b->cmd, *t = b->sub;
     bool was_up = b->up;
-    b->cmd = b->tail = NULL;
-    b->up = b->cmd_ready = b->tail_ready = false;
-    b->cmd_inflight = b->tail_inflight = 0;
+    b->cmd = b->sub = NULL;
+    b->up = b->cmd_ready = b->sub_ready = false;
+    b->cmd_inflight = 0;
+    ev_timer_stop(b->loop, &b->reconnect_feed); /* both come back together */
     if (was_up || c || t)
         set_state(b, atomic_load(&b->stopping) ? LG_REDIS_STOPPED : LG_REDIS_DOWN);
     if (was_up) {
@@ -162,16 +206,74 @@ static void fail_session(struct lg_redis_bridge *b, const char *why)
     schedule_reconnect(b);
 }
 
+/* The Pub/Sub connection alone was lost while commands still work: publishes go on, the
+ * user resubscribes once it is back (and reads what it missed from the streams). */
+static void lose_feed(struct lg_redis_bridge *b, const char *why)
+{
+    b->sub = NULL;
+    b->sub_ready = false;
+    LG_STAT_ADD(redis_connections_lost, 1);
+    lg_warn("redis: Pub/Sub connection lost (%s); reconnecting it, publishes go on", why);
+    if (b->user.feed_lost)
+        b->user.feed_lost(b->user.arg);
+    if (!atomic_load(&b->stopping) && !ev_is_active(&b->reconnect_feed)) {
+        ev_timer_set(&b->reconnect_feed, b->opts.reconnect_min_ms / 1000.0, 0.);
+        ev_timer_start(b->loop, &b->reconnect_feed);
+    }
+}
+
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
     struct lg_redis_bridge *b = ac->data;
+    const char *why = status == REDIS_OK ? "closed" : ac->errstr;
+    if (ac == b->sub && b->up && b->cmd) {
+        lose_feed(b, why);
+        return;
+    }
     if (ac == b->cmd)
         b->cmd = NULL;
-    else if (ac == b->tail)
-        b->tail = NULL;
+    else if (ac == b->sub)
+        b->sub = NULL;
     else
         return; /* freed by fail_session already */
-    fail_session(b, status == REDIS_OK ? "closed" : ac->errstr);
+    fail_session(b, why);
+}
+
+/* Both connections ready: report up. */
+static void maybe_up(struct lg_redis_bridge *b)
+{
+    if (!b->cmd_ready || !b->sub_ready || b->up)
+        return;
+    b->up = true;
+    b->backoff_ms = 0;
+    b->cmd_progress_ms = lg_mono_ms();
+    set_state(b, LG_REDIS_UP);
+    lg_info("redis: connected");
+    if (b->user.up)
+        b->user.up(b->user.arg);
+}
+
+/* The answer to ROLE on a new command connection (Sentinel): only a master is used. A sentinel
+ * may still name a master that a failover demoted; it is left and the sentinels asked again. */
+static void on_role(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    struct lg_redis_bridge *b = privdata;
+    redisReply *r = reply;
+    if (!r || ac != b->cmd)
+        return; /* the connection is being freed */
+    const redisReply *role = r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0] : NULL;
+    if (role && role->type == REDIS_REPLY_STRING && strcmp(role->str, "master") == 0) {
+        b->cmd_ready = true;
+        maybe_up(b);
+        return;
+    }
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                       "redis: %s:%d, which the sentinels named master %s, is not a master "
+                       "(ROLE: %s); asking them again", b->host, b->port, b->master_name,
+                       role && role->type == REDIS_REPLY_STRING ? role->str
+                       : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+    fail_session(b, "not a master");
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -179,27 +281,34 @@ static void on_connect(const redisAsyncContext *ac, int status)
     struct lg_redis_bridge *b = ac->data;
     if (status != REDIS_OK) {
         /* hiredis frees ac after this callback and calls no disconnect callback */
+        lg_debug("redis: connect failed: %s", ac->errstr);
+        if (ac == b->sub && b->up) {
+            lose_feed(b, ac->errstr); /* try the Pub/Sub connection again later */
+            return;
+        }
         if (ac == b->cmd)
             b->cmd = NULL;
-        else if (ac == b->tail)
-            b->tail = NULL;
-        lg_debug("redis: connect failed: %s", ac->errstr);
+        else if (ac == b->sub)
+            b->sub = NULL;
         fail_session(b, ac->errstr);
         return;
     }
+    if (ac == b->cmd && b->sentinel_count) {
+        if (redisAsyncCommand(b->cmd, on_role, b, "ROLE") != REDIS_OK)
+            fail_session(b, "cannot send ROLE");
+        return; /* cmd_ready once it answers "master" */
+    }
     if (ac == b->cmd)
         b->cmd_ready = true;
-    else if (ac == b->tail)
-        b->tail_ready = true;
-    if (b->cmd_ready && b->tail_ready && !b->up) {
-        b->up = true;
-        b->backoff_ms = 0;
-        b->cmd_progress_ms = lg_mono_ms();
-        set_state(b, LG_REDIS_UP);
-        lg_info("redis: connected");
-        if (b->user.up)
-            b->user.up(b->user.arg);
+    else if (ac == b->sub)
+        b->sub_ready = true;
+    if (ac == b->sub && b->up) {
+        lg_info("redis: Pub/Sub connection back");
+        if (b->user.feed_back)
+            b->user.feed_back(b->user.arg);
+        return;
     }
+    maybe_up(b);
 }
 
 static redisAsyncContext *open_one(struct lg_redis_bridge *b)
@@ -220,12 +329,93 @@ static redisAsyncContext *open_one(struct lg_redis_bridge *b)
     return ac;
 }
 
+/* Ask one sentinel for the master's address into *out. Blocking: the bridge thread is this
+ * node's own, and nothing it serves can go on before a master is found anyway; bounded by
+ * connect_timeout_ms to connect and again to answer. Return value: true if it named one. */
+static bool ask_sentinel(const struct lg_redis_bridge *b, const struct sentinel_addr *s,
+                         struct sentinel_addr *out)
+{
+    uint32_t ms = b->opts.connect_timeout_ms;
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+    redisReply *r = NULL;
+    if (c && !c->err && redisSetTimeout(c, tv) == REDIS_OK)
+        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", b->master_name);
+    bool named = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                 r->element[0]->type == REDIS_REPLY_STRING &&
+                 r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < sizeof out->host;
+    long port = named ? strtol(r->element[1]->str, NULL, 10) : 0;
+    if (named && port > 0 && port <= 65535) {
+        snprintf(out->host, sizeof out->host, "%s", r->element[0]->str);
+        out->port = (int)port;
+    } else {
+        lg_debug("redis: sentinel %s:%d named no master %s: %s", s->host, s->port,
+                 b->master_name, !c || c->err ? (c ? c->errstr : "out of memory")
+                                 : r && r->type == REDIS_REPLY_ERROR ? r->str : "no address");
+        named = false;
+    }
+    freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    return named;
+}
+
+/* The sentinels, in order; the first that names the master wins. Return value: true with
+ * *out set. */
+static bool ask_sentinels(const struct lg_redis_bridge *b, struct sentinel_addr *out)
+{
+    for (uint32_t i = 0; i < b->sentinel_count; i++)
+        if (ask_sentinel(b, &b->sentinels[i], out))
+            return true;
+    static struct lg_ratelimit rl;
+    lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                       "redis: none of the %" PRIu32 " sentinels named master %s; asking again "
+                       "after the reconnect delay", b->sentinel_count, b->master_name);
+    return false;
+}
+
+static bool is_current(const struct lg_redis_bridge *b, const struct sentinel_addr *a)
+{
+    return strcmp(b->host, a->host) == 0 && b->port == a->port;
+}
+
+/* Connect to the master the sentinels name now. Return value: false if none did. */
+static bool find_master(struct lg_redis_bridge *b)
+{
+    struct sentinel_addr m;
+    if (!ask_sentinels(b, &m))
+        return false;
+    if (!is_current(b, &m))
+        lg_info("redis: the sentinels name %s at %s:%d", b->master_name, m.host, m.port);
+    snprintf(b->host, sizeof b->host, "%s", m.host);
+    b->port = m.port;
+    return true;
+}
+
+void lg_redis_bridge_recheck_master(struct lg_redis_bridge *b)
+{
+    uint64_t now = lg_mono_ms();
+    if (!b->sentinel_count || !b->up || now - b->rechecked_ms < b->opts.reconnect_min_ms)
+        return;
+    b->rechecked_ms = now;
+    struct sentinel_addr m;
+    if (!ask_sentinels(b, &m) || is_current(b, &m))
+        return;
+    lg_warn("redis: the sentinels now name %s at %s:%d, not %s:%d (a failover): moving there",
+            b->master_name, m.host, m.port, b->host, b->port);
+    fail_session(b, "a failover moved the master");
+}
+
 static void connect_now(struct lg_redis_bridge *b)
 {
-    b->connect_started_ms = lg_mono_ms();
+    if (b->sentinel_count && !find_master(b)) {
+        schedule_reconnect(b);
+        return;
+    }
+    b->connect_started_ms = lg_mono_ms(); /* the watchdog's connect timeout starts here */
     b->cmd = open_one(b);
-    b->tail = b->cmd ? open_one(b) : NULL;
-    if (!b->cmd || !b->tail)
+    b->sub = b->cmd ? open_one(b) : NULL;
+    if (!b->cmd || !b->sub)
         fail_session(b, "connect failed");
 }
 
@@ -235,78 +425,105 @@ static void on_reconnect(struct ev_loop *loop, ev_timer *w, int revents)
     connect_now(w->data);
 }
 
+static void on_reconnect_feed(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    struct lg_redis_bridge *b = w->data;
+    if (b->up && !b->sub && !(b->sub = open_one(b)))
+        lose_feed(b, "connect failed");
+}
+
 static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop, (void)revents;
     struct lg_redis_bridge *b = w->data;
     uint64_t now = lg_mono_ms();
-    if (!b->up && (b->cmd || b->tail) &&
+    if (!b->up && (b->cmd || b->sub) &&
         now - b->connect_started_ms > b->opts.connect_timeout_ms)
         fail_session(b, "connect timeout (redis.connect_timeout_ms)");
     else if (b->up && b->cmd_inflight && now - b->cmd_progress_ms > b->opts.command_timeout_ms)
         fail_session(b, "no answer within redis.command_timeout_ms");
-    else if (b->up && b->tail_inflight &&
-             now - b->tail_sent_ms > b->opts.command_timeout_ms + TAIL_GRACE_MS)
-        fail_session(b, "tail read unanswered past redis.command_timeout_ms");
 }
 
 /* ---- Commands ---------------------------------------------------------------------------- */
+
+/* A failover moved the master: the server answers as a replica (-READONLY) or is loading
+ * its data from the new master (-LOADING). */
+static bool moved_by_failover(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "READONLY", 8) == 0 || strncmp(r->str, "LOADING", 7) == 0);
+}
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     struct pending *p = privdata;
     struct lg_redis_bridge *b = p->b;
-    (void)ac;
     if (reply) {
-        if (p->on_tail) {
-            if (b->tail_inflight)
-                b->tail_inflight--;
-        } else {
-            if (b->cmd_inflight)
-                b->cmd_inflight--;
-            b->cmd_progress_ms = lg_mono_ms();
-        }
+        if (b->cmd_inflight)
+            b->cmd_inflight--;
+        b->cmd_progress_ms = lg_mono_ms();
     }
     lg_redis_reply_fn *cb = p->cb;
     void *priv = p->priv;
     free(p);
     cb(reply, priv);
-}
-
-static int send_on(struct lg_redis_bridge *b, redisAsyncContext *ac, bool on_tail,
-                   lg_redis_reply_fn *cb, void *priv, int argc, const char **argv,
-                   const size_t *lens)
-{
-    if (!ac || !b->up)
-        return -1;
-    struct pending *p = malloc(sizeof *p);
-    if (!p)
-        return -1;
-    *p = (struct pending){.b = b, .cb = cb, .priv = priv, .on_tail = on_tail};
-    if (redisAsyncCommandArgv(ac, on_reply, p, argc, argv, lens) != REDIS_OK) {
-        free(p);
-        return -1;
+    if (ac == b->cmd && moved_by_failover(reply)) {
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "redis %s:%d answered %s: leaving it%s",
+                           b->host, b->port, ((redisReply *)reply)->str,
+                           b->sentinel_count ? " and asking the sentinels for the master" : "");
+        fail_session(b, "no longer a master"); /* hiredis frees it once this callback returns */
     }
-    if (on_tail) {
-        b->tail_inflight++;
-        b->tail_sent_ms = lg_mono_ms();
-    } else {
-        if (b->cmd_inflight++ == 0)
-            b->cmd_progress_ms = lg_mono_ms();
-    }
-    return 0;
 }
 
 int lg_redis_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
                      const char **argv, const size_t *lens)
 {
-    return send_on(b, b->cmd, false, cb, priv, argc, argv, lens);
+    if (!b->cmd || !b->up)
+        return -1;
+    struct pending *p = malloc(sizeof *p);
+    if (!p)
+        return -1;
+    *p = (struct pending){.b = b, .cb = cb, .priv = priv};
+    if (redisAsyncCommandArgv(b->cmd, on_reply, p, argc, argv, lens) != REDIS_OK) {
+        free(p);
+        return -1;
+    }
+    if (b->cmd_inflight++ == 0)
+        b->cmd_progress_ms = lg_mono_ms();
+    return 0;
 }
 
-int lg_redis_tail_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
-                          const char **argv, const size_t *lens)
+/* Every reply of the Pub/Sub connection: one callback and one privdata for every channel, so
+ * hiredis' per-channel bookkeeping never holds anything that must be freed. NULL: the
+ * connection is being freed (fail_session tells the user through down()). */
+static void on_pubsub(redisAsyncContext *ac, void *reply, void *privdata)
 {
-    return send_on(b, b->tail, true, cb, priv, argc, argv, lens);
+    struct lg_redis_bridge *b = privdata;
+    (void)ac;
+    if (reply && b->user.pubsub)
+        b->user.pubsub(b->user.arg, reply);
+}
+
+static int pubsub_command(struct lg_redis_bridge *b, const char *verb, const char *channel,
+                          size_t len)
+{
+    if (!b->sub || !b->up)
+        return -1;
+    const char *argv[] = {verb, channel};
+    const size_t lens[] = {strlen(verb), len};
+    return redisAsyncCommandArgv(b->sub, on_pubsub, b, 2, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+int lg_redis_subscribe(struct lg_redis_bridge *b, const char *channel, size_t len)
+{
+    return pubsub_command(b, "SUBSCRIBE", channel, len);
+}
+
+int lg_redis_unsubscribe(struct lg_redis_bridge *b, const char *channel, size_t len)
+{
+    return pubsub_command(b, "UNSUBSCRIBE", channel, len);
 }
 
 static void on_later(struct ev_loop *loop, ev_timer *w, int revents)
@@ -374,6 +591,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
     run_jobs(b, false);
     fail_session(b, "stopping");
     ev_timer_stop(loop, &b->reconnect);
+    ev_timer_stop(loop, &b->reconnect_feed);
     ev_timer_stop(loop, &b->watchdog);
     ev_timer_stop(loop, &b->later);
     ev_async_stop(loop, &b->wake);
@@ -399,7 +617,9 @@ int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_b
     }
     b->opts = *opts;
     b->user = user;
-    if (parse_url(b, opts->url, err, err_cap) != 0) {
+    if (opts->sentinel_count ? parse_sentinels(b, opts, err, err_cap) != 0
+                             : parse_url(b, opts->url, err, err_cap) != 0) {
+        free(b->sentinels);
         free(b);
         return -1;
     }
@@ -415,6 +635,8 @@ int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_b
     ev_async_start(b->loop, &b->wake);
     ev_timer_init(&b->reconnect, on_reconnect, 0., 0.);
     b->reconnect.data = b;
+    ev_timer_init(&b->reconnect_feed, on_reconnect_feed, 0., 0.);
+    b->reconnect_feed.data = b;
     ev_timer_init(&b->later, on_later, 0., 0.);
     b->later.data = b;
     ev_timer_init(&b->watchdog, on_watchdog, WATCHDOG_S, WATCHDOG_S);
@@ -450,5 +672,6 @@ void lg_redis_bridge_destroy(struct lg_redis_bridge *b)
     if (b->loop)
         ev_loop_destroy(b->loop);
     pthread_mutex_destroy(&b->lock);
+    free(b->sentinels);
     free(b);
 }

@@ -1,8 +1,9 @@
 /*
  * redis_bridge.h - the one thread of a node that talks to Redis: a libev loop owning two
- * hiredis async connections (commands, and a dedicated one for blocking tail reads), with
- * reconnection by exponential backoff and jitter, a command watchdog, and a bounded queue of
- * jobs that other threads hand it. The Redis store (store_redis.h) is its only user.
+ * hiredis async connections (commands, and a dedicated one in Pub/Sub mode, which Redis allows
+ * nothing but (UN)SUBSCRIBE on), with reconnection by exponential backoff and jitter, a command
+ * watchdog, and a bounded queue of jobs that other threads hand it. The Redis store
+ * (store_redis.h) is its only user.
  *
  * Owns:    the thread (lg-redis), its loop, both connections, the job queue.
  * Frees:   lg_redis_bridge_stop() runs every queued job as failed, drops both connections
@@ -15,11 +16,24 @@
  *          refuses at once and the caller answers 503 (the publisher pays, nothing is
  *          accepted). Commands sent and not yet answered are bounded by their senders: each
  *          publish waits for its answer on a suspended control connection (at most
- *          limits.control_max_connections), each stream has at most one load in flight and
- *          the tail one read. A command connection that has not answered for
+ *          limits.control_max_connections), each stream has at most one load or catch-up read
+ *          in flight. Pub/Sub messages are the store's to take as they come (Redis bounds what
+ *          it buffers for a slow subscriber: client-output-buffer-limit pubsub, then it drops
+ *          the connection, and the store catches up from the streams). A command connection
+ *          that has not answered for
  *          command_timeout_ms is dropped and reconnected, so no caller waits forever.
  *          Reconnect delays double from reconnect_min_ms to reconnect_max_ms, each shortened
  *          by up to half at random (jitter).
+ *
+ * Sentinel: with sentinels set, every (re)connect first asks them, in order, for the master's
+ * address (SENTINEL get-master-addr-by-name; the first that names one wins). That lookup is a
+ * blocking hiredis call on the bridge thread - its own thread, with nothing to serve before a
+ * master is found - bounded by connect_timeout_ms to connect and again to answer, per sentinel
+ * (at most 2 x sentinel count x connect_timeout_ms, then the reconnect delay). The command
+ * connection must then answer ROLE "master" before the bridge reports up. A server that a
+ * failover moved is left and the sentinels asked again: its link dropped, or a -READONLY
+ * (demoted to replica) or -LOADING answer on the command connection (without Sentinel the
+ * same answers reconnect to redis.url).
  */
 #ifndef LG_REDIS_BRIDGE_H
 #define LG_REDIS_BRIDGE_H
@@ -33,7 +47,12 @@ struct lg_redis_bridge;
 
 /* The connection settings ("redis" section of the config, without the store's own). */
 struct lg_redis_options {
-    const char *url;               /* redis://HOST[:PORT] or unix:///path */
+    const char *url;               /* redis://HOST[:PORT] or unix:///path; unused with sentinels */
+    const char *const *sentinels;  /* redis://HOST:PORT of each, asked in order (copied) */
+    uint32_t sentinel_count;       /* 0 = connect to url */
+    const char *master_name;       /* with sentinels: the master they are asked for (copied) */
+    uint32_t wait_replicas;        /* the store's: WAIT for this many replicas after an append */
+    uint32_t wait_timeout_ms;      /* ... at most this long (< command_timeout_ms) */
     const char *key_prefix;        /* before every key the store writes */
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms;
@@ -61,8 +80,16 @@ struct lg_redis_job {
 /* What the bridge tells its user, on the bridge thread. */
 struct lg_redis_bridge_user {
     void *arg;
-    void (*up)(void *arg);   /* both connections are (again) ready: resync, restart tailing */
-    void (*down)(void *arg); /* the connections are gone (pending replies were failed) */
+    void (*up)(void *arg);   /* both connections are (again) ready: resync, resubscribe */
+    void (*down)(void *arg); /* the connections are gone (pending replies were failed, every
+                                subscription with them) */
+    /* The Pub/Sub connection alone was lost (commands still work; every subscription is gone),
+     * and later back: resubscribe. */
+    void (*feed_lost)(void *arg);
+    void (*feed_back)(void *arg);
+    /* Each reply of the Pub/Sub connection (a struct redisReply *, borrowed for the call):
+     * ["subscribe"|"unsubscribe", channel, count] and ["message", channel, payload]. */
+    void (*pubsub)(void *arg, void *reply);
 };
 
 /* Parse the URL and start the thread; *out is set before the thread starts (the user's
@@ -83,11 +110,18 @@ bool lg_redis_bridge_post(struct lg_redis_bridge *b, struct lg_redis_job *job);
 typedef void lg_redis_reply_fn(void *reply, void *priv);
 int lg_redis_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
                      const char **argv, const size_t *lens);
-/* The same on the tail connection (blocking reads). */
-int lg_redis_tail_command(struct lg_redis_bridge *b, lg_redis_reply_fn *cb, void *priv, int argc,
-                          const char **argv, const size_t *lens);
+/* SUBSCRIBE / UNSUBSCRIBE one channel on the Pub/Sub connection; what Redis answers, and
+ * every message, reaches user.pubsub. Return value: 0, or -1 (not connected). */
+int lg_redis_subscribe(struct lg_redis_bridge *b, const char *channel, size_t len);
+int lg_redis_unsubscribe(struct lg_redis_bridge *b, const char *channel, size_t len);
 /* Call fn(arg) on the bridge thread after ms (one timer; a later call replaces the first). */
 void lg_redis_bridge_later(struct lg_redis_bridge *b, uint32_t ms, void (*fn)(void *), void *arg);
+/* With Sentinel, ask the sentinels whether the master is still the one connected to, and move
+ * to the one they name if not (bridge thread; blocking, as a connect's lookup; at most once per
+ * reconnect_min_ms). For a sign that the master may have been replaced while its connection
+ * stays (a WAIT that found no replica: a failover promoted it), which would otherwise last
+ * until the sentinels demote the old master. Without Sentinel: nothing. */
+void lg_redis_bridge_recheck_master(struct lg_redis_bridge *b);
 /* Whether the current connections are up (bridge thread). */
 bool lg_redis_bridge_up(const struct lg_redis_bridge *b);
 

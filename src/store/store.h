@@ -46,6 +46,8 @@ enum lg_append_status {
     LG_APPEND_DUPLICATE,  /* remote stores: ev is the event its idempotency key names already
                              (the retry's fields with the original position) */
     LG_APPEND_UNAVAILABLE,/* remote stores: not appended, or not known to be (store down) */
+    LG_APPEND_BEHIND,     /* remote stores: not appended: a node that delivers the topic is
+                             behind it (backpressure across nodes); retry shortly */
 };
 
 /*
@@ -109,10 +111,21 @@ struct lg_store_ops {
     /* Remote stores only (NULL in the memory store). A remote store's append may be called
      * from any thread without the caller's lock; it completes later on the store's thread,
      * which also delivers every event of every open stream, in position order, through the
-     * tail hooks its creator gave it (store_redis.h). */
+     * delivery hooks its creator gave it (store_redis.h). */
     bool remote;
-    /* Name the owner (the hub's topic) the tail hooks are called with for s. */
+    /* Name the owner (the hub's topic) the delivery hooks are called with for s. */
     void (*bind)(struct lg_stream *s, void *owner);
+    /* Local subscribers want s's events (on: the first arrived; off: the last left). A remote
+     * store follows the topic's live feed only while they do (and a short linger after), and
+     * keeps its mirror only then: what it costs grows with interest, not with open topics.
+     * Any thread, under the owner's lock; it only records the wish and wakes the store. */
+    void (*listen)(struct lg_stream *s, bool on);
+    /* A cursor names a position past the mirror's newest: read the stream again now (the
+     * node's copy trails Redis by what is in flight). Any thread. */
+    void (*refresh)(struct lg_stream *s);
+    /* A worker took events from its inbox: deliveries that found no room may go on. Called
+     * by every worker after each take: one atomic load when nothing waits. */
+    void (*room)(struct lg_store *store);
     /* Whether epoch, positions and retained events are known yet (loaded from the remote
      * store). */
     bool (*ready)(const struct lg_stream *s);
@@ -168,6 +181,21 @@ static inline bool lg_stream_evict_oldest(struct lg_stream *s)
 static inline uint32_t lg_stream_expire(struct lg_stream *s, uint64_t now_mono_ns)
 {
     return s->store->ops->expire(s, now_mono_ns);
+}
+static inline void lg_stream_listen(struct lg_stream *s, bool on)
+{
+    if (s->store->ops->listen)
+        s->store->ops->listen(s, on);
+}
+static inline void lg_stream_refresh(struct lg_stream *s)
+{
+    if (s->store->ops->refresh)
+        s->store->ops->refresh(s);
+}
+static inline void lg_store_room(struct lg_store *store)
+{
+    if (store->ops->room)
+        store->ops->room(store);
 }
 static inline bool lg_stream_ready(const struct lg_stream *s)
 {

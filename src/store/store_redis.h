@@ -1,33 +1,42 @@
 /*
- * store_redis.h - the Redis Streams store (store.h), for several nodes sharing topics.
+ * store_redis.h - the Redis store (store.h), for several nodes sharing topics: a stream per
+ * topic for ids, history and resume, a Pub/Sub channel per topic for the live path.
  *
  * Keys, per topic T, all with the hash tag {T} so one topic's keys share a cluster slot:
  *   <prefix>{T}:s    the stream; entry id 0-<seq>, fields y (type), k (key), d (data),
  *                    j (1 = JSON), u (published, unix ms), i (idempotency key)
  *   <prefix>{T}:n    the counter INCRed for each append (the newest position ever)
- *   <prefix>{T}:e    the epoch, created once with SET NX
+ *   <prefix>{T}:e    the epoch: the topic's life (gone = a new life begins)
  *   <prefix>{T}:i:K  idempotency key K -> its position, expiring after the window
- * One Lua script per append assigns the position (INCR), appends it (XADD MAXLEN ~ the
- * history bound) and records the idempotency key (SET NX PX window), so ids are the same on
- * every node and depend on no clock; a retry of a key still in the window answers the
- * original position (LG_APPEND_DUPLICATE).
+ *   <prefix>{T}:p    the channel each append is published on, with its epoch and position
+ *   <prefix>{T}:b    set (with an expiry) while a node that delivers T is behind: appends wait
+ * One Lua script per append (EVALSHA) assigns the position (INCR), appends it (XADD MAXLEN ~
+ * the history bound), records the idempotency key (SET NX PX window) and publishes it, so ids
+ * are the same on every node and depend on no clock; a retry of a key still in the window
+ * answers the original position (LG_APPEND_DUPLICATE).
+ * With opts.wait_replicas N > 0 a WAIT N follows each script on the same connection
+ * (pipelined) and an append is answered only when it saw N replicas; fewer complete it as
+ * LG_APPEND_UNAVAILABLE (appended, not known to be replicated).
  *
- * Each open stream keeps a mirror in memory (the retained events, epoch, newest position),
- * loaded once from Redis when the stream opens (ready() until then is false) and then kept
- * current by the tail: one XREAD BLOCK on a dedicated connection over every open stream,
- * reissued from its reply, catching up from each stream's last position after any outage.
- * Every tailed event goes through the hooks (on the bridge thread, under the owner's lock) in
- * position order, exactly once per node - also the node's own appends: the append completion
- * only answers the publisher. Reads (read_after, oldest, newest, epoch) are the mirror's.
+ * A stream local subscribers want (listen()) is followed: its channel subscribed and its
+ * mirror (the retained events, epoch, newest position) loaded, then kept current from the
+ * channel, with reads of the stream to join the two (redis_feed.c says how). Every event goes
+ * through the hooks (on the bridge thread, under the owner's lock) in position order, exactly
+ * once per node - also the node's own appends: the append completion only answers the
+ * publisher. Reads (read_after, oldest, newest, epoch) are the mirror's; a stream nobody wants
+ * has none (ready() is false) and costs nothing but its keys' names.
  *
- * Owns:    the bridge (redis_bridge.h) and every stream's mirror.
- * Frees:   stop() joins the bridge; destroy() frees the store after every stream was closed.
+ * Owns:    one bridge (redis_bridge.h) per shard, and every stream's mirror.
+ * Frees:   stop() joins the bridges; destroy() frees the store after every stream was closed.
  *          A stream may be closed while the bridge runs, but not with an append pending.
- * Threads: the store.h rules, except: append() from any thread; the mirror has its own lock
- *          (order: the owner's lock, then the mirror's); hooks run on the bridge thread.
- * Bounds:  each mirror holds the stream's history bounds; the bridge queue holds queue_max
- *          appends (past it append completes at once as LG_APPEND_UNAVAILABLE). Streams are
- *          not collected while the store runs (the hub keeps Redis topics).
+ * Threads: the store.h rules, except: append(), listen() and refresh() from any thread; the
+ *          mirror has its own lock (order: the owner's lock, then the mirror's); hooks run on
+ *          the stream's shard's bridge thread.
+ * Bounds:  each mirror holds the stream's history bounds, and exists only while the topic is
+ *          wanted (and LINGER_MS after); each bridge queue holds queue_max appends (past it
+ *          append completes at once as LG_APPEND_UNAVAILABLE); reads in flight per shard
+ *          are bounded (redis_feed.c). Streams are not collected while the store runs (the hub
+ *          keeps Redis topics).
  */
 #ifndef LG_STORE_REDIS_H
 #define LG_STORE_REDIS_H
@@ -40,7 +49,7 @@
 
 struct lg_event;
 
-/* The hub's side of the tail, called on the bridge thread for the stream bound to owner. */
+/* The hub's side of the live path, called on the bridge thread for the stream bound to owner. */
 struct lg_redis_hooks {
     void *arg;
     void (*lock)(void *arg, void *owner);
@@ -50,9 +59,12 @@ struct lg_redis_hooks {
     void (*unlock)(void *arg, void *owner);
 };
 
-/* Start the bridge. hooks may be NULL (the store is read through its streams only).
+/* Start one bridge per Redis of urls[0..url_count) (opts.url is not read): each topic lives on
+ * one of them, urls[hash(topic) % url_count] (FNV-1a of its name), for the life of the
+ * deployment. hooks may be NULL (the store is read through its streams only).
  * Return value: the store, or NULL with err filled. */
 struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
+                                       const char *const *urls, uint32_t url_count,
                                        const struct lg_redis_hooks *hooks, char *err,
                                        size_t err_cap);
 

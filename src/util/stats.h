@@ -47,7 +47,10 @@ struct lg_stats {
     /* the Redis store (docs/scaling.md) */
     _Atomic uint64_t publishes_refused_store; /* 503: Redis unreachable or redis.queue_max */
     _Atomic uint64_t redis_connections_lost;  /* the bridge lost Redis and began reconnecting */
-    _Atomic uint64_t redis_tail_stalls;       /* a topic's tail paused: a worker inbox was full */
+    _Atomic uint64_t redis_behind_marked;     /* a topic marked behind in Redis: its publishers wait */
+    _Atomic uint64_t redis_tail_stalls;       /* a topic's delivery paused: a worker inbox was full */
+    _Atomic uint64_t redis_replicas_short;    /* an append's WAIT saw fewer than
+                                                 redis.wait_replicas replicas: answered 503 */
     /* authorization (docs/security.md): refusals by reason, on every port and transport */
     _Atomic uint64_t auth_refused_missing;       /* 401 / 1008: no token where one is needed */
     _Atomic uint64_t auth_refused_malformed;     /* not a JWT of the documented shape */

@@ -140,7 +140,7 @@ int lg_test__rbuf_find(struct lg_test__rbuf *b, size_t from, const char *needle,
         }
         int rc = lg_test__rbuf_fill(b);
         if (rc <= 0)
-            return rc;
+            return rc == 0 ? LG_TEST__CLOSED : rc; /* 0 would read as found */
     }
 }
 
@@ -156,7 +156,9 @@ int lg_test__rbuf_need(struct lg_test__rbuf *b, size_t n)
 
 static const char *lg_test__why(int rc)
 {
-    return rc == 0 ? "connection closed" : rc == -2 ? "timed out" : "receive error";
+    return rc == 0 || rc == LG_TEST__CLOSED ? "connection closed"
+           : rc == -2                       ? "timed out"
+                                            : "receive error";
 }
 
 /* ---- Response heads --------------------------------------------------------------------- */

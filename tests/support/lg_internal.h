@@ -47,9 +47,11 @@ void lg_test__rbuf_release(struct lg_test__rbuf *b);
 /* Read once more. Return value: 1 data appended, 0 EOF, -1 error, -2 timeout. */
 int lg_test__rbuf_fill(struct lg_test__rbuf *b);
 /* Read until needle occurs at or after `from`; *at receives its offset.
- * Return value: 0 found, or what rbuf_fill returned when it stopped (0, -1, -2). */
+ * Return value: 0 found, LG_TEST__CLOSED (the peer closed first), -1 error, -2 timeout. */
+#define LG_TEST__CLOSED (-4)
 int lg_test__rbuf_find(struct lg_test__rbuf *b, size_t from, const char *needle, size_t *at);
-/* Read until at least n bytes are held. Return value as rbuf_find. */
+/* Read until at least n bytes are held. Return value: 0, or what rbuf_fill returned (0 EOF,
+ * -1, -2). */
 int lg_test__rbuf_need(struct lg_test__rbuf *b, size_t n);
 
 /*

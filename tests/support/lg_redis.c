@@ -46,10 +46,37 @@ static bool answers_ping(const struct lg_redis *r)
     return ok;
 }
 
+/* The child: exec what r is. Returns only if every exec failed. */
+static void exec_redis(const struct lg_redis *r)
+{
+    char port[8], master[8], conf[160];
+    snprintf(port, sizeof port, "%u", r->port);
+    snprintf(master, sizeof master, "%u", r->replica_of);
+    if (r->sentinel) {
+        snprintf(conf, sizeof conf, "%s/sentinel.conf", r->dir);
+        execlp("redis-sentinel", "redis-sentinel", conf, (char *)NULL);
+        /* the same binary as redis-server, where Debian's redis-sentinel is not installed */
+        execlp("redis-server", "redis-server", conf, "--sentinel", (char *)NULL);
+        return;
+    }
+    const char *argv[32] = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--dir",
+                            r->dir, "--save", "", "--protected-mode", "no",
+                            /* a replica's first sync without the default 5 s wait */
+                            "--repl-diskless-sync-delay", "0"};
+    int n = 13;
+    if (r->persist)
+        argv[n++] = "--appendonly", argv[n++] = "yes", argv[n++] = "--appendfsync",
+        argv[n++] = "always";
+    else
+        argv[n++] = "--appendonly", argv[n++] = "no";
+    if (r->replica_of)
+        argv[n++] = "--replicaof", argv[n++] = "127.0.0.1", argv[n++] = master;
+    argv[n] = NULL;
+    execvp("redis-server", (char *const *)argv);
+}
+
 static int spawn(struct lg_redis *r)
 {
-    char port[8];
-    snprintf(port, sizeof port, "%u", r->port);
     pid_t pid = fork();
     if (pid < 0)
         return -1;
@@ -60,14 +87,7 @@ static int spawn(struct lg_redis *r)
             dup2(null, 1);
             close(null);
         }
-        if (r->persist)
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-                   "--dir", r->dir, "--save", "", "--appendonly", "yes", "--appendfsync",
-                   "always", "--protected-mode", "no", (char *)NULL);
-        else
-            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-                   "--dir", r->dir, "--save", "", "--appendonly", "no", "--protected-mode", "no",
-                   (char *)NULL);
+        exec_redis(r);
         _exit(127);
     }
     r->pid = pid;
@@ -86,11 +106,11 @@ static int spawn(struct lg_redis *r)
     return -1;
 }
 
-int lg_redis_start(struct lg_redis *r, bool persist)
+/* Make r's directory; then config (when set) writes what the process reads at start. */
+static int start_as(struct lg_redis *r, int (*config)(struct lg_redis *r, const void *arg),
+                    const void *arg)
 {
     signal(SIGPIPE, SIG_IGN); /* hiredis writes with write(): a closed server must not kill us */
-    memset(r, 0, sizeof *r);
-    r->persist = persist;
     snprintf(r->dir, sizeof r->dir, "/tmp/lg-redis-XXXXXX");
     if (!mkdtemp(r->dir)) {
         fprintf(stderr, "lg_redis: mkdtemp: %s\n", strerror(errno));
@@ -99,10 +119,57 @@ int lg_redis_start(struct lg_redis *r, bool persist)
     for (int attempt = 0; attempt < 5; attempt++) {
         r->port = free_port();
         snprintf(r->url, sizeof r->url, "redis://127.0.0.1:%u", r->port);
-        if (r->port && spawn(r) == 0)
+        if (r->port && (!config || config(r, arg) == 0) && spawn(r) == 0)
             return 0;
     }
     return -1;
+}
+
+int lg_redis_start(struct lg_redis *r, bool persist)
+{
+    memset(r, 0, sizeof *r);
+    r->persist = persist;
+    return start_as(r, NULL, NULL);
+}
+
+int lg_redis_start_replica(struct lg_redis *r, const struct lg_redis *master)
+{
+    memset(r, 0, sizeof *r);
+    r->replica_of = master->port;
+    return start_as(r, NULL, NULL);
+}
+
+struct sentinel_of {
+    const struct lg_redis *master;
+    const char *name;
+};
+
+/* Sentinel rewrites its config file as it learns: it must be its own, writable. */
+static int write_sentinel_conf(struct lg_redis *r, const void *arg)
+{
+    const struct sentinel_of *m = arg;
+    char path[160];
+    snprintf(path, sizeof path, "%s/sentinel.conf", r->dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "lg_redis: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "port %u\nbind 127.0.0.1\nprotected-mode no\ndir %s\n"
+            "sentinel monitor %s 127.0.0.1 %u 2\n"
+            "sentinel down-after-milliseconds %s 1000\n"
+            "sentinel failover-timeout %s 5000\n"
+            "sentinel parallel-syncs %s 1\n",
+            r->port, r->dir, m->name, m->master->port, m->name, m->name, m->name);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int lg_redis_start_sentinel(struct lg_redis *r, const struct lg_redis *master, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    r->sentinel = true;
+    struct sentinel_of m = {.master = master, .name = name};
+    return start_as(r, write_sentinel_conf, &m);
 }
 
 void lg_redis_halt(struct lg_redis *r, bool hard)
@@ -137,28 +204,70 @@ void lg_redis_stop(struct lg_redis *r)
     }
 }
 
-long long lg_redis_int(const struct lg_redis *r, const char *fmt, ...)
+/* Run one command on r. Return value: its answer (freeReplyObject it), or NULL. */
+static redisReply *command(const struct lg_redis *r, const char *fmt, va_list ap)
 {
     struct timeval tv = {.tv_sec = 2};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
-    long long v = -1;
-    if (c && !c->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        redisReply *reply = redisvCommand(c, fmt, ap);
-        va_end(ap);
-        if (reply && reply->type == REDIS_REPLY_INTEGER)
-            v = reply->integer;
-        else if (reply && reply->type == REDIS_REPLY_ARRAY)
-            v = (long long)reply->elements;
-        else if (reply && reply->type == REDIS_REPLY_STRING)
-            v = strtoll(reply->str, NULL, 10);
-        else
-            fprintf(stderr, "lg_redis: %s: %s\n", fmt,
-                    reply && reply->str ? reply->str : "no answer");
-        freeReplyObject(reply);
-    }
+    redisReply *reply = NULL;
+    if (c && !c->err && redisSetTimeout(c, tv) == REDIS_OK)
+        reply = redisvCommand(c, fmt, ap);
     if (c)
         redisFree(c);
+    return reply;
+}
+
+bool lg_redis_replicated(const struct lg_redis *r, int replicas)
+{
+    struct timeval tv = {.tv_sec = 2};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+    redisReply *set = NULL, *wait = NULL;
+    if (c && !c->err && redisSetTimeout(c, tv) == REDIS_OK &&
+        (set = redisCommand(c, "SET lg_redis:probe 1")) != NULL)
+        wait = redisCommand(c, "WAIT %d 100", replicas);
+    bool ok = wait && wait->type == REDIS_REPLY_INTEGER && wait->integer >= replicas;
+    freeReplyObject(set);
+    freeReplyObject(wait);
+    if (c)
+        redisFree(c);
+    return ok;
+}
+
+int lg_redis_str(const struct lg_redis *r, char *out, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *reply = command(r, fmt, ap);
+    va_end(ap);
+    const redisReply *first = reply && reply->type == REDIS_REPLY_ARRAY && reply->elements
+                                  ? reply->element[0] : reply;
+    int rc = -1;
+    if (first && (first->type == REDIS_REPLY_STRING || first->type == REDIS_REPLY_STATUS)) {
+        snprintf(out, cap, "%s", first->str);
+        rc = 0;
+    } else {
+        fprintf(stderr, "lg_redis: %s: %s\n", fmt, first && first->str ? first->str
+                                                                     : "no string answer");
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+long long lg_redis_int(const struct lg_redis *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *reply = command(r, fmt, ap);
+    va_end(ap);
+    long long v = -1;
+    if (reply && reply->type == REDIS_REPLY_INTEGER)
+        v = reply->integer;
+    else if (reply && reply->type == REDIS_REPLY_ARRAY)
+        v = (long long)reply->elements;
+    else if (reply && reply->type == REDIS_REPLY_STRING)
+        v = strtoll(reply->str, NULL, 10);
+    else
+        fprintf(stderr, "lg_redis: %s: %s\n", fmt, reply && reply->str ? reply->str : "no answer");
+    freeReplyObject(reply);
     return v;
 }

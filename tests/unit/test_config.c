@@ -440,6 +440,26 @@ static const struct lg_error_case lg_error_cases[] = {
       "poll.default_timeout_ms (70000) must not exceed poll.max_timeout_ms (60000)" },
     { "{\"limits\": {\"max_batch_bytes\": 1000}}",
       "limits.max_event_bytes (65536) must not exceed limits.max_batch_bytes (1000)" },
+    /* Sentinel: a master name with its sentinels, instead of a URL or shards */
+    { "{\"redis\": {\"sentinels\": [\"redis://127.0.0.1:26379\"]}}",
+      "redis.sentinels needs redis.master_name (the name they monitor the master by)" },
+    { "{\"redis\": {\"master_name\": \"m\"}}",
+      "redis.master_name needs redis.sentinels (who to ask for its address)" },
+    { "{\"redis\": {\"sentinels\": [\"redis://h:1\"], \"master_name\": \"m\", "
+      "\"url\": \"redis://h:2\"}}",
+      "redis.sentinels and redis.url: set one, not both (with Sentinel the master's address "
+      "comes from the sentinels; shards over Sentinel are not supported)" },
+    { "{\"redis\": {\"sentinels\": [\"redis://h:1\"], \"master_name\": \"m\", "
+      "\"shards\": [\"redis://h:2\", \"redis://h:3\"]}}",
+      "redis.sentinels and redis.shards: set one, not both (with Sentinel the master's address "
+      "comes from the sentinels; shards over Sentinel are not supported)" },
+    { "{\"redis\": {\"sentinels\": [\"redis://h\"], \"master_name\": \"m\"}}",
+      "redis.sentinels[0]: a sentinel is redis://HOST:PORT" },
+    { "{\"redis\": {\"wait_replicas\": 17}}",
+      "redis.wait_replicas: 17 is out of range (allowed 0..16)" },
+    { "{\"redis\": {\"wait_replicas\": 1, \"wait_timeout_ms\": 2000}}",
+      "redis.wait_timeout_ms (2000) must be less than redis.command_timeout_ms (2000): a WAIT "
+      "holds its connection that long" },
     /* topic_rules */
     { "{\"topic_rules\": {}}", "topic_rules: expected an array, got object" },
     { "{\"topic_rules\": [\"a\"]}", "topic_rules[0]: expected an object, got string" },

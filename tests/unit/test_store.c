@@ -39,12 +39,13 @@ static struct lg_store *redis_store_create(void)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "test-store-%d:", (int)getpid()); /* one process per test */
-    struct lg_redis_options o = {.url = redis.url, .key_prefix = prefix,
+    struct lg_redis_options o = {.key_prefix = prefix,
                                  .connect_timeout_ms = 1000, .command_timeout_ms = 2000,
                                  .reconnect_min_ms = 10, .reconnect_max_ms = 100,
                                  .queue_max = 1024, .idempotency_window_ms = 60000};
     char err[256];
-    struct lg_store *st = lg_redis_store_create(&o, NULL, err, sizeof err);
+    const char *urls[] = {redis.url};
+    struct lg_store *st = lg_redis_store_create(&o, urls, 1, NULL, err, sizeof err);
     ck_assert_msg(st != NULL, "redis store: %s", err);
     return st;
 }
