@@ -185,6 +185,8 @@ int lg_http_request_feed(struct lg_http_request *req, const char *buf, size_t le
 {
     if (req->complete)
         return 1;
+    if (len <= req->fed)
+        return 0; /* nothing new: a length of 0 would tell http-parser the stream ended */
     http_parser *parser = parser_of(req);
     struct feed_ctx ctx = {.req = req, .base = buf};
     parser->data = &ctx;

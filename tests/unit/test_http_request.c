@@ -52,6 +52,21 @@ START_TEST(parses_byte_by_byte)
 }
 END_TEST
 
+/* Feeding again with no new byte waits for more: it is not the end of the stream (http-parser
+ * takes a length of 0 as that, and counted a byte past the buffer). */
+START_TEST(feeding_nothing_new_waits)
+{
+    struct lg_http_request req;
+    const char *problem = NULL;
+    lg_http_request_init(&req);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(lg_http_request_feed(&req, sse_request, 1, &problem), 0);
+    ck_assert_ptr_null(problem);
+    ck_assert_int_eq(lg_http_request_feed(&req, sse_request, strlen(sse_request), &problem), 1);
+    ck_assert_str_eq(slice(sse_request, req.target), "/sse?topic=a&topic=b%2Fc");
+}
+END_TEST
+
 START_TEST(recognises_an_upgrade)
 {
     const char text[] = "GET /ws?topic=a HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
@@ -256,6 +271,7 @@ static Suite *http_request_suite(void)
     TCase *head = tcase_create("request_head");
     tcase_add_test(head, parses_a_whole_request);
     tcase_add_test(head, parses_byte_by_byte);
+    tcase_add_test(head, feeding_nothing_new_waits);
     tcase_add_test(head, recognises_an_upgrade);
     tcase_add_test(head, http10_without_keep_alive_closes);
     tcase_add_test(head, rejects_garbage);
