@@ -344,9 +344,22 @@ static void end_read_unlock(struct redis_shard *sh)
     pthread_mutex_unlock(&sh->streams_lock);
 }
 
-static bool is_noscript(const redisReply *r)
+/* Whether a read's answer r has its shape: an array of n, the epoch first, the entries last.
+ * When not, the read is logged and asked again (a lost connection resubscribes, and reads
+ * then); a flushed script cache is reloaded. */
+static bool read_answered(struct redis_stream *s, const redisReply *r, size_t n)
 {
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == n &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[n - 1]->type == REDIS_REPLY_ARRAY)
+        return true;
+    if (r)
+        lg_warn("redis: topic %s: reading it failed: %s", s->name,
+                r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
+        lg_redis__load_scripts(s->shard);
+    if (r && s->sub == REDIS_SUB_ON)
+        need_read(s);
+    return false;
 }
 
 /* A message named a position that was not applied: the read in flight, or the next one,
@@ -394,15 +407,7 @@ static void on_load_reply(void *reply, void *priv)
         return;
     }
     s->loading = false;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_ARRAY) {
-        if (r)
-            lg_warn("redis: topic %s: loading failed: %s", s->name,
-                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
-        if (is_noscript(r))
-            lg_redis__load_scripts(sh);
-        if (r && s->sub == REDIS_SUB_ON)
-            need_read(s); /* again (a lost connection resubscribes, and reads then) */
+    if (!read_answered(s, r, 3)) {
         end_read_unlock(sh);
         return;
     }
@@ -668,15 +673,7 @@ static void on_catch_up_reply(void *reply, void *priv)
         return;
     }
     s->catching = false;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
-        if (r)
-            lg_warn("redis: topic %s: reading it failed: %s", s->name,
-                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
-        if (is_noscript(r))
-            lg_redis__load_scripts(sh);
-        if (r && s->sub == REDIS_SUB_ON)
-            need_read(s);
+    if (!read_answered(s, r, 2)) {
         end_read_unlock(sh);
         return;
     }
