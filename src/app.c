@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "hub.h"
 #include "log.h"
+#include "loop_guest.h"
 #include "publish_pacer.h"
 #include "sys_stats.h"
 #include "worker.h"
@@ -117,6 +118,19 @@ static void cap_connection_limits(struct lg_config *cfg, rlim_t nofile, uint32_t
     cfg->limits.control_max_connections = control;
 }
 
+/* The control port's daemons run where a publish is cheapest: with a remote store on the
+ * store's thread, which appends and answers without waking another; else one per worker. */
+static void host_control(struct lg_app *app)
+{
+    struct lg_loop_guest guests[LG_MAX_WORKERS];
+    for (uint32_t i = 0; i < app->worker_count; i++)
+        guests[i] = *lg_control_guest(app->control, i);
+    if (lg_hub_host(app->hub, guests, app->worker_count))
+        return;
+    for (uint32_t i = 0; i < app->worker_count; i++)
+        lg_worker_host(app->workers[i], &guests[i]);
+}
+
 static int start(struct lg_app *app)
 {
     char err[256];
@@ -175,8 +189,7 @@ static int start(struct lg_app *app)
         lg_err("%s", err);
         return -1;
     }
-    for (uint32_t i = 0; i < app->worker_count; i++)
-        lg_worker_host(app->workers[i], lg_control_guest(app->control, i));
+    host_control(app);
     for (uint32_t i = 0; i < app->worker_count; i++) {
         if (lg_worker_start(app->workers[i]) != 0) {
             lg_err("cannot start worker thread %u", i);
@@ -254,6 +267,8 @@ static void stop(struct lg_app *app)
     for (uint32_t i = 0; i < app->worker_count; i++)
         if (app->workers[i])
             lg_worker_join(app->workers[i]);
+    if (app->hub)
+        lg_hub_unhost(app->hub); /* the store's thread, where it served the daemons */
     /* No thread runs a daemon now, so no publish can reach an inbox after this. */
     lg_control_stop(app->control);
     app->control = NULL;

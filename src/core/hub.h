@@ -34,6 +34,7 @@
 
 struct lg_hub;
 struct lg_inbox;
+struct lg_loop_guest;
 struct lg_event;
 struct lg_topic;
 
@@ -131,6 +132,13 @@ bool lg_hub_store_ready(const struct lg_hub *hub);
 /* Stop the remote store's thread (pending publishes complete as unavailable): before the
  * control port stops. Idempotent; nothing for the memory store. */
 void lg_hub_stop_store(struct lg_hub *hub);
+/* Have the store's own thread serve guests[0..n) (the control port's daemons), where it has
+ * one: with a remote store a publish then hands its append to the thread it is served on.
+ * Return value: true when hosted; false: the caller hosts them (on the workers). */
+bool lg_hub_host(struct lg_hub *hub, const struct lg_loop_guest *guests, uint32_t n);
+/* Take back what lg_hub_host() hosted and join the thread that served it (stops the store,
+ * as lg_hub_stop_store()): before the control port stops. Nothing when it hosted nothing. */
+void lg_hub_unhost(struct lg_hub *hub);
 
 /* Find a topic, creating it when create is set. Return value: the topic with a reference
  * the caller gives back with lg_hub_topic_done() (a subscription takes its own), or NULL

@@ -32,6 +32,7 @@ struct lg_hub {
     lg_room_proc *room;             /* set before publishing starts */
     void *room_arg;
     struct lg_store *store;
+    bool hosting;                   /* the store's thread serves the control port (app thread) */
     struct lg_store *local;         /* the gateway's own topics ($sys/...): always a memory
                                        store, node-local even when store is remote; == store
                                        in memory mode */         /* where every topic's stream is kept */

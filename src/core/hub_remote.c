@@ -215,6 +215,21 @@ void lg_hub_stop_store(struct lg_hub *hub)
         hub->store->ops->stop(hub->store);
 }
 
+bool lg_hub_host(struct lg_hub *hub, const struct lg_loop_guest *guests, uint32_t n)
+{
+    if (!hub->store->ops->host || hub->store->ops->host(hub->store, guests, n) != 0)
+        return false;
+    hub->hosting = true;
+    return true;
+}
+
+void lg_hub_unhost(struct lg_hub *hub)
+{
+    if (hub->hosting)
+        hub->store->ops->unhost(hub->store);
+    hub->hosting = false;
+}
+
 void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix_ms,
                             struct lg_cursor_entry *out)
 {

@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include "clock.h"
+#include "ev_host.h"
 #include "log.h"
 #include "stats.h"
 
@@ -52,11 +53,20 @@ struct lg_redis_bridge {
     uint64_t cmd_progress_ms;
 
     _Atomic int state;      /* enum lg_redis_state, read by any thread */
-    _Atomic bool stopping;
+    _Atomic bool stopping;  /* Redis is left: lg_redis_bridge_stop() */
+    _Atomic bool unhosting; /* the thread ends: lg_redis_bridge_unhost() or destroy */
 
-    pthread_mutex_t lock;   /* the queue */
+    /* Guests served on the loop (lg_redis_bridge_host): bridge thread once started. */
+    struct lg_ev_host *hosts;
+    uint32_t host_count;
+
+    pthread_mutex_t lock;   /* the queue, the hosts handed over, the stop's completion */
     struct lg_redis_job *head, *tail_job; /* {lock} */
     uint32_t queued;                       /* {lock} */
+    struct lg_ev_host *hosts_wanted;       /* {lock} handed over, not yet started */
+    uint32_t hosts_wanted_count;           /* {lock} */
+    bool left_redis;                       /* {lock} every job failed, both connections gone */
+    pthread_cond_t left_redis_cond;        /* {lock} */
 };
 
 struct pending {
@@ -577,30 +587,69 @@ static void run_jobs(struct lg_redis_bridge *b, bool up)
         job->run(job, up);
         job = next;
     }
+    /* Write what the jobs queued now: left to the loop, each round would also arm and disarm
+     * the write watcher (two epoll_ctl and a wait of its own). */
+    if (up && b->up && b->cmd)
+        redisAsyncHandleWrite(b->cmd);
+}
+
+/* Start serving the guests handed over by lg_redis_bridge_host(). */
+static void start_hosts(struct lg_redis_bridge *b)
+{
+    pthread_mutex_lock(&b->lock);
+    struct lg_ev_host *hosts = b->hosts_wanted;
+    uint32_t n = b->hosts_wanted_count;
+    b->hosts_wanted = NULL;
+    b->hosts_wanted_count = 0;
+    pthread_mutex_unlock(&b->lock);
+    if (!hosts)
+        return;
+    b->hosts = hosts;
+    b->host_count = n;
+    for (uint32_t i = 0; i < n; i++)
+        lg_ev_host_start(&hosts[i], b->loop, &hosts[i].guest);
+}
+
+/* Fail every job, drop both connections and stop every timer; tell lg_redis_bridge_stop(). */
+static void leave_redis(struct lg_redis_bridge *b)
+{
+    b->up = false; /* callbacks run by the frees below see a stopping bridge */
+    run_jobs(b, false);
+    fail_session(b, "stopping");
+    ev_timer_stop(b->loop, &b->reconnect);
+    ev_timer_stop(b->loop, &b->reconnect_feed);
+    ev_timer_stop(b->loop, &b->watchdog);
+    ev_timer_stop(b->loop, &b->later);
+    set_state(b, LG_REDIS_STOPPED);
+    pthread_mutex_lock(&b->lock);
+    b->left_redis = true;
+    pthread_cond_broadcast(&b->left_redis_cond);
+    pthread_mutex_unlock(&b->lock);
 }
 
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 {
     (void)revents;
     struct lg_redis_bridge *b = w->data;
+    start_hosts(b);
     if (!atomic_load(&b->stopping)) {
         run_jobs(b, b->up);
         return;
     }
-    b->up = false; /* callbacks run by the frees below see a stopping bridge */
-    run_jobs(b, false);
-    fail_session(b, "stopping");
-    ev_timer_stop(loop, &b->reconnect);
-    ev_timer_stop(loop, &b->reconnect_feed);
-    ev_timer_stop(loop, &b->watchdog);
-    ev_timer_stop(loop, &b->later);
-    ev_async_stop(loop, &b->wake);
-    set_state(b, LG_REDIS_STOPPED);
+    if (lg_redis_bridge_state(b) != LG_REDIS_STOPPED)
+        leave_redis(b);
+    /* The guests stay served until they are taken back: their last answers (503s) go out. */
+    if (b->host_count && !atomic_load(&b->unhosting))
+        return;
+    for (uint32_t i = 0; i < b->host_count; i++)
+        lg_ev_host_stop(&b->hosts[i]);
+    ev_async_stop(loop, &b->wake); /* nothing is left: ev_run returns */
 }
 
 static void *bridge_main(void *arg)
 {
     struct lg_redis_bridge *b = arg;
+    pthread_setname_np(pthread_self(), "lg-redis");
     connect_now(b);
     ev_run(b->loop, 0); /* returns once on_wake stopped every watcher */
     return NULL;
@@ -624,6 +673,7 @@ int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_b
         return -1;
     }
     pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->left_redis_cond, NULL);
     b->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
     if (!b->loop) {
         snprintf(err, err_cap, "cannot create the redis bridge's event loop");
@@ -654,11 +704,48 @@ int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_b
     return 0;
 }
 
+int lg_redis_bridge_host(struct lg_redis_bridge *b, const struct lg_loop_guest *guests,
+                         uint32_t n)
+{
+    struct lg_ev_host *hosts = calloc(n, sizeof *hosts);
+    if (!hosts)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        hosts[i].guest = guests[i];
+    pthread_mutex_lock(&b->lock);
+    bool ok = b->thread_started && !atomic_load(&b->stopping) && !b->hosts_wanted &&
+              !b->host_count;
+    if (ok) {
+        b->hosts_wanted = hosts;
+        b->hosts_wanted_count = n;
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (!ok) {
+        free(hosts);
+        return -1;
+    }
+    ev_async_send(b->loop, &b->wake);
+    return 0;
+}
+
 void lg_redis_bridge_stop(struct lg_redis_bridge *b)
 {
     if (!b || !b->thread_started)
         return;
     atomic_store(&b->stopping, true);
+    ev_async_send(b->loop, &b->wake);
+    pthread_mutex_lock(&b->lock);
+    while (!b->left_redis)
+        pthread_cond_wait(&b->left_redis_cond, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+}
+
+void lg_redis_bridge_unhost(struct lg_redis_bridge *b)
+{
+    if (!b || !b->thread_started)
+        return;
+    atomic_store(&b->unhosting, true);
+    lg_redis_bridge_stop(b);
     ev_async_send(b->loop, &b->wake);
     pthread_join(b->thread, NULL);
     b->thread_started = false;
@@ -668,9 +755,12 @@ void lg_redis_bridge_destroy(struct lg_redis_bridge *b)
 {
     if (!b)
         return;
-    lg_redis_bridge_stop(b);
+    lg_redis_bridge_unhost(b);
     if (b->loop)
         ev_loop_destroy(b->loop);
+    free(b->hosts);
+    free(b->hosts_wanted);
+    pthread_cond_destroy(&b->left_redis_cond);
     pthread_mutex_destroy(&b->lock);
     free(b->sentinels);
     free(b);

@@ -5,10 +5,12 @@
  * watchdog, and a bounded queue of jobs that other threads hand it. The Redis store
  * (store_redis.h) is its only user.
  *
- * Owns:    the thread (lg-redis), its loop, both connections, the job queue.
- * Frees:   lg_redis_bridge_stop() runs every queued job as failed, drops both connections
- *          (hiredis then calls every pending reply callback with a NULL reply) and joins the
- *          thread; lg_redis_bridge_destroy() frees it. The store owns both calls.
+ * Owns:    the thread (lg-redis), its loop, both connections, the job queue, and the hosts of
+ *          the guests it serves (the guests themselves are their owner's).
+ * Frees:   lg_redis_bridge_stop() runs every queued job as failed and drops both connections
+ *          (hiredis then calls every pending reply callback with a NULL reply);
+ *          lg_redis_bridge_unhost() also stops serving the guests and joins the thread;
+ *          lg_redis_bridge_destroy() frees it. The store owns these calls.
  * Threads: lg_redis_bridge_post() and lg_redis_bridge_state() from any thread (the queue has
  *          its own mutex, held only to link a job; ev_async_send wakes the loop). Everything
  *          else - the command functions and every callback - runs on the bridge thread only.
@@ -44,6 +46,7 @@
 
 struct redisAsyncContext;
 struct lg_redis_bridge;
+struct lg_loop_guest;
 
 /* The connection settings ("redis" section of the config, without the store's own). */
 struct lg_redis_options {
@@ -96,7 +99,23 @@ struct lg_redis_bridge_user {
  * callbacks may use it). Return value: 0, or -1 with err filled and *out NULL. */
 int lg_redis_bridge_start(const struct lg_redis_options *opts, struct lg_redis_bridge_user user,
                           struct lg_redis_bridge **out, char *err, size_t err_cap);
+
+/* Serve guests[0..n) on the bridge's loop from its next pass on (copied; see loop_guest.h):
+ * a publish served here hands its append to this thread and is answered by it, with no
+ * wake-up of another thread in between. Any thread, once. Return value: 0, or -1 (out of
+ * memory, stopping, or already hosting). */
+int lg_redis_bridge_host(struct lg_redis_bridge *b, const struct lg_loop_guest *guests,
+                         uint32_t n);
+
+/* Leave Redis: every queued job runs as failed, both connections are dropped (pending reply
+ * callbacks get NULL), and this returns once that is done. Guests stay served. */
 void lg_redis_bridge_stop(struct lg_redis_bridge *b);
+
+/* Stop (as above), stop serving the guests and join the thread: no guest's serve() runs
+ * after this returns. */
+void lg_redis_bridge_unhost(struct lg_redis_bridge *b);
+
+/* Unhost (as above) and free b. NULL is ignored. */
 void lg_redis_bridge_destroy(struct lg_redis_bridge *b);
 
 enum lg_redis_state lg_redis_bridge_state(const struct lg_redis_bridge *b);

@@ -45,13 +45,21 @@
 #define BEHIND_HELD 256        /* events held for room past which publishers are paced ... */
 #define BEHIND_AFTER_MS 50     /* ... or a topic stalled this long */
 
-uint32_t lg_redis__random_epoch(void)
+/* A candidate epoch for a life that may start now: drawn from a generator seeded once, since
+ * every append offers one (a getrandom call each was a system call per publish). splitmix64. */
+uint32_t lg_redis__random_epoch(struct redis_shard *sh)
 {
-    uint32_t e = 0;
-    while (e == 0)
-        if (getrandom(&e, sizeof e, 0) != (ssize_t)sizeof e)
-            e = (uint32_t)lg_mono_ns();
-    return e;
+    if (sh->epoch_rng == 0 &&
+        getrandom(&sh->epoch_rng, sizeof sh->epoch_rng, 0) != (ssize_t)sizeof sh->epoch_rng)
+        sh->epoch_rng = lg_mono_ns();
+    for (;;) {
+        uint64_t z = (sh->epoch_rng += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        uint32_t e = (uint32_t)((z ^ (z >> 31)) >> 32);
+        if (e != 0)
+            return e;
+    }
 }
 
 /* ---- The channel index ------------------------------------------------------------------ */
@@ -704,7 +712,7 @@ static int send_load(struct redis_stream *s, struct read_call *call)
 {
     struct redis_shard *sh = s->shard;
     char epoch[16], count[16];
-    snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch());
+    snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch(sh));
     snprintf(count, sizeof count, "%" PRIu32, s->bounds.max_events);
     const char *argv[] = {"EVALSHA", sh->store->load_script.sha, "3", s->key_stream, s->key_counter,
                           s->key_epoch, epoch, count};

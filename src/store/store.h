@@ -37,6 +37,7 @@
 
 struct lg_event;
 struct lg_event_fields;
+struct lg_loop_guest;
 struct lg_store;
 struct lg_stream;
 
@@ -131,8 +132,14 @@ struct lg_store_ops {
     bool (*ready)(const struct lg_stream *s);
     /* "up", "down", "connecting", "stopped": for readiness and metrics. */
     const char *(*state)(const struct lg_store *store);
-    /* Stop the store's thread: pending appends complete as LG_APPEND_UNAVAILABLE. */
+    /* Stop the store's work: pending appends complete as LG_APPEND_UNAVAILABLE. */
     void (*stop)(struct lg_store *store);
+    /* Serve guests[0..n) (the control port's daemons) on the store's own thread, so a
+     * publish's append and its answer need no other thread (NULL: the store has none).
+     * Return value: 0, or -1 (not hosted: the caller hosts them). */
+    int (*host)(struct lg_store *store, const struct lg_loop_guest *guests, uint32_t n);
+    /* Stop serving them and join that thread (stops the store too, as stop()). */
+    void (*unhost)(struct lg_store *store);
 };
 
 struct lg_store {

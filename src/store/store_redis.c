@@ -223,7 +223,7 @@ static void run_append(struct lg_redis_job *job, bool up)
     struct redis_stream *s = a->s;
     const struct lg_event_fields *f = &a->f;
     char epoch[16], maxlen[16], window[16], unix_ms[24], idem[KEY_MAX];
-    snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch());
+    snprintf(epoch, sizeof epoch, "%" PRIu32, lg_redis__random_epoch(s->shard));
     snprintf(maxlen, sizeof maxlen, "%" PRIu32, s->bounds.max_events);
     snprintf(window, sizeof window, "%" PRIu32, s->store->opts.idempotency_window_ms);
     snprintf(unix_ms, sizeof unix_ms, "%" PRId64, f->published_unix_ms);
@@ -500,6 +500,20 @@ static void stop(struct lg_store *store)
         lg_redis_bridge_stop(st->shards[i].bridge);
 }
 
+/* The first shard's thread: a publish to its topics needs no other thread. */
+static int host(struct lg_store *store, const struct lg_loop_guest *guests, uint32_t n)
+{
+    struct redis_store *st = (struct redis_store *)store;
+    return lg_redis_bridge_host(st->shards[0].bridge, guests, n);
+}
+
+static void unhost(struct lg_store *store)
+{
+    struct redis_store *st = (struct redis_store *)store;
+    stop(store);
+    lg_redis_bridge_unhost(st->shards[0].bridge);
+}
+
 static void shard_release(struct redis_shard *sh)
 {
     lg_redis_bridge_destroy(sh->bridge);
@@ -538,6 +552,8 @@ static const struct lg_store_ops redis_ops = {
     .ready = mirror_ready,
     .state = state,
     .stop = stop,
+    .host = host,
+    .unhost = unhost,
 };
 
 /* Start shard sh on url. Return value: 0, or -1 with err filled. */

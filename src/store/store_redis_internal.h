@@ -103,6 +103,7 @@ struct redis_shard {
     struct redis_stream *stalled;                 /* streams whose inbox had no room */
     uint32_t reads_in_flight;                     /* loads and catch-ups sent, unanswered */
     uint64_t tick_at_ms;                          /* the armed bridge timer (0 = none) */
+    uint64_t epoch_rng;                           /* candidate epochs (seeded once) */
 };
 
 struct redis_store {
@@ -117,7 +118,7 @@ struct redis_store {
 };
 
 /* redis_feed.c */
-uint32_t lg_redis__random_epoch(void);
+uint32_t lg_redis__random_epoch(struct redis_shard *sh);
 /* FNV-1a of s[0..len): the channel index's, and which shard holds a topic. */
 uint32_t lg_redis__hash(const char *s, size_t len);
 /* Ask the shard's bridge to act on changed interests (any thread). */

@@ -1,0 +1,60 @@
+/* ev_host.c - see ev_host.h. */
+#include "ev_host.h"
+
+#define TICK_S 1.0
+
+static void serve(struct lg_ev_host *h)
+{
+    if (h->guest.serve(h->guest.arg) && !ev_is_active(&h->again)) {
+        ev_timer_set(&h->again, 0., 0.);
+        ev_timer_start(h->loop, &h->again);
+    }
+}
+
+static void on_ready(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop, (void)revents;
+    serve(w->data);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop, (void)revents;
+    serve(w->data);
+}
+
+static void on_woken(struct ev_loop *loop, ev_async *w, int revents)
+{
+    (void)loop, (void)revents;
+    serve(w->data);
+}
+
+static void wake(void *arg)
+{
+    struct lg_ev_host *h = arg;
+    ev_async_send(h->loop, &h->woken);
+}
+
+void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
+                      const struct lg_loop_guest *guest)
+{
+    h->loop = loop;
+    h->guest = *guest;
+    ev_io_init(&h->ready, on_ready, guest->fd, EV_READ);
+    ev_timer_init(&h->again, on_timer, 0., 0.);
+    ev_timer_init(&h->tick, on_timer, TICK_S, TICK_S);
+    ev_async_init(&h->woken, on_woken);
+    h->ready.data = h->again.data = h->tick.data = h->woken.data = h;
+    ev_io_start(loop, &h->ready);
+    ev_timer_start(loop, &h->tick);
+    ev_async_start(loop, &h->woken);
+    guest->hosted(guest->arg, &(struct lg_loop_host){.wake = wake, .arg = h});
+}
+
+void lg_ev_host_stop(struct lg_ev_host *h)
+{
+    ev_io_stop(h->loop, &h->ready);
+    ev_timer_stop(h->loop, &h->again);
+    ev_timer_stop(h->loop, &h->tick);
+    ev_async_stop(h->loop, &h->woken);
+}

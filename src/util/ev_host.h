@@ -1,0 +1,36 @@
+/*
+ * ev_host.h - the host side of loop_guest.h on a libev loop: watches the guest's descriptor,
+ * serves it when it is readable, in the next pass when it said work is left, once a second
+ * (its own timeouts) and soon after anyone called the host's wake(). The Redis store's thread
+ * hosts the control port's daemons this way (redis_bridge.h).
+ *
+ * Owns:    nothing; a struct lg_ev_host is a value inside its owner.
+ * Frees:   nothing; the owner stops it on the loop's thread before freeing it.
+ * Threads: lg_ev_host_start() and lg_ev_host_stop() on the loop's thread (or before the loop
+ *          runs); the wake() given to the guest from any thread.
+ * Bounds:  one serve() per loop pass at most for work left over, so other watchers interleave.
+ */
+#ifndef LG_EV_HOST_H
+#define LG_EV_HOST_H
+
+#include <ev.h>
+
+#include "loop_guest.h"
+
+struct lg_ev_host {
+    struct ev_loop *loop;
+    struct lg_loop_guest guest;
+    ev_io ready;     /* the guest's descriptor is readable */
+    ev_timer again;  /* serve() said work is left: the next pass */
+    ev_timer tick;   /* once a second: the guest's own timeouts */
+    ev_async woken;  /* wake(): a connection resumed from another thread */
+};
+
+/* Start serving guest on loop and tell the guest how to wake it (guest->hosted). */
+void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
+                      const struct lg_loop_guest *guest);
+
+/* Stop every watcher: serve() is not called again. */
+void lg_ev_host_stop(struct lg_ev_host *h);
+
+#endif
