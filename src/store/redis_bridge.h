@@ -29,8 +29,9 @@
  *
  * Sentinel: with sentinels set, every (re)connect first asks them, in order, for the master's
  * address (SENTINEL get-master-addr-by-name; the first that names one wins). That lookup is a
- * blocking hiredis call on the bridge thread - its own thread, with nothing to serve before a
- * master is found - bounded by connect_timeout_ms to connect and again to answer, per sentinel
+ * blocking hiredis call on the bridge thread - the guests it hosts (the control port) wait
+ * for it, and answer publishes 503 until a master is found - bounded by connect_timeout_ms to
+ * connect and again to answer, per sentinel
  * (at most 2 x sentinel count x connect_timeout_ms, then the reconnect delay). The command
  * connection must then answer ROLE "master" before the bridge reports up. A server that a
  * failover moved is left and the sentinels asked again: its link dropped, or a -READONLY

@@ -1,7 +1,8 @@
 /*
  * loop_guest.h - a service that runs on another module's event loop: the control port's
- * libmicrohttpd daemons (control.h) are each served by one worker's loop (worker.h), so a
- * publish needs no second thread, no cross-thread wake-up and no context switch.
+ * libmicrohttpd daemons (control.h) are each served by one worker's loop (worker.h), or with
+ * the Redis store by its thread (ev_host.h, redis_bridge.h), so a publish needs no second
+ * thread, no cross-thread wake-up and no context switch before it is answered.
  *
  * The guest gives a descriptor that is readable when new work arrives (libmicrohttpd's epoll
  * descriptor: its connections and its listening socket) and a function that does the work
