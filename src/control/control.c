@@ -360,6 +360,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)toe;
     lg_ctl_deadline_answered(c->deadlines, deadline_of(conn), lg_mono_ms());
     if (r != NULL) {
+        lg_ctl_admin_forget(c, r);
         free(r->body);
         free(r->batch_results);
         lg_grant_free(r->grant);
@@ -567,6 +568,7 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     c->worker_count = lg_hub_workers(hub);
     c->started_unix_ms = lg_unix_ms();
     pthread_mutex_init(&c->err_lock, NULL);
+    pthread_mutex_init(&c->admin_lock, NULL);
     c->deadlines = lg_ctl_deadlines_create((struct lg_ctl_deadline_limits){
         .head_ms = cfg->limits.request_timeout_ms,
         .body_ms = cfg->limits.request_timeout_ms + cfg->limits.publish_wait_ms,
@@ -601,6 +603,7 @@ const struct lg_loop_guest *lg_control_guest(const struct lg_control *c, uint32_
 
 void lg_control_sweep(struct lg_control *c)
 {
+    lg_ctl_admin_sweep(c, lg_mono_ms());
     size_t swept = lg_ctl_deadlines_sweep(c->deadlines, lg_mono_ms());
     if (swept == 0)
         return;
@@ -625,11 +628,13 @@ void lg_control_stop(struct lg_control *c)
     /* Held publishes are answered 503 (nothing was published) before the daemon stops. */
     if (c->pacer != NULL)
         lg_pacer_stop(c->pacer);
+    lg_ctl_admin_release(c); /* admin requests too: MHD must not hold suspended connections */
     for (uint32_t i = 0; i < c->worker_count; i++)
         if (c->daemons[i].mhd != NULL)
             MHD_stop_daemon(c->daemons[i].mhd);
     lg_ctl_deadlines_destroy(c->deadlines);
     pthread_mutex_destroy(&c->err_lock);
+    pthread_mutex_destroy(&c->admin_lock);
     lg_auth_destroy(c->auth);
     free(c);
 }

@@ -6,10 +6,10 @@
  *   GET    /v1/clients?topic=&limit=&after=   clients in id order, paged by id
  *   DELETE /v1/clients/{id}?reason=           disconnect one client with a reason it sees
  * Topics come from the hub's registry (hub_admin.h, short locks). Clients live on the worker
- * threads, so their handlers post a call to every worker (worker_call.h) and hold the
- * connection (suspended, through the publish pacer: each answering worker signals room, which
- * resumes held connections) until every worker answered, or LG_ADMIN_CALL_TIMEOUT_MS passed
- * (then 503; the call outlives the request by its reference count).
+ * threads, so their handlers post a call to every worker (worker_call.h) and suspend the
+ * connection until the call's own completion (run by the worker whose answer was the last)
+ * resumes it, or the once-a-second sweep finds LG_ADMIN_CALL_TIMEOUT_MS passed (then 503; the
+ * call outlives the request by its reference count). Neither touches the publish pacer.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -163,23 +163,86 @@ int lg_ctl_handle_topic_get(struct lg_control *c, struct MHD_Connection *conn, c
 
 /* ---- Waiting for the workers ------------------------------------------------------------------ */
 
+/* Resume r, which the caller took off admin_waiting (so no one else resumes it). */
+static void resume_taken(struct lg_ctl_request *r, bool expired)
+{
+    r->call_expired = expired;
+    lg_resume_served(r->conn, r->host);
+}
+
+/* The call's completion (worker thread): resume the request waiting for it, if it still is. */
+static void call_answered(void *arg, struct lg_call *call)
+{
+    struct lg_control *c = arg;
+    struct lg_ctl_request *found = NULL;
+    pthread_mutex_lock(&c->admin_lock);
+    for (struct lg_dlink *l = c->admin_waiting.first; l && !found; l = l->next) {
+        struct lg_ctl_request *r = lg_dlist_entry(l, struct lg_ctl_request, admin_link);
+        if (r->call == call)
+            found = r;
+    }
+    if (found)
+        lg_dlist_remove(&c->admin_waiting, &found->admin_link);
+    pthread_mutex_unlock(&c->admin_lock);
+    if (found)
+        resume_taken(found, false);
+}
+
+/* Take the waiting requests that pass `keep` off the list, then resume them as expired. */
+static void resume_waiting(struct lg_control *c, uint64_t now_ms, bool all)
+{
+    struct lg_dlist taken = {0};
+    pthread_mutex_lock(&c->admin_lock);
+    for (struct lg_dlink *l = c->admin_waiting.first, *next; l; l = next) {
+        next = l->next;
+        struct lg_ctl_request *r = lg_dlist_entry(l, struct lg_ctl_request, admin_link);
+        if (all || now_ms >= r->call_deadline_ms) {
+            lg_dlist_remove(&c->admin_waiting, l);
+            lg_dlist_push_tail(&taken, l);
+        }
+    }
+    pthread_mutex_unlock(&c->admin_lock);
+    for (struct lg_dlink *l = taken.first, *next; l; l = next) {
+        next = l->next; /* read first: once resumed, the request is its daemon's again */
+        resume_taken(lg_dlist_entry(l, struct lg_ctl_request, admin_link), true);
+    }
+}
+
+void lg_ctl_admin_sweep(struct lg_control *c, uint64_t now_ms)
+{
+    resume_waiting(c, now_ms, false);
+}
+
+void lg_ctl_admin_release(struct lg_control *c)
+{
+    resume_waiting(c, 0, true);
+}
+
+void lg_ctl_admin_forget(struct lg_control *c, struct lg_ctl_request *r)
+{
+    pthread_mutex_lock(&c->admin_lock);
+    lg_dlist_remove(&c->admin_waiting, &r->admin_link);
+    pthread_mutex_unlock(&c->admin_lock);
+}
+
 /*
- * Post r->call (first time), then hold the connection until every worker answered.
+ * Post r->call (first time), then suspend the connection until every worker answered.
  * Return value: 1 when the call is complete (answer it now), 0 when the connection is held
- * (the handler runs again on resume), -1 after queueing the 503 of a timeout.
+ * (the handler runs again on resume), -1 after queueing the 503 of a timeout, -2 when even
+ * that could not be queued.
  */
 static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
                          struct lg_ctl_request *r)
 {
     if (r->call_deadline_ms == 0) {
         r->call_deadline_ms = lg_mono_ms() + LG_ADMIN_CALL_TIMEOUT_MS;
+        r->call->answered = call_answered;
+        r->call->answered_arg = c;
         lg_hub_post_call(c->hub, r->call);
     }
-    /* The generation first: an answer after this read bumps it, so the hold resumes at once. */
-    uint64_t generation = lg_pacer_generation(c->pacer);
     if (lg_call_complete(r->call))
         return 1;
-    if (r->hold.expired || lg_mono_ms() >= r->call_deadline_ms) {
+    if (r->call_expired) {
         struct lg_ctl_error e = LG_CTL_ERROR_INIT;
         lg_ctl_fail(&e, 503, "unavailable",
                     "the workers did not answer within %u ms (or the gateway is stopping); retry",
@@ -187,7 +250,15 @@ static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
         return lg_ctl_reply_error(conn, &e, NULL) == 0 ? -1 : -2;
     }
     MHD_suspend_connection(conn);
-    lg_pacer_hold(c->pacer, &r->hold, conn, r->host, generation, 0, r->call_deadline_ms);
+    r->conn = conn;
+    pthread_mutex_lock(&c->admin_lock);
+    /* The last answer may have come since the look above, and found nothing to resume. */
+    bool answered = lg_call_complete(r->call);
+    if (!answered)
+        lg_dlist_push_tail(&c->admin_waiting, &r->admin_link);
+    pthread_mutex_unlock(&c->admin_lock);
+    if (answered)
+        lg_resume_served(conn, r->host);
     return 0;
 }
 

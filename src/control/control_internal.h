@@ -65,6 +65,11 @@ struct lg_control {
     uint32_t worker_count;        /* immutable: the hub's workers */
     int64_t started_unix_ms;      /* immutable: when the control port started */
     _Atomic bool draining;        /* set once by lg_control_drain(): publishes are refused */
+    /* Admin requests suspended until every worker answered their call (control_admin.c):
+     * whoever takes a request off the list (the call's completion, the sweep at its deadline,
+     * the stop) resumes it. */
+    pthread_mutex_t admin_lock;
+    struct lg_dlist admin_waiting; /* {admin_lock} of struct lg_ctl_request, by admin_link */
 };
 
 /* The publish routes' histograms (control_publish.c writes them from every worker's daemon with
@@ -96,11 +101,21 @@ struct lg_ctl_request {
     struct lg_publish_result remote_res;
     struct lg_grant *grant;   /* a publish token's grant (control_auth.c); NULL = the control
                                  token or no auth */
-    /* Admin calls to the workers (control_admin.c), held the same way until answered. */
+    /* Admin calls to the workers (control_admin.c), suspended until answered. */
     struct lg_call *call;     /* one reference, dropped by MHD_OPTION_NOTIFY_COMPLETED */
     const struct lg_loop_host *host; /* the loop serving this request's daemon */
+    struct MHD_Connection *conn;     /* while on admin_waiting: the connection to resume */
     uint64_t call_deadline_ms;/* monotonic; 0 = not posted yet */
+    struct lg_dlink admin_link;      /* {c->admin_lock} on c->admin_waiting */
+    bool call_expired;        /* resumed by the deadline or the stop, not by the answers */
 };
+
+/* Admin requests waiting for the workers (control_admin.c): resume those past their deadline
+ * (main thread, lg_control_sweep), resume every one (lg_control_stop, before the daemons
+ * stop), or forget r (its connection completed; any thread serving a daemon). */
+void lg_ctl_admin_sweep(struct lg_control *c, uint64_t now_ms);
+void lg_ctl_admin_release(struct lg_control *c);
+void lg_ctl_admin_forget(struct lg_control *c, struct lg_ctl_request *r);
 
 /* A route's handler: queue exactly one response (or hold the request, see
  * control_publish.c). r is NULL for routes without a body. Return value: 0, or -1 when

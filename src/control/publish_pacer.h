@@ -16,7 +16,8 @@
  *          before MHD_stop_daemon: MHD must not hold suspended connections then); later holds
  *          are resumed at once as expired. lg_pacer_destroy() frees it once no worker can call
  *          lg_pacer_room() any more (after the workers were joined). The app owns both calls.
- * Threads: lg_pacer_hold() on the threads serving the daemons (the workers); lg_pacer_room()
+ * Threads: lg_pacer_hold() on the threads serving the daemons (the workers, or with Redis the
+ *          store's thread); lg_pacer_room()
  *          on worker threads (one atomic load when nothing is held); the pacer thread calls
  *          lg_resume_served(): MHD_resume_connection(), which libmicrohttpd allows from any
  *          thread, then the host's wake-up. `lock` guards the list; it is never held while

@@ -148,8 +148,9 @@ struct lg_call *lg_hub_take_call(struct lg_hub *hub, uint32_t w)
 void lg_hub_call_done(struct lg_hub *hub, struct lg_call *call, uint32_t w)
 {
     (void)w;
+    (void)hub;
     bool last = atomic_fetch_sub_explicit(&call->pending, 1, memory_order_acq_rel) == 1;
+    if (last && call->answered)
+        call->answered(call->answered_arg, call);
     lg_call_unref(call);
-    if (last && hub->room)
-        hub->room(hub->room_arg);
 }

@@ -67,8 +67,8 @@ void lg_hub_history_totals(struct lg_hub *hub, uint64_t *topics, uint64_t *event
 void lg_hub_post_call(struct lg_hub *hub, struct lg_call *call);
 /* Worker w: its next call, or NULL. */
 struct lg_call *lg_hub_take_call(struct lg_hub *hub, uint32_t w);
-/* Worker w answered call (its slot is written): drops w's reference; the last answer calls
- * the hub's room callback, which resumes the control connections waiting (publish_pacer.h). */
+/* Worker w answered call (its slot is written): drops w's reference; the last answer runs
+ * the call's own completion (call->answered), which resumes the one request waiting for it. */
 void lg_hub_call_done(struct lg_hub *hub, struct lg_call *call, uint32_t w);
 
 #endif

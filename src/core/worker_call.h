@@ -49,6 +49,10 @@ struct lg_call {
     uint64_t client_id;
     char reason[LG_CALL_REASON_MAX + 1];
     struct lg_topic *ended;          /* END_TOPIC: a reference, dropped when the call is freed */
+    /* The asker's completion, run once by the worker whose answer was the last (on that
+     * worker's thread, the call still alive): it resumes whoever waits for this call. */
+    void (*answered)(void *arg, struct lg_call *call);
+    void *answered_arg;
     /* answers: slot w is worker w's */
     void *results[LG_MAX_WORKERS];   /* LIST_CLIENTS: json_t * array (freed with the call) */
     uint32_t found[LG_MAX_WORKERS];  /* KICK: 1 if w had the client; END_TOPIC: subscribers told */

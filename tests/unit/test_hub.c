@@ -19,10 +19,12 @@
 #include "check_main.h"
 #include "event.h"
 #include "hub.h"
+#include "hub_admin.h"
 #include "inbox.h"
 #include "log.h"
 #include "stats.h"
 #include "topic.h"
+#include "worker_call.h"
 
 #define WORKERS 2
 #define MS 1000000ull /* nanoseconds per millisecond */
@@ -468,6 +470,42 @@ START_TEST(worker_done_calls_the_room_callback)
     ck_assert_uint_eq(rooms, 1);
     lg_hub_worker_done(hub, 0);
     ck_assert_uint_eq(rooms, 2);
+}
+END_TEST
+
+static struct lg_call *answered_call;
+static unsigned answers;
+static void count_answer(void *arg, struct lg_call *call)
+{
+    ++*(unsigned *)arg;
+    answered_call = call;
+}
+
+/* An admin call completes through its own callback, once, on the last worker's answer, and
+ * never through the publish pacer's room callback (which would release every held publish). */
+START_TEST(the_last_answer_to_a_call_runs_its_own_completion_not_the_room_callback)
+{
+    open_hub();
+    lg_hub_on_room(hub, count_room, &rooms);
+    rooms = answers = 0;
+    answered_call = NULL;
+    struct lg_call *call = lg_call_new(LG_CALL_LIST_CLIENTS);
+    ck_assert_ptr_nonnull(call);
+    call->answered = count_answer;
+    call->answered_arg = &answers;
+    lg_hub_post_call(hub, call);
+    for (uint32_t w = 0; w < WORKERS; w++) {
+        struct lg_call *taken = lg_hub_take_call(hub, w);
+        ck_assert_ptr_eq(taken, call);
+        ck_assert_uint_eq(answers, 0);
+        ck_assert(!lg_call_complete(call));
+        lg_hub_call_done(hub, taken, w);
+    }
+    ck_assert_uint_eq(answers, 1);
+    ck_assert_ptr_eq(answered_call, call);
+    ck_assert(lg_call_complete(call));
+    ck_assert_uint_eq(rooms, 0);
+    lg_call_unref(call);
 }
 END_TEST
 
@@ -1149,7 +1187,8 @@ static Suite *hub_suite(void)
              retained_bytes_limit_evicts_the_topics_own_history_first,
              retained_bytes_held_by_another_topic_refuse_and_leave_it_alone,
              a_full_inbox_refuses_with_workers_behind_and_publishes_nothing,
-             worker_done_calls_the_room_callback);
+             worker_done_calls_the_room_callback,
+             the_last_answer_to_a_call_runs_its_own_completion_not_the_room_callback);
     LG_TCASE(s, "idempotency", setup, teardown,
              a_retry_with_the_same_key_answers_the_original_and_publishes_nothing,
              a_key_is_forgotten_once_its_event_leaves_history);
