@@ -39,6 +39,9 @@
 #include "store_redis.h"
 #include "topic.h"
 
+/* A remote topic nobody here wants is let go after this (Redis keeps its stream); longer
+ * than the store's linger on its channel, so a client that reconnects finds both warm. */
+#define LG_HUB_REMOTE_IDLE_NS (10ull * 1000000000ull)
 #define LG_HUB_SWEEP_BUCKETS 8192u /* per lg_hub_expire(): the default table (65,536) in 8 s */
 #define LG_HUB_SWEEP_TOPICS 2048u  /* ... and no more topics than this (15,000 in 8 s) */
 
@@ -577,34 +580,48 @@ void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
     pthread_mutex_lock(&t->lock);
     if (t->slots[w].subscribers > 0) {
         t->slots[w].subscribers--;
-        if (--t->listeners == 0)
+        if (--t->listeners == 0) {
             lg_stream_listen(t->stream, false);
+            t->unwanted_since_ns = lg_mono_ns();
+        }
     }
     pthread_mutex_unlock(&t->lock);
 }
 
-/* Only the registry holds t and nothing was ever published to it. Caller holds the registry
- * write lock (no lookup can take a reference meanwhile). */
-static bool collectable(struct lg_topic *t)
+/* Whether t may go, with t->lock held: only the registry holds it (no subscriber, no append
+ * in flight, no inbox entry) and letting it go loses nothing. A memory stream is the only
+ * copy of what was published, so only a topic never published to goes; a remote stream is
+ * kept by the store, and the topic is made anew (loading from it) when wanted again. */
+static bool idle_locked(const struct lg_topic *t, uint64_t now_ns)
 {
     if (atomic_load_explicit(&t->refs, memory_order_acquire) != 1)
         return false;
+    if (!t->stream->store->ops->remote)
+        return lg_stream_newest(t->stream) == 0;
+    /* unwanted for a while: a client that reconnects at once finds it warm */
+    return t->listeners == 0 && now_ns - t->unwanted_since_ns >= LG_HUB_REMOTE_IDLE_NS;
+}
+
+/* Caller holds the registry write lock (no lookup can take a reference meanwhile). */
+static bool collectable(struct lg_topic *t, uint64_t now_ns)
+{
     pthread_mutex_lock(&t->lock);
-    bool never_published = lg_stream_newest(t->stream) == 0;
+    bool idle = idle_locked(t, now_ns);
     pthread_mutex_unlock(&t->lock);
-    return never_published;
+    return idle;
 }
 
 /* Drop the deleted topics nobody holds any more and, when idle is true, the idle ones in
  * buckets [from, to). */
-static size_t collect_idle(struct lg_hub *hub, bool idle, size_t from, size_t to)
+static size_t collect_idle(struct lg_hub *hub, bool idle, size_t from, size_t to,
+                           uint64_t now_ns)
 {
     size_t collected = 0;
     pthread_rwlock_wrlock(&hub->registry_lock);
     for (size_t b = from; idle && b < to; b++) {
         for (struct lg_topic **pp = &hub->buckets[b]; *pp;) {
             struct lg_topic *t = *pp;
-            if (!collectable(t)) {
+            if (!collectable(t, now_ns)) {
                 pp = &t->next_in_bucket;
                 continue;
             }
@@ -630,8 +647,7 @@ static size_t collect_idle(struct lg_hub *hub, bool idle, size_t from, size_t to
 }
 
 /* One topic's share of the sweep: age out its history, average its publish rate over the time
- * since the sweep last saw it. Return value: whether only the registry holds it and it was
- * never published to (collectable). */
+ * since the sweep last saw it. Return value: whether it may go (idle_locked). */
 static bool sweep_topic(struct lg_topic *t, uint64_t now_ns)
 {
     pthread_mutex_lock(&t->lock);
@@ -642,14 +658,13 @@ static bool sweep_topic(struct lg_topic *t, uint64_t now_ns)
         t->publish_rate = newest >= t->rate_mark ? (newest - t->rate_mark) * 1000u / elapsed_ms : 0;
     t->rate_mark = newest;
     t->rate_mark_ns = now_ns;
-    bool idle = atomic_load_explicit(&t->refs, memory_order_relaxed) == 1 && newest == 0;
+    bool idle = idle_locked(t, now_ns);
     pthread_mutex_unlock(&t->lock);
     return idle;
 }
 
 size_t lg_hub_expire(struct lg_hub *hub)
 {
-    bool collect = !hub->store->ops->remote; /* a remote store tails every topic it opened */
     uint64_t now = lg_mono_ns();
     size_t idle = 0, topics = 0;
     size_t from = hub->sweep_next, b = from;
@@ -664,5 +679,5 @@ size_t lg_hub_expire(struct lg_hub *hub)
     pthread_rwlock_unlock(&hub->registry_lock);
     hub->sweep_next = b > hub->bucket_mask ? 0 : b;
     /* the write lock only when there is work */
-    return (idle && collect) || graves ? collect_idle(hub, collect, from, b) : 0;
+    return idle || graves ? collect_idle(hub, idle != 0, from, b, now) : 0;
 }

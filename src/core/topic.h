@@ -47,6 +47,7 @@ struct lg_topic {
     struct lg_stream *stream;      /* {lock} every call on it; the pointer is immutable */
     uint32_t listeners;            /* {lock} subscriptions over every worker: a remote store
                                       follows the topic's live feed while there are any */
+    uint64_t unwanted_since_ns;    /* {lock} monotonic: when listeners last fell to 0 */
     uint64_t remote_wake;          /* {lock} workers a remote store's delivery gave events to,
                                       woken once it lets the topic go (hub_remote.c) */
     struct lg_topic *next_in_bucket; /* {hub registry lock} */

@@ -976,6 +976,45 @@ static void schedule_tick(struct redis_shard *sh, uint32_t ms)
     lg_redis_bridge_later(sh->bridge, ms, on_tick, sh);
 }
 
+/* Take s off the bridge's own lists (streams_lock held). */
+static void unlist(struct redis_shard *sh, struct redis_stream *s)
+{
+    struct redis_stream **pp, *prev = NULL;
+    for (pp = &sh->queue_head; *pp && *pp != s; prev = *pp, pp = &(*pp)->queue_next)
+        ;
+    if (*pp) {
+        *pp = s->queue_next;
+        if (sh->queue_tail == s)
+            sh->queue_tail = prev;
+    }
+    for (pp = &sh->linger; *pp && *pp != s; pp = &(*pp)->linger_next)
+        ;
+    if (*pp)
+        *pp = s->linger_next;
+    for (pp = &sh->stalled; *pp && *pp != s; pp = &(*pp)->stalled_next)
+        ;
+    if (*pp)
+        *pp = s->stalled_next;
+}
+
+/* The streams whose topic the hub let go (close_stream): leave their channels and free them.
+ * A read still in flight finds no stream by its id, a message or an unsubscribe confirmation
+ * no stream by its channel; a behind mark this node set expires (BEHIND_TTL_MS). */
+static void take_closing(struct redis_shard *sh)
+{
+    pthread_mutex_lock(&sh->interest_lock);
+    struct redis_stream *s = sh->closing;
+    sh->closing = NULL;
+    pthread_mutex_unlock(&sh->interest_lock);
+    for (struct redis_stream *next; s; s = next) {
+        next = s->closing_next;
+        if (s->sub == REDIS_SUB_ASKED || s->sub == REDIS_SUB_ON)
+            lg_redis_unsubscribe(sh->bridge, s->key_channel, strlen(s->key_channel));
+        unlist(sh, s);
+        lg_redis__stream_free(s);
+    }
+}
+
 /* The streams whose interest changed since the last kick (each once), in any order. */
 static void take_marked(struct redis_shard *sh, uint64_t now_ms)
 {
@@ -999,6 +1038,7 @@ void lg_redis__run_kick(struct lg_redis_job *job, bool up)
     if (!up)
         return; /* lg_redis__on_up() subscribes every wanted stream */
     pthread_mutex_lock(&sh->streams_lock);
+    take_closing(sh); /* first: a topic made anew subscribes its channel after the old left */
     take_marked(sh, lg_mono_ms());
     pump(sh);
     pthread_mutex_unlock(&sh->streams_lock);
@@ -1074,6 +1114,7 @@ static void resubscribe(struct redis_shard *sh)
 {
     uint64_t now = lg_mono_ms();
     pthread_mutex_lock(&sh->streams_lock);
+    take_closing(sh);
     take_marked(sh, now);
     for (struct redis_stream *s = sh->streams; s; s = s->next)
         if (s->sub == REDIS_SUB_NONE && listening(s, now))

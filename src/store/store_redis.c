@@ -356,14 +356,9 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
     return &s->base;
 }
 
-static void close_stream(struct lg_stream *base)
+void lg_redis__stream_free(struct redis_stream *s)
 {
-    struct redis_stream *s = rs(base);
     struct redis_shard *sh = s->shard;
-    /* Unlinked, nothing on the bridge can reach it (loads name it by id, the tail reads the
-     * list under the lock). Appends must not be pending (the hub closes streams only after
-     * the bridge stopped: it collects no Redis topic while it runs). */
-    pthread_mutex_lock(&sh->streams_lock);
     for (struct redis_stream **pp = &sh->streams; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
             *pp = s->next;
@@ -371,7 +366,24 @@ static void close_stream(struct lg_stream *base)
         }
     }
     lg_redis__index_remove(sh, s);
-    pthread_mutex_unlock(&sh->streams_lock);
+    stream_free(s);
+}
+
+/*
+ * The hub let the topic go (nothing local holds it: no subscriber, no append in flight). From
+ * here nothing is delivered for it: every bridge path that reads the owner does so and uses it
+ * under streams_lock, taken here. While the bridge runs, it is the one that leaves the
+ * channel and frees the stream (its reads in flight find it by id, its lists link it); once it
+ * stopped, nothing else can reach the stream.
+ */
+static void close_stream(struct lg_stream *base)
+{
+    struct redis_stream *s = rs(base);
+    struct redis_shard *sh = s->shard;
+    pthread_mutex_lock(&sh->streams_lock);
+    pthread_mutex_lock(&s->lock);
+    s->owner = NULL;
+    pthread_mutex_unlock(&s->lock);
     pthread_mutex_lock(&sh->interest_lock);
     for (struct redis_stream **pp = &sh->marked; *pp; pp = &(*pp)->marked_next) {
         if (*pp == s) {
@@ -379,8 +391,18 @@ static void close_stream(struct lg_stream *base)
             break;
         }
     }
+    s->marked = false;
+    bool later = lg_redis_bridge_state(sh->bridge) != LG_REDIS_STOPPED;
+    if (later) {
+        s->closing_next = sh->closing;
+        sh->closing = s;
+    }
     pthread_mutex_unlock(&sh->interest_lock);
-    stream_free(s);
+    if (!later)
+        lg_redis__stream_free(s);
+    pthread_mutex_unlock(&sh->streams_lock);
+    if (later)
+        lg_redis__kick(sh);
 }
 
 static void stream_bind(struct lg_stream *base, void *owner)
@@ -517,6 +539,12 @@ static void unhost(struct lg_store *store)
 static void shard_release(struct redis_shard *sh)
 {
     lg_redis_bridge_destroy(sh->bridge);
+    pthread_mutex_lock(&sh->streams_lock); /* the closings the bridge never got to */
+    for (struct redis_stream *s = sh->closing, *next; s; s = next) {
+        next = s->closing_next;
+        lg_redis__stream_free(s);
+    }
+    pthread_mutex_unlock(&sh->streams_lock);
     pthread_mutex_destroy(&sh->streams_lock);
     pthread_mutex_destroy(&sh->interest_lock);
     free(sh->by_channel);

@@ -69,6 +69,7 @@ struct redis_stream {
     bool held_overflow;         /* more came than LG_REDIS_HELD_MAX: the stream has them */
     struct redis_stream *queue_next, *linger_next, *stalled_next;
     struct redis_stream *taken_next; /* the marked list as the bridge took it */
+    struct redis_stream *closing_next; /* {interest_lock} on the shard's closing list */
     uint64_t id;                /* {shard->streams_lock} what a read in flight names it by */
     struct redis_stream *next;  /* {shard->streams_lock} every open stream of its shard */
     struct redis_stream *next_by_channel; /* {shard->streams_lock} the channel index's chain */
@@ -92,7 +93,10 @@ struct redis_shard {
     uint64_t next_id;                 /* {streams_lock} */
     pthread_mutex_t interest_lock;    /* a leaf lock: the hub takes it under a topic lock */
     struct redis_stream *marked;      /* {interest_lock} streams whose interest changed */
-    struct lg_redis_job kick;         /* take the changed interests, subscribe, load */
+    struct redis_stream *closing;     /* {interest_lock} streams whose topic went: the bridge
+                                         leaves their channels and frees them */
+    struct lg_redis_job kick;         /* take the changed interests and closings, subscribe,
+                                         load */
     _Atomic bool kick_queued;
     struct lg_redis_job unstall;      /* a worker made room: retry the stalled streams now */
     _Atomic bool unstall_queued;
@@ -147,5 +151,8 @@ void lg_redis__load_scripts(struct redis_shard *sh);
 #define LG_REDIS_HELD_MAX 1024      /* messages held per stream while a read is in flight */
 /* Release what s holds (bridge thread; also when the stream is freed). */
 void lg_redis__release_held(struct redis_stream *s);
+/* Unlink s from its shard's list and channel index and free it (streams_lock held, and no
+ * thread can reach s any more: the bridge thread, or the bridge stopped). */
+void lg_redis__stream_free(struct redis_stream *s);
 
 #endif

@@ -1244,6 +1244,67 @@ START_TEST(sentinel_failover_while_publishing_nothing_acknowledged_lost)
 }
 END_TEST
 
+/* Wait (bounded) until the node's livegate_topics_collected_total reaches at least want. */
+static bool collected_at_least(const struct lg_server *s, double want, int timeout_ms)
+{
+    int64_t deadline = lg_now_ms() + timeout_ms;
+    double got;
+    while ((got = lg_metric(s->control_port, "livegate_topics_collected_total")) < want &&
+           lg_now_ms() < deadline)
+        usleep(20000);
+    return got >= want;
+}
+
+/* A node lets go of the topics nobody there wants (publish-only ones at the next sweep, a
+ * subscribed one 10 s after its last subscriber left): Redis keeps their streams, so
+ * limits.max_topics bounds what a node holds at once, not how many topics it ever saw. A
+ * client that resumes on a topic let go gets exactly what was published meanwhile. */
+START_TEST(topics_nobody_wants_are_let_go_and_come_back_from_redis)
+{
+    struct lg_server a, b;
+    node_start(&a, "\"limits\": {\"max_topics\": 40}");
+    node_start(&b, NULL);
+    struct lg_sse_client sub;
+    lg_sse_must_open(&sub, a.public_port, "/sse?topic=kept", NULL);
+    static char acked[4][ID_MAX];
+    ck_assert_int_eq(publish(&b, "kept", "k0", acked[0]), 201);
+    static struct seen v;
+    memset(&v, 0, sizeof v);
+    sse_collect(&sub, &v, 1);
+    lg_sse_close(&sub);
+    double collected = lg_metric(a.control_port, "livegate_topics_collected_total");
+    for (int round = 0; round < 3; round++) { /* 90 topics through a node that holds 40 */
+        for (int i = 0; i < 30; i++) {
+            char topic[32];
+            snprintf(topic, sizeof topic, "once-%d-%d", round, i);
+            ck_assert_int_eq(publish(&a, topic, "x", NULL), 201);
+        }
+        collected += 30;
+        ck_assert_msg(collected_at_least(&a, collected, WAIT_MS),
+                      "round %d: the publish-only topics were not let go", round);
+    }
+    for (int i = 1; i < 4; i++) {
+        char data[8];
+        snprintf(data, sizeof data, "k%d", i);
+        ck_assert_int_eq(publish(&b, "kept", data, acked[i]), 201);
+    }
+    ck_assert_msg(collected_at_least(&a, collected + 1, 20000),
+                  "the topic its subscriber left was not let go");
+    char path[256];
+    snprintf(path, sizeof path, "/sse?topic=kept&last_event_id=%s", acked[0]);
+    lg_sse_must_open(&sub, a.public_port, path, NULL);
+    memset(&v, 0, sizeof v);
+    sse_collect(&sub, &v, 3);
+    expect_ids("SSE resuming on A", &v, acked + 1, 3);
+    ck_assert_str_eq(v.data[0], "k1");
+    ck_assert_str_eq(v.data[2], "k3");
+    lg_sse_expect_quiet(&sub, 200);
+    lg_sse_close(&sub);
+    lg_server_must_stop(&a);
+    lg_server_must_stop(&b);
+}
+END_TEST
+
 static Suite *scaling_suite(void)
 {
     Suite *s = suite_create("scaling");
@@ -1261,7 +1322,8 @@ static Suite *scaling_suite(void)
                          pubsub_connection_lost_alone_nothing_lost,
                          a_cursor_from_one_node_is_valid_on_the_other_at_once,
                          two_shards_topics_land_on_both_each_node_delivers_both,
-                         clients_move_both_ways_around_a_node_killed_and_restarted);
+                         clients_move_both_ways_around_a_node_killed_and_restarted,
+                         topics_nobody_wants_are_let_go_and_come_back_from_redis);
     tcase_set_timeout(tc, 60);
     TCase *sentinel = LG_TCASE(s, "sentinel", setup_sentinel, teardown_sentinel,
                                sentinel_node_publishes_only_what_a_replica_has,
