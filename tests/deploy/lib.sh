@@ -1,0 +1,62 @@
+# lib.sh - what the deployment tests (tests/deploy/test_*.sh) share: bounded waits on a log or
+# an output file, and one publish + subscribe round trip with curl against a running gateway.
+# Every wait polls a condition with a bounded number of tries; every address is loopback.
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 0; }
+
+# wait_grep FILE REGEX [TRIES (x 0.1 s, default 300)]: until FILE has a line matching REGEX.
+wait_grep() {
+  local file=$1 re=$2 tries=${3:-300}
+  for ((i = 0; i < tries; i++)); do
+    grep -qE -- "$re" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "no line matching '$re' in $file after $tries tries; it holds:" >&2
+  cat "$file" >&2 2>/dev/null || true
+  return 1
+}
+
+# pubsub PUBLIC_BASE CONTROL_BASE TOPIC: an SSE subscriber on TOPIC, then a publish on the
+# control port (201), then the subscriber must receive exactly that event. Both bases are
+# http://127.0.0.1:PORT. `CURL` may name a wrapper (e.g. a command run inside a container).
+pubsub() {
+  local pub=$1 ctl=$2 topic=$3 out status
+  out=$(mktemp)
+  ${CURL:-curl} -sN --max-time 20 "$pub/sse?topic=$topic" >"$out" &
+  local sub=$!
+  # The stream's first bytes (retry:, then the topic's position) mean it is subscribed.
+  wait_grep "$out" '^id: ' 200 || { kill "$sub" 2>/dev/null; fail "no SSE stream from $pub"; }
+  status=$(${CURL:-curl} -s -o /dev/null -w '%{http_code}' -d "hello $topic" "$ctl/v1/topics/$topic/events")
+  [[ "$status" == 201 ]] || { kill "$sub" 2>/dev/null; fail "publish on $ctl answered $status, not 201"; }
+  wait_grep "$out" "^data: hello $topic\$" 200 || { kill "$sub" 2>/dev/null; fail "the event never reached the subscriber"; }
+  kill "$sub" 2>/dev/null || true
+  wait "$sub" 2>/dev/null || true
+  # The event's frame, byte for byte: its id (the second on this topic), type and data.
+  grep -qzP "id: $topic@[0-9a-f]+:1\nevent: message\ndata: hello $topic\n\n" "$out" \
+    || { cat "$out" >&2; fail "the SSE frame is not the published event"; }
+  rm -f "$out"
+  echo "ok: publish + subscribe on $topic through $pub"
+}
+
+# start_gateway LOG CMD...: runs CMD (a livegate with --public/--control 127.0.0.1:0) in the
+# background with its output in LOG; sets GW_PID, GW_PUBLIC and GW_CONTROL (http://HOST:PORT)
+# from its startup line.
+start_gateway() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 &
+  GW_PID=$!
+  wait_grep "$log" 'listening public=' 300 || fail "the gateway did not start: $*"
+  local line
+  line=$(grep -m1 'listening public=' "$log")
+  GW_PUBLIC=http://$(sed -E 's/.*public=([^ ]+).*/\1/' <<<"$line")
+  GW_CONTROL=http://$(sed -E 's/.*control=([^ ]+).*/\1/' <<<"$line")
+}
+
+# stop_gateway: SIGTERM, then the exit status must be 0 (a clean drain).
+stop_gateway() {
+  kill -TERM "$GW_PID"
+  local rc=0
+  wait "$GW_PID" || rc=$?
+  [[ $rc == 0 ]] || fail "the gateway exited $rc on SIGTERM"
+}
