@@ -32,9 +32,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Libraries from dpkg-shlibdeps (dpkg-dev); libwebsockets loads its libev plugin with dlopen,
-# which no ELF header names, and the maintainer scripts run useradd (passwd).
+# which no ELF header names; the maintainer scripts run useradd (passwd) and the unit's
+# ExecReload /bin/kill (procps).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libwebsockets-evlib-ev, passwd")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libwebsockets-evlib-ev, passwd, procps")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_SOURCE_DIR}/packaging/debian/conffiles ${CMAKE_SOURCE_DIR}/packaging/debian/postinst
     ${CMAKE_SOURCE_DIR}/packaging/debian/prerm ${CMAKE_SOURCE_DIR}/packaging/debian/postrm)

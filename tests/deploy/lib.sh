@@ -60,3 +60,25 @@ stop_gateway() {
   wait "$GW_PID" || rc=$?
   [[ $rc == 0 ]] || fail "the gateway exited $rc on SIGTERM"
 }
+
+# The Debian 12 minbase root the package and image tests start from, made once by mmdebstrap
+# from the Debian archive (about a minute) and kept as a tarball in LG_DEPLOY_CACHE (default
+# /var/cache/livegate-test); every test unpacks a fresh copy, so each run starts clean.
+# Prints the tarball's path.
+deploy_cache=${LG_DEPLOY_CACHE:-/var/cache/livegate-test}
+debian_root_tarball() {
+  local tarball=$deploy_cache/bookworm-minbase.tar
+  if [[ ! -s "$tarball" ]]; then
+    mkdir -p "$deploy_cache" && rm -rf "$tarball.part" || return 1
+    echo "making $tarball with mmdebstrap (once)" >&2
+    mmdebstrap --quiet --variant=minbase --format=tar bookworm "$tarball.part" \
+      "deb http://deb.debian.org/debian bookworm main" \
+      "deb http://deb.debian.org/debian bookworm-updates main" \
+      "deb http://deb.debian.org/debian-security bookworm-security main" >&2 || return 1
+    mv "$tarball.part" "$tarball" || return 1
+  fi
+  echo "$tarball"
+}
+
+# in_root ROOT CMD...: in_root.sh, which says how.
+in_root() { "$(dirname "${BASH_SOURCE[0]}")/in_root.sh" "$@"; }
