@@ -33,8 +33,9 @@ if [[ "$mode" == --test ]]; then
     prometheus
     # tests/deploy: groff checks the man page, systemd-analyze the unit; mmdebstrap makes the
     # clean Debian root the package is installed in and the images' base; podman (with runc:
-    # crun refuses this kind of machine's hybrid cgroups) builds and runs the images
-    groff-base systemd mmdebstrap podman runc
+    # crun refuses this kind of machine's hybrid cgroups) builds and runs the images, and
+    # tests/deploy/compose_pod.py reads compose.yml with python3-yaml
+    groff-base systemd mmdebstrap podman runc python3-yaml
   )
   # The client tests (tests/browser): headless Chromium, nginx in front of the gateway, Node.js
   # with npm for playwright-core and the linters. A Node that is already there (another build
