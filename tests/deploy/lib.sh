@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - what the deployment tests (tests/deploy/test_*.sh) share: bounded waits on a log or
 # an output file, and one publish + subscribe round trip with curl against a running gateway.
 # Every wait polls a condition with a bounded number of tries; every address is loopback.
