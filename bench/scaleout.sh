@@ -280,11 +280,11 @@ lgb_side_options scaleout.sh 25 "$@"
 [ $mode = smoke ] && install=0 # the smoke runs in CI: it never installs anything
 t0=$SECONDS
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
-    { lgb_log "redis-server / redis-cli missing (scripts/setup.sh installs them)"; exit 1; }
+    { lgb_log "redis-server / redis-cli missing (scripts/setup.sh --test installs them)"; exit 1; }
 if [[ " $targets " == *" nchan "* ]] && ! lgb_nchan_available "$install"; then
     targets=${targets/nchan/}
     if [ $mode = smoke ]; then
-        echo "scaleout smoke: nginx's nchan module is absent: livegate only (LG_SETUP_BENCH=1 scripts/setup.sh installs it)"
+        echo "scaleout smoke: nginx's nchan module is absent: livegate only (LG_SETUP_BENCH=1 scripts/setup.sh --test installs it)"
     else
         lgb_log "nginx + libnginx-mod-nchan unavailable: livegate only"
     fi

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "loop_guest.h"
 #include "publish_pacer.h"
+#include "sd_notify.h"
 #include "sys_stats.h"
 #include "worker.h"
 
@@ -50,7 +51,12 @@ static uint32_t worker_count(const struct lg_config *cfg)
     return n > LG_MAX_WORKERS ? LG_MAX_WORKERS : (uint32_t)n;
 }
 
-/* static_dir "" means <directory of the binary>/../static, so build/livegate finds the repo's. */
+/*
+ * static_dir "" means the first directory that exists of: the installed data directory
+ * (LG_DATA_DIR, compiled in: a packaged /usr/bin/livegate), the same directory relative to the
+ * binary (LG_DATA_DIR_FROM_BIN: an install tree under another prefix), and <directory of the
+ * binary>/../static (build/livegate finds the repository's).
+ */
 static void resolve_static_dir(struct lg_app *app)
 {
     char wanted[PATH_MAX];
@@ -60,7 +66,14 @@ static void resolve_static_dir(struct lg_app *app)
         char exe[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
-        snprintf(wanted, sizeof wanted, "%s/../static", dirname(exe));
+        const char *bin = dirname(exe);
+        char from_bin[PATH_MAX];
+        snprintf(from_bin, sizeof from_bin, "%s/%s", bin, LG_DATA_DIR_FROM_BIN);
+        snprintf(wanted, sizeof wanted, "%s/../static", bin);
+        if (access(LG_DATA_DIR, R_OK | X_OK) == 0)
+            snprintf(wanted, sizeof wanted, "%s", LG_DATA_DIR);
+        else if (access(from_bin, R_OK | X_OK) == 0)
+            snprintf(wanted, sizeof wanted, "%s", from_bin);
     }
     if (!realpath(wanted, app->static_dir)) {
         lg_warn("static_dir %s: %s; static files will answer 404", wanted, strerror(errno));
@@ -237,6 +250,15 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
     }
 }
 
+/* systemd's Type=notify (packaging/livegate.service): ready once both ports listen, stopping
+ * once the drain begins. Nothing happens outside a service manager. */
+static void notify_service_manager(const char *state)
+{
+    int rc = lg_sd_notify(state);
+    if (rc < 0)
+        lg_warn("NOTIFY_SOCKET %s: %s", state, strerror(-rc));
+}
+
 static void drain(struct lg_app *app)
 {
     /* Publishes first: the streams that would carry them are about to end. */
@@ -325,7 +347,10 @@ int lg_app_run(const struct lg_config *cfg)
     lg_log_lifecycle("livegate %s listening public=%s control=%s workers=%u", LG_VERSION, pub, ctl,
                      app.worker_count);
 
+    notify_service_manager("READY=1");
+
     serve_until_signal(&app, &signals);
+    notify_service_manager("STOPPING=1");
     drain(&app);
     stop(&app);
     lg_log_lifecycle("livegate stopped cleanly");

@@ -106,7 +106,9 @@ static const struct lg_setting lg_settings[] = {
       .def = LG_LOG_TEXT, .names = lg_log_format_names,
       .doc = "log lines: text, or json (one object a line)" },
     { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,
-      .max = 4095, .def_text = "", .doc = "static files directory; \"\" = <binary dir>/../static" },
+      .max = 4095, .def_text = "",
+      .doc = "static files directory; \"\" = the installed share/livegate/static, else "
+             "<binary dir>/../static" },
     { .key = "trusted_proxies", .type = LG_SETTING_STRING, .offset = LG_OFF(trusted_proxies),
       .min = 0, .max = 4095, .def_text = "127.0.0.1, ::1",
       .doc = "proxies whose X-Forwarded-For names the client (numeric addresses, comma-separated)" },
