@@ -31,7 +31,6 @@
 
 _Static_assert(LG_MAX_WORKERS <= LG_WORKER_STATS_MAX, "a worker_stats slot per worker");
 
-#define LOAD_WINDOW_NS 1000000 /* the window of the worker's busy share (worker_internal.h) */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
 /* Tags for the two RAW_FILE wsis this worker adopts (lws opaque user data). */
@@ -351,22 +350,12 @@ static void send_pings(struct lg_worker *w, uint64_t now_ms)
     }
 }
 
-/* Serve the guest with the publishes it makes fed into this pass of the loop
- * (lg_worker_wake()): from the loop's own callbacks, never from the sweep. */
-static void serve_guest_feeding(struct lg_worker *w)
-{
-    lg_worker_feeding = w;
-    lg_worker_serve_guest(w);
-    lg_worker_feeding = NULL;
-}
-
 static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
-    /* The guest's own timeouts (idle control connections), and a request that came in this
-     * pass: it is served here as it would be from its descriptor's callback. */
-    serve_guest_feeding(w);
+    /* The guest's own timeouts (idle control connections). */
+    lg_worker_serve_guest(w);
     lg_acceptor_expire(w->acceptor, now);
     send_heartbeats(w, now);
     send_pings(w, now);
@@ -399,21 +388,21 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
 static void on_guest_ready(struct ev_loop *loop, ev_io *watcher, int revents)
 {
     (void)loop, (void)revents;
-    serve_guest_feeding(watcher->data);
+    lg_worker_serve_guest(watcher->data);
 }
 
 /* The guest had work left at its last turn. */
 static void on_guest_again(struct ev_loop *loop, ev_timer *watcher, int revents)
 {
     (void)loop, (void)revents;
-    serve_guest_feeding(watcher->data);
+    lg_worker_serve_guest(watcher->data);
 }
 
 /* Someone resumed one of the guest's connections. */
 static void on_guest_woken(struct ev_loop *loop, ev_async *watcher, int revents)
 {
     (void)loop, (void)revents;
-    serve_guest_feeding(watcher->data);
+    lg_worker_serve_guest(watcher->data);
 }
 
 static void wake_for_guest(void *arg)
@@ -449,19 +438,6 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
     }
 }
 
-/* The worker's recent load, for the sweep's choice of who goes first (worker_sweep.c): the
- * share of each window of at least LOAD_WINDOW_NS that the loop spent in callbacks. */
-static void count_load(struct lg_worker *w, uint64_t pass_start, uint64_t pass_end)
-{
-    w->window_ns += pass_end - w->pass_end_ns;
-    w->window_busy_ns += pass_end - pass_start;
-    w->pass_end_ns = pass_end;
-    if (w->window_ns < LOAD_WINDOW_NS)
-        return;
-    w->busy_pct = (uint32_t)(w->window_busy_ns * 100 / w->window_ns);
-    w->window_ns = w->window_busy_ns = 0;
-}
-
 /* Every callback of the loop runs inside this: the time it takes is the worker's busy time
  * (the rest is spent waiting in epoll), so a scrape can see how saturated each worker is. */
 static void invoke_pending_timed(struct ev_loop *loop)
@@ -473,7 +449,6 @@ static void invoke_pending_timed(struct ev_loop *loop)
     _Atomic uint64_t *busy = &lg_worker_stats[w->index].busy_ns; /* this thread's alone */
     atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) +
                                     (end - start), memory_order_relaxed);
-    count_load(w, start, end);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */

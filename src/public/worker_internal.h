@@ -63,9 +63,6 @@ struct lg_worker {
     struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
     struct lg_dlist dirty;              /* connections given events, in the order to write them */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
-    uint64_t pass_end_ns;               /* when the loop's last pass of callbacks ended */
-    uint64_t window_ns, window_busy_ns; /* the load window under way: its length, its busy part */
-    uint32_t busy_pct;                  /* the busy share of the last full window (0-100) */
     struct lg_dlist quiet;              /* SSE streams, least recently written first */
     struct lg_dlist keepalive;          /* WebSocket streams, least recently heard first */
     struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
@@ -86,14 +83,9 @@ struct lg_worker {
     uint64_t jitter_state;              /* xorshift64 for drain moments (this thread only) */
 };
 
-/* Wake worker arg from any thread (the hub's wake function). On the worker's own thread while
- * it serves its guest (lg_worker_feeding == w) the wake-up joins the pass of the loop under
- * way instead. */
+/* Wake worker arg from any thread (the hub's wake function): schedule on_woken() on its
+ * loop. It never runs the worker's work itself, whoever calls it. */
 void lg_worker_wake(void *arg);
-/* The worker whose guest this thread is serving from one of the loop's own callbacks (the
- * guest's readiness, its zero timer and wake-up, the tick); NULL otherwise. Only then may a wake-up be fed into the pass under way: a feed from the sweep
- * would keep the loop out of epoll_wait for as long as publishes keep coming. */
-extern _Thread_local struct lg_worker *lg_worker_feeding;
 /* Serve the guest once, if there is one. */
 void lg_worker_serve_guest(struct lg_worker *w);
 /* Take events from the inbox and write the connections given output: one round of writes,

