@@ -25,7 +25,8 @@ struct lg_topic;
 
 struct lg_event {
     _Atomic uint32_t refcount;
-    struct lg_topic *topic;     /* borrowed: topics live until the hub is destroyed */
+    struct lg_topic *topic;     /* borrowed: valid while its holder holds a topic reference
+                                   (the topic's history, an inbox entry, a subscription) */
     const char *topic_name;     /* NUL-terminated copy inside this event */
     uint32_t epoch;             /* the topic's epoch when published */
     uint64_t seq;               /* per-topic sequence number, 1-based, no holes at publish */

@@ -310,9 +310,10 @@ static void send_heartbeats(struct lg_worker *w, uint64_t now_ms)
 
 /*
  * Pings one tick may send: twice the steady rate (every WebSocket once per ping interval), at
- * least PINGS_PER_TICK_MIN. Connections opened together fall due together; each ping is a
- * send, so 15,000 at once held events for about 110 ms. Capped, the ones left go out in the
- * next ticks (a ping interval is a minimum silence, and the pong timeout counts from the ping).
+ * least PINGS_PER_TICK_MIN. Connections opened together fall due together and each ping is a
+ * send, so pinging them all in one tick would hold events back for that tick. Capped, the ones
+ * left go out in the next ticks (a ping interval is a minimum silence, and the pong timeout
+ * counts from the ping).
  */
 #define PINGS_PER_TICK_MIN 256
 
@@ -326,8 +327,8 @@ static size_t pings_per_tick(const struct lg_worker *w)
 /* WebSocket keepalive. The list is in the order peers were last heard from, so the walk
  * stops at the first one heard within websocket.ping_interval_ms: a tick costs the streams
  * that are due or awaiting a pong, not every connection. (lws' own keepalive, its
- * retry_and_idle_policy, kept each connection's timer in a sorted list: every connect and
- * every pong walked it, O(connections), 57 % of the CPU while 10,000 WebSockets connected.) */
+ * retry_and_idle_policy, keeps each connection's timer in a sorted list that every connect
+ * and every pong walks: O(connections) each; docs/performance-history.md.) */
 static void send_pings(struct lg_worker *w, uint64_t now_ms)
 {
     const struct lg_config *cfg = w->shared.cfg;

@@ -1,5 +1,5 @@
 /*
- * worker_internal.h - the worker's state, shared by the two files that implement a worker:
+ * worker_internal.h - the worker's state, shared by the four files that implement a worker:
  * worker.c (the loop, the lws context, accepting, drain, tick, life cycle), worker_timers.c
  * (the connections' deadlines), worker_sweep.c
  * (taking events from the inbox, offering them to subscribers, writing connections out) and

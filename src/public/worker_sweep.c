@@ -45,7 +45,7 @@ static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t no
     for (; sn; sn = next) {
         struct lg_subscriber *s = sn->owner;
         /* Each subscriber is a cache miss of its own: start fetching the next one's queue
-         * while this one is served (5,000 subscribers x every event at saturation). */
+         * while this one is served. */
         next = sn->next;
         if (next) {
             __builtin_prefetch(next->next);

@@ -2,12 +2,11 @@
  * worker_timers.c - the deadlines of a worker's connections: a held long-poll's timeout, a
  * keep-alive connection's idle and request-head limits. One per connection, in a min-heap
  * keyed by the monotonic clock, with one lws timer for the earliest. lws' per-connection timer
- * (lws_set_timer_usecs) was used before, with two faults in lws 4.1.6: every armed timer is in
- * one sorted list whose insert walks it (with 1,000 held polls re-armed 50 times a second, 24 %
- * of the worker's CPU was lws_dll2_add_sorted), and LWS_SET_TIMER_USEC_CANCEL does not cancel:
- * the macro adds it to the clock, so the timer fires at once, and a keep-alive connection whose
- * timer was "cancelled" was closed as idle (about 3,000 long-poll reconnects in a 3 s run of
- * 1,000 pollers). Here arming costs O(log n) and cancelling removes the deadline.
+ * (lws_set_timer_usecs) has two faults in lws 4.1.6: every armed timer is in one sorted list
+ * whose insert walks it (O(n) per re-armed held poll), and LWS_SET_TIMER_USEC_CANCEL does not
+ * cancel: the macro adds it to the clock, so the timer fires at once and a keep-alive
+ * connection whose timer was "cancelled" is closed as idle. Here arming costs O(log n) and
+ * cancelling removes the deadline.
  *
  * Owns:    nothing beyond the worker's heap and timer (worker_internal.h); the nodes are the
  *          connections' (conn.h `timer`).
