@@ -444,12 +444,6 @@ void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg
     }
 }
 
-void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub)
-{
-    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
-        unlink_listener(sn, hub, s->worker);
-}
-
 void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
 {
     struct lg_subscription *sn = s->subs;

@@ -66,7 +66,7 @@ struct lg_subscription {
 };
 
 struct lg_subscriber {
-    const struct lg_transport_ops *ops; /* renders what is owed (LG_TRANSPORT_SSE, _WS, _POLL) */
+    const struct lg_transport_ops *ops; /* renders what is owed (lg_transport_sse, _ws, _poll) */
     uint32_t worker;
     const struct lg_queue_bounds *bounds;
     struct lg_hub *hub;             /* borrowed: where replay pages come from */
@@ -123,9 +123,6 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
 void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);
-
-/* Stop listening to every topic but keep positions (long-poll answered). */
-void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub);
 
 void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub);
 

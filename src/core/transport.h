@@ -92,9 +92,4 @@ extern const struct lg_transport_ops lg_transport_poll;
 extern const struct lg_transport_ops lg_transport_ws;
 extern const struct lg_transport_ops lg_transport_http;
 
-/* The names callers used when the transport was an enum. */
-#define LG_TRANSPORT_SSE (&lg_transport_sse)
-#define LG_TRANSPORT_WS (&lg_transport_ws)
-#define LG_TRANSPORT_POLL (&lg_transport_poll)
-
 #endif

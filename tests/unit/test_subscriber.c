@@ -122,7 +122,7 @@ static void subscribe_new(struct lg_subscriber *s, const struct lg_transport_ops
 /* An SSE subscriber on worker 0 listening to name from now on. */
 static void sse_live(struct lg_subscriber *s, const char *name)
 {
-    subscribe_new(s, LG_TRANSPORT_SSE, name, NULL);
+    subscribe_new(s, &lg_transport_sse, name, NULL);
 }
 
 /* Render everything owed as one SSE string (caller frees). */
@@ -202,7 +202,7 @@ END_TEST
 START_TEST(resume_replays_exactly_the_missed_events)
 {
     struct lg_subscriber s;
-    resume_after_numbered(&s, LG_TRANSPORT_SSE, 3, 1);
+    resume_after_numbered(&s, &lg_transport_sse, 3, 1);
     publish("a", "4");
     deliver(); /* event 4 reaches the inbox after the replay: it must not be duplicated */
     char want[2048];
@@ -221,7 +221,7 @@ START_TEST(evicted_history_gives_a_gap_with_the_exact_range)
     for (int i = 1; i <= 8; i++)
         publish("a", "x"); /* history keeps 6, 7, 8 */
     struct lg_subscriber s;
-    resume_from(&s, LG_TRANSPORT_SSE, "a", 2);
+    resume_from(&s, &lg_transport_sse, "a", 2);
     char *out = render_sse(&s);
     char want[2048];
     snprintf(want, sizeof want,
@@ -242,7 +242,7 @@ START_TEST(foreign_epoch_gives_a_reset)
     char cursor[160];
     snprintf(cursor, sizeof cursor, "a@%08x:7", other);
     struct lg_subscriber s;
-    subscribe_new(&s, LG_TRANSPORT_WS, "a", cursor);
+    subscribe_new(&s, &lg_transport_ws, "a", cursor);
     publish("a", "2");
     deliver();
     struct lg_buf b;
@@ -265,7 +265,7 @@ START_TEST(cursor_ahead_of_topic_is_refused)
 {
     publish("a", "1");
     struct lg_subscriber s;
-    new_subscriber(&s, LG_TRANSPORT_SSE);
+    new_subscriber(&s, &lg_transport_sse);
     const char *problem;
     ck_assert_int_eq(add_topic(&s, "a", expect_id("a", 5), &problem), -1);
     ck_assert_ptr_nonnull(problem);
@@ -363,7 +363,7 @@ END_TEST
 START_TEST(poll_renders_batch_and_cursor)
 {
     struct lg_subscriber s;
-    resume_after_numbered(&s, LG_TRANSPORT_POLL, 3, 0);
+    resume_after_numbered(&s, &lg_transport_poll, 3, 0);
     struct lg_buf b;
     lg_buf_init(&b);
     ck_assert_uint_eq(lg_subscriber_render_poll(&s, &b, 2), 2);
