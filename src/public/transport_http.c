@@ -1,8 +1,8 @@
 /*
- * transport_http.c - the raw HTTP role: requests on lws' RAW socket role, routed to SSE
- * (transport_sse.c), long-poll (transport_poll.c) or static files (static_files.c), and the
- * table of a connection answering plainly (lg_transport_http: static files, errors, and a
- * keep-alive connection between requests).
+ * transport_http.c - the raw HTTP role: requests on lws' RAW socket role, routed to the
+ * transport whose path they name (lg_transports[]: /sse, /poll; /ws is told to upgrade) or to
+ * static files (static_files.c), and the table of a connection answering plainly
+ * (lg_transport_http: static files, errors, and a keep-alive connection between requests).
  *
  * We write our own status lines and headers because lws 4.1.6's HTTP role never reads a socket
  * whose response is in progress, so it cannot see an SSE or long-poll client leave (it spins on

@@ -28,9 +28,10 @@
  * long round of writes, so a publisher is answered while the worker writes.
  *
  * Owns:    the libev loop and the lws context on it, the acceptor, every adopted
- *          connection (struct lg_conn) and the subscribers in them, the inbox, the lists of
- *          connections to write (dirty), to heartbeat (quiet) and to lag-check (backlogged),
- *          and a scratch buffer for coalesced writes.
+ *          connection (struct lg_conn) and the subscribers in them, the inbox, and the part
+ *          of it its connections share (struct lg_conn_home, conn.h: the lists of connections
+ *          to write, to lag-check and each transport's keep-alive order, the deadline and
+ *          expiry heaps, a scratch buffer for coalesced writes).
  * Frees:   everything, in lg_worker_destroy(), after lg_worker_join().
  * Threads: lg_worker_start/drain/stop/join/destroy are called by the app (main thread).
  *          Everything else runs on the worker thread. lg_worker_drain() and lg_worker_stop()
