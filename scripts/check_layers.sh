@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
-# The module map of docs/architecture.md, checked: every #include "x.h" in src/<layer>/ names
-# a header of that layer or of one below it, and the module graph (x.c + x.h = module x; an
-# edge for each include of another module's header) has no cycle. Exits 1 naming what breaks.
-#   scripts/check_layers.sh [SRC_DIR]
+# The module map of docs/architecture.md, checked, in includes and in calls:
+#  - every #include "x.h" in src/<layer>/ names a header of that layer or of one below it, and
+#    the module graph of includes (x.c + x.h = module x) has no cycle;
+#  - given the object files of the build (OBJECTS: the .o of every src/ file; their paths name
+#    src/<layer>/<file>.c), no function calls a function of a layer above its own (nm: a symbol
+#    one object leaves undefined and another defines in its text), and the module graph of
+#    calls has no cycle. A call through a function pointer (a table passed down) is no symbol
+#    reference, so it is allowed; taking a function's address by name counts as a call.
+# Exits 1 naming what breaks.
+#   scripts/check_layers.sh [SRC_DIR [OBJECTS...]]
+#   scripts/check_layers.sh --map SRC_DIR OBJECTS...   print the call map (docs/architecture.md)
 set -euo pipefail
+map=0
+if [[ ${1:-} == --map ]]; then map=1; shift; fi
 src=${1:-"$(dirname "$0")/../src"}
+shift || true
+objects=("$@")
 declare -A allowed=(
   [util]="util"
-  [proto]="util proto"
-  [config]="util proto config"
-  [store]="util proto store"
-  [core]="util proto config store core"
-  [public]="util proto config store core public"
-  [control]="util proto config store core control"
-  [app]="util proto config store core public control app"
+  [metrics]="util metrics"
+  [proto]="util metrics proto"
+  [config]="util metrics proto config"
+  [store]="util metrics proto store"
+  [core]="util metrics proto config store core"
+  [public]="util metrics proto config store core public"
+  [control]="util metrics proto config store core control"
+  [app]="util metrics proto config store core public control app"
 )
+layers_in_order="app public control core store config proto metrics util"
 # Modules in more than one file pair: the config loader reads the settings table
 # (config_table, config_setting) and the topic_rules section through one another, so the four
-# are one node of the map; so are the files of a worker (worker, worker_sweep, worker_admin) and the
-# header they share, the hub's (hub, hub_admin, hub_remote, hub_internal), a connection's
-# (conn, conn_report) and the Redis store's (store_redis, redis_tail, store_redis_internal).
+# are one node of the map; so are the files of a worker (worker, worker_sweep, worker_admin,
+# worker_timers) and the header they share, the hub's (hub, hub_admin, hub_remote,
+# hub_internal), the control port's (control, control_admin, control_auth, control_publish,
+# control_status, metrics, sharing control_internal), a connection base's (conn,
+# conn_report), the plain HTTP transport's (transport_http, static_files) and the Redis
+# store's (store_redis, redis_feed, store_redis_internal).
 declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=config
                   [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
+                  [worker_timers]=worker
                   [hub_internal]=hub [hub_admin]=hub [hub_remote]=hub [conn_report]=conn
-                  [store_redis_internal]=store_redis [redis_tail]=store_redis)
-module_name() { local m=${1%.*}; echo "${part_of[$m]:-$m}"; }
+                  [control_internal]=control [control_admin]=control [control_auth]=control
+                  [control_publish]=control [control_status]=control [metrics]=control
+                  [static_files]=transport_http
+                  [store_redis_internal]=store_redis [redis_feed]=store_redis)
+# The module of file $1, in REPLY (no subshell: this runs for every include and object).
+module_of() { local m=${1%.*}; REPLY=${part_of[$m]:-$m}; }
 declare -A layer_of
 for f in "$src"/*.h "$src"/*/*.h; do
   [[ -e $f ]] || continue
@@ -33,13 +54,15 @@ for f in "$src"/*.h "$src"/*/*.h; do
   layer_of[$(basename "$f")]=$d
 done
 bad=0
-edges=$(mktemp)
-trap 'rm -f "$edges"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# ---- includes ----------------------------------------------------------------------------
 for f in "$src"/*.[ch] "$src"/*/*.[ch]; do
   d=$(basename "$(dirname "$f")")
   [[ $(dirname "$f") == "$src" ]] && d=app
   [[ -n ${allowed[$d]:-} ]] || { echo "layering: $f is in no known layer ($d)"; bad=1; continue; }
-  module=$(module_name "$(basename "$f")")
+  module_of "${f##*/}"; module=$REPLY
   while read -r inc; do
     target=${layer_of[$inc]:-}
     [[ -n $target ]] || { echo "layering: $f includes $inc, which is not in src/"; bad=1; continue; }
@@ -47,13 +70,76 @@ for f in "$src"/*.[ch] "$src"/*/*.[ch]; do
       echo "layering: $f ($d) includes $inc ($target): an upward arrow"
       bad=1
     fi
-    dep=$(module_name "$inc")
-    [[ $dep != "$module" ]] && echo "$module $dep" >>"$edges"
+    module_of "$inc"
+    [[ $REPLY != "$module" ]] && echo "$module $REPLY" >>"$tmp/includes"
   done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
 done
-if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
-  echo "layering: the module graph has a cycle:"; cat "$edges.err"; bad=1
+touch "$tmp/includes"
+if ! tsort "$tmp/includes" >/dev/null 2>"$tmp/err"; then
+  echo "layering: the module graph of includes has a cycle:"; cat "$tmp/err"; bad=1
 fi
-rm -f "$edges.err"
-[[ $bad == 0 ]] && echo "layering: ${#layer_of[@]} headers in 8 layers, no upward include, no cycle"
+
+# ---- calls -------------------------------------------------------------------------------
+# An object's layer, module and source file from its path (.../src/<layer>/<file>.c.o, or
+# .../src/<file>.c.o), in layer, module and file.
+object_place() {
+  local rel=${1##*/src/}
+  file=${rel%.o}
+  if [[ $rel == */* ]]; then layer=${rel%%/*}; else layer=app; fi
+  module_of "${file##*/}"; module=$REPLY
+}
+calls=0
+if ((${#objects[@]})); then
+  declare -A def_layer def_module def_file
+  for o in "${objects[@]}"; do
+    object_place "$o"
+    while read -r _ type sym; do
+      [[ $type == [TW] ]] || continue
+      def_layer[$sym]=$layer def_module[$sym]=$module def_file[$sym]=$file
+    done < <(nm -g --defined-only "$o")
+  done
+  for o in "${objects[@]}"; do
+    object_place "$o"
+    [[ -n ${allowed[$layer]:-} ]] || { echo "layering: $o is in no known layer ($layer)"; bad=1; continue; }
+    while read -r _ sym; do
+      target=${def_layer[$sym]:-}
+      [[ -n $target ]] || continue # a library's
+      calls=$((calls + 1))
+      if [[ " ${allowed[$layer]} " != *" $target "* ]]; then
+        echo "layering: $file ($layer) calls $sym (${def_file[$sym]}, $target): an upward call"
+        bad=1
+      fi
+      dep=${def_module[$sym]}
+      [[ $dep != "$module" ]] && echo "$module $dep" >>"$tmp/calls"
+      echo "$layer $module $dep" >>"$tmp/map"
+    done < <(nm -u "$o")
+  done
+  touch "$tmp/calls" "$tmp/map"
+  sort -u -o "$tmp/calls" "$tmp/calls"
+  if ! tsort "$tmp/calls" >/dev/null 2>"$tmp/err"; then
+    echo "layering: the module graph of calls has a cycle:"; cat "$tmp/err"; bad=1
+  fi
+  if ((map)); then
+    # Per layer, top first: each module and the modules it calls (other than itself).
+    for l in $layers_in_order; do
+      sort -u "$tmp/map" | while read -r ml mod dep; do
+        [[ $ml == "$l" ]] || continue
+        [[ $dep == "$mod" ]] && dep=""
+        echo "$mod $dep"
+      done | sort -u | awk -v l="$l" '{if (!($1 in d)) {o[++n] = $1; d[$1] = ""}
+                                       if ($2 != "") d[$1] = d[$1] " " $2}
+                                      END {for (i = 1; i <= n; i++)
+                                             printf "%-8s %-16s ->%s\n", l, o[i], d[o[i]]}'
+    done
+    exit $bad
+  fi
+fi
+if [[ $bad == 0 ]]; then
+  echo -n "layering: ${#layer_of[@]} headers in 9 layers, no upward include, no cycle"
+  if ((${#objects[@]})); then
+    echo "; ${#objects[@]} objects, $calls calls between them, none upward, no cycle"
+  else
+    echo " (calls not checked: no object files given)"
+  fi
+fi
 exit $bad

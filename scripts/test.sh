@@ -2,8 +2,8 @@
 # Sets up, builds and runs every test: the suite with warnings as errors, the deployment tests
 # (the .deb in a clean Debian root, the images under podman), the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer, every libFuzzer
-# harness for LG_FUZZ_SECONDS (20) each, and seconds-long smoke runs of the benchmark, of its
-# floor server and of two nodes over Redis.
+# harness for LG_FUZZ_SECONDS (20) each, the event-loop cost smoke (a CPU ratio), and
+# seconds-long smoke runs of the benchmark, of its floor server and of two nodes over Redis.
 # LG_TEST_QUICK=1 skips the sanitizer and fuzzer passes (for a fast local loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +39,11 @@ if [[ "${LG_TEST_QUICK:-0}" != 1 ]]; then
 
   echo "== the fuzzers, ${LG_FUZZ_SECONDS:-20} s each (tests/fuzz)"
   scripts/fuzz.sh "${LG_FUZZ_SECONDS:-20}"
+fi
+
+if [[ -x build/bench/lg_event_loop_cost ]]; then
+  echo "== event-loop cost smoke (bench/event_loop_cost.c: a ratio far off fails)"
+  LG_BINARY=build/livegate build/bench/lg_event_loop_cost
 fi
 
 if [[ -x bench/run.sh ]]; then

@@ -5,10 +5,12 @@
  *          starts. Nothing outlives lg_app_run().
  * Threads: lg_app_run() runs on the main thread, which also handles SIGINT/SIGTERM (blocked in
  *          every other thread) and the hub's periodic history expiry.
- * Order:   start hub -> workers -> control -> ready; on a signal: workers drain (refuse new
- *          subscribers, stop accepting, send what is queued, end every client cleanly) ->
- *          not ready (readyz 503) -> wait until drained or drain_timeout_ms -> control stops
- *          (no more publishes) -> workers stop and are joined -> everything is freed.
+ * Order:   start hub -> workers -> control -> ready; on a signal (drain(), stop() in app.c):
+ *          publishes refused (control drains) -> workers drain (refuse new subscribers, stop
+ *          accepting, send what is queued, end every client cleanly) -> not ready
+ *          (readyz 503) -> wait until drained or drain_timeout_ms -> the Redis store stops
+ *          (its waiting publishes answered) -> held publishes answered (pacer stops) ->
+ *          workers stop and are joined -> control stops -> everything is freed.
  */
 #ifndef LG_APP_H
 #define LG_APP_H

@@ -18,9 +18,9 @@
  * The allocator. Events are allocated on the thread that takes a publish and freed by
  * whichever worker drops the last reference, and retained history grows the heap at the
  * publish rate. glibc grows a thread's own arena one page per mprotect() (M_TOP_PAD does not
- * apply there): at 2,000 publishes/s that was a syscall every 6 publishes, 4 % of the CPU
- * of a per-user-topics load. A single glibc arena avoids it but serializes the workers'
- * allocations (2-worker fan-out fell 10 %). So the gateway is linked with jemalloc (CMake
+ * apply there): a syscall every few publishes. A single glibc arena avoids it but serializes
+ * the workers' allocations (docs/architecture.md, "The allocator"). So the gateway is linked
+ * with jemalloc (CMake
  * option LG_JEMALLOC), whose per-thread caches and arenas grow in extents of many pages.
  * Sanitizer builds keep their own allocator; for a build without jemalloc, glibc is told to
  * keep a few MiB of free top memory per arena so that it does not trim and regrow at that rate.

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "config_setting.h"
+#include "topic_glob.h"
 #include "topic_name.h"
 
 #include <stddef.h>

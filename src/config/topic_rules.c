@@ -20,10 +20,7 @@
 
 #include "config.h"
 #include "config_setting.h"
-#include "topic_name.h"
-
-/* Longest topic_rules[].match: the bound of a topic name. */
-#define LG_RULE_MATCH_MAX LG_TOPIC_NAME_MAX
+#include "topic_glob.h"
 
 /* ---- Parsing ------------------------------------------------------------------------------- */
 
@@ -32,35 +29,6 @@ void lg_topic_rules_free(struct lg_topic_rule *rules, size_t count)
     for (size_t i = 0; i < count; i++)
         free(rules[i].match);
     free(rules);
-}
-
-/* A pattern is a topic name (docs/protocol.md, topic.h's bytes) that may also hold the
- * wildcards * and ?; as in a name, '$' only as the first byte.
- * Return value: true, or false with the offending byte's offset in *bad. */
-static bool rule_pattern_ok(const char *p, size_t *bad)
-{
-    for (size_t i = 0; p[i] != '\0'; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (lg_topic_name_byte_ok(c) || c == '*' || c == '?' || (c == '$' && i == 0))
-            continue;
-        *bad = i;
-        return false;
-    }
-    return true;
-}
-
-bool lg_topic_pattern_ok(const char *p, size_t len)
-{
-    size_t bad;
-    return len >= 1 && len <= LG_RULE_MATCH_MAX && strlen(p) == len && rule_pattern_ok(p, &bad);
-}
-
-bool lg_glob_match_any(const char *const *patterns, size_t count, const char *text)
-{
-    for (size_t i = 0; i < count; i++)
-        if (lg_glob_match(patterns[i], text))
-            return true;
-    return false;
 }
 
 static unsigned rule_history_bit(size_t offset_in_bounds)
@@ -131,12 +99,12 @@ static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t inde
                 return -1;
             }
             size_t len = json_string_length(v), bad;
-            if (len < 1 || len > LG_RULE_MATCH_MAX) {
+            if (len < 1 || len > LG_TOPIC_GLOB_MAX) {
                 lg_config__errf(err, "%s: a pattern of %zu bytes is out of range (allowed 1..%d "
-                                "bytes)", path, len, LG_RULE_MATCH_MAX);
+                                "bytes)", path, len, LG_TOPIC_GLOB_MAX);
                 return -1;
             }
-            if (!rule_pattern_ok(json_string_value(v), &bad)) {
+            if (!lg_topic_glob_bytes_ok(json_string_value(v), &bad)) {
                 unsigned char c = (unsigned char)json_string_value(v)[bad];
                 lg_config__errf(err, "%s: byte 0x%02x at offset %zu is not allowed (patterns use "
                                 LG_TOPIC_NAME_CHARS ", a leading $, and the wildcards * ?)",
@@ -267,33 +235,6 @@ json_t *lg_topic_rules_json(const struct lg_topic_rule *rules, size_t count)
 }
 
 /* ---- Lookups ------------------------------------------------------------------------------- */
-
-bool lg_glob_match(const char *pattern, const char *text)
-{
-    if (pattern == NULL || text == NULL)
-        return false;
-    /* Classic single-backtrack matcher: on a mismatch, let the last '*' swallow one more
-     * character and retry from there. Earlier stars never need revisiting, so this is
-     * O(len(pattern) * len(text)) with no recursion. */
-    const char *star = NULL, *resume = NULL;
-    while (*text != '\0') {
-        if (*pattern == '*') {
-            star = pattern++;
-            resume = text;
-        } else if (*pattern == '?' || (*pattern != '\0' && *pattern == *text)) {
-            pattern++;
-            text++;
-        } else if (star != NULL) {
-            pattern = star + 1;
-            text = ++resume;
-        } else {
-            return false;
-        }
-    }
-    while (*pattern == '*')
-        pattern++;
-    return *pattern == '\0';
-}
 
 const struct lg_topic_rule *lg_topic_rules_first_match(const struct lg_topic_rule *rules,
                                                        size_t count, const char *topic)

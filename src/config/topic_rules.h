@@ -1,6 +1,6 @@
 /*
- * topic_rules.h - per-topic overrides of on_slow and history ("topic_rules" in the config),
- * glob patterns over topic names, and the lookup that gives a new topic its policy and bounds.
+ * topic_rules.h - per-topic overrides of on_slow and history ("topic_rules" in the config)
+ * and the lookup that gives a new topic its policy and bounds. The patterns are topic_glob.h's.
  *
  * Owns:    the rules array and each rule's match string (malloc'd). struct lg_config holds
  *          them (topic_rules, topic_rule_count).
@@ -11,8 +11,8 @@
  *          (a control handler or a worker creating a topic, under the hub's registry write lock)
  *          and take no lock of their own.
  * Bounds:  at most LG_TOPIC_RULES_MAX rules, each pattern 1..LG_TOPIC_NAME_MAX bytes of the
- *          topic-name grammar (topic.h) plus '*' and '?'. A lookup scans the rules once, in
- *          order; one glob match costs at most len(pattern) * len(topic) steps, no recursion.
+ *          topic-name grammar plus '*' and '?' (topic_glob.h). A lookup scans the rules
+ *          once, in order.
  *          Lookups happen when a topic is created, not per event.
  */
 #ifndef LG_TOPIC_RULES_H
@@ -41,16 +41,6 @@ struct lg_topic_rule {
 };
 
 /* ---- Lookups (any thread) ---------------------------------------------------------------- */
-
-/* Glob match used by topic_rules: '*' any run (including '/'), '?' one character. A NULL
- * pattern or text matches nothing. */
-bool lg_glob_match(const char *pattern, const char *text);
-
-/* Whether p[0..len) (NUL-terminated at len) is a glob of the topic_rules grammar: 1..128
- * bytes of topic characters, a leading '$', '*' and '?'. */
-bool lg_topic_pattern_ok(const char *p, size_t len);
-/* Whether text matches any of the count globs (metrics.topics, auth.anonymous_subscribe). */
-bool lg_glob_match_any(const char *const *patterns, size_t count, const char *text);
 
 /* The first of the count rules whose pattern matches topic, or NULL. */
 const struct lg_topic_rule *lg_topic_rules_first_match(const struct lg_topic_rule *rules,

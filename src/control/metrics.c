@@ -27,7 +27,7 @@
 #include "hub.h"
 #include "hub_admin.h"
 #include "stats.h"
-#include "topic_rules.h"
+#include "topic_glob.h"
 #include "worker_stats.h"
 
 struct metric_row {

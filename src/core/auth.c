@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "stats.h"
-#include "topic_rules.h"
+#include "topic_glob.h"
 
 enum lg_auth_alg { LG_ALG_NONE_CONFIGURED, LG_ALG_HS256, LG_ALG_RS256 };
 

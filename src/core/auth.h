@@ -9,8 +9,8 @@
  * ("none", HS256 against an RSA key) is refused before any signature check. The signature is
  * checked with OpenSSL (HMAC-SHA256 compared in constant time; EVP_DigestVerify on an
  * EVP_PKEY parsed once, here, at start); the claims are read with jansson. libjwt 1.10.2 is
- * not on this path: it re-parses the PEM key on every call (1.2 ms per RS256 token, measured
- * in shared/notes/platform-facts.md) and checks neither the algorithm nor exp/nbf.
+ * not on this path: it re-parses the PEM key on every call (shared/notes/platform-facts.md)
+ * and checks neither the algorithm nor exp/nbf.
  * Claims: "exp" (required), "nbf" (optional), both with auth.leeway_s of slack, and
  * "livegate": {"subscribe": [globs], "publish": [globs]} (topic_rules' glob grammar).
  *

@@ -35,7 +35,7 @@ struct lg_hub {
     bool hosting;                   /* the store's thread serves the control port (app thread) */
     struct lg_store *local;         /* the gateway's own topics ($sys/...): always a memory
                                        store, node-local even when store is remote; == store
-                                       in memory mode */         /* where every topic's stream is kept */
+                                       in memory mode */
     pthread_rwlock_t registry_lock;
     struct lg_topic **buckets;      /* {registry_lock} chained hash table */
     size_t bucket_mask;

@@ -16,7 +16,7 @@
 
 #define LAG_CHECK_MIN_QUEUED 32 /* queued events from which every push checks max_lag_ms */
 
-void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *ops,
+void lg_subscriber_init(struct lg_subscriber *s, const struct lg_render_ops *ops,
                         uint32_t worker, const struct lg_queue_bounds *bounds)
 {
     memset(s, 0, sizeof *s);
@@ -444,12 +444,6 @@ void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg
     }
 }
 
-void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub)
-{
-    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
-        unlink_listener(sn, hub, s->worker);
-}
-
 void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
 {
     struct lg_subscription *sn = s->subs;
@@ -575,7 +569,7 @@ static struct lg_event *next_owed(struct lg_subscriber *s, struct lg_subscriptio
 static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t max_bytes,
                            size_t max_events)
 {
-    const struct lg_transport_ops *ops = s->ops;
+    const struct lg_render_ops *ops = s->ops;
     size_t items = 0, events = 0;
     uint64_t now_ns = 0;
     size_t start = out->len;

@@ -15,7 +15,7 @@
  *          the page that reaches the newest event switches it to live delivery under the
  *          topic's lock, so nothing falls between. History evicted before it is paged in
  *          becomes a gap notice.
- * Renders: what is owed (notices, then events) through its transport table (transport.h):
+ * Renders: what is owed (notices, then events) through its render table (render.h):
  *          which notices and events, in which order and within which budget is decided here;
  *          every byte of wire format is the transport's.
  * Bounds:  the ring never holds more than client_queue.max_events events or max_bytes bytes;
@@ -36,7 +36,7 @@
 #include "rate.h"
 #include "config.h"
 #include "cursor.h"
-#include "transport.h"
+#include "render.h"
 
 struct lg_hub;
 struct lg_topic;
@@ -66,7 +66,7 @@ struct lg_subscription {
 };
 
 struct lg_subscriber {
-    const struct lg_transport_ops *ops; /* renders what is owed (LG_TRANSPORT_SSE, _WS, _POLL) */
+    const struct lg_render_ops *ops; /* renders what is owed (lg_sse_render, lg_ws_render, lg_poll_render) */
     uint32_t worker;
     const struct lg_queue_bounds *bounds;
     struct lg_hub *hub;             /* borrowed: where replay pages come from */
@@ -86,7 +86,7 @@ struct lg_subscriber {
                                        read it through lg_subscriber_disconnect_reason()) */
 };
 
-void lg_subscriber_init(struct lg_subscriber *s, const struct lg_transport_ops *ops,
+void lg_subscriber_init(struct lg_subscriber *s, const struct lg_render_ops *ops,
                         uint32_t worker, const struct lg_queue_bounds *bounds);
 
 /*
@@ -123,9 +123,6 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
 void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);
-
-/* Stop listening to every topic but keep positions (long-poll answered). */
-void lg_subscriber_unlisten(struct lg_subscriber *s, struct lg_hub *hub);
 
 void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub);
 

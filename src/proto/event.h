@@ -25,9 +25,10 @@ struct lg_topic;
 
 struct lg_event {
     _Atomic uint32_t refcount;
-    struct lg_topic *topic;     /* borrowed: followed only while the event is in an inbox
-                                   (the entry holds a topic reference); a client's ring only
-                                   compares it (the topic may be gone by then) */
+    struct lg_topic *topic;     /* borrowed: followed only while its holder holds a topic
+                                   reference (an inbox entry, a subscription, the topic's own
+                                   history); a client's ring only compares it (the topic may be
+                                   gone by then) */
     const char *topic_name;     /* NUL-terminated copy inside this event */
     uint32_t epoch;             /* the topic's epoch when published */
     uint64_t seq;               /* per-topic sequence number, 1-based, no holes at publish */

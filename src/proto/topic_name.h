@@ -23,7 +23,8 @@
 bool lg_topic_name_byte_ok(unsigned char c);
 
 /* Check a topic name against the grammar in docs/protocol.md. Return value: NULL when valid,
- * otherwise a static message saying what is wrong. */
+ * otherwise a message saying what is wrong: a literal, or this thread's buffer, valid until
+ * its next call. */
 const char *lg_topic_name_problem(const char *name, size_t len);
 
 #endif

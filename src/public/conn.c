@@ -1,10 +1,13 @@
+/* conn.c - see conn.h. */
 #include "conn.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "accounting.h"
 #include "auth.h"
 #include "client_addresses.h"
 #include "clock.h"
@@ -14,10 +17,8 @@
 #include "sse_refusal.h"
 #include "stats.h"
 #include "subscribe_params.h"
-#include "conn_report.h"
-#include "worker_services.h"
 
-static void count_client(const struct lg_transport_ops *t, int delta)
+static void count_client(const struct lg_transport *t, int delta)
 {
     if (t && t->clients)
         atomic_fetch_add_explicit(t->clients, delta, memory_order_relaxed);
@@ -36,46 +37,104 @@ static void peer_of(struct lws *wsi, char *out, size_t cap)
         lg_client_address_format(&a, out, cap);
 }
 
-void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_worker *w,
-                  const struct lg_transport_ops *transport)
+/* ---- The home ----------------------------------------------------------------------------- */
+
+void lg_conn_home_init(struct lg_conn_home *home)
 {
-    memset(c, 0, sizeof *c);
-    c->wsi = wsi;
-    c->worker = w;
-    c->transport = transport;
-    count_client(transport, 1);
-    c->last_write_ms = lg_mono_ms();
-    static _Atomic uint64_t last_id;
-    c->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
-    c->opened_unix_ms = lg_unix_ms();
-    c->opened_mono_ms = c->last_write_ms;
-    peer_of(wsi, c->peer, sizeof c->peer);
-    const struct lg_config *cfg = lg_worker_config(w);
-    lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
-                 cfg->limits.max_topics_per_client, c->last_write_ms);
-    lg_rate_init(&c->ws_messages, cfg->websocket.max_messages_per_s,
-                 cfg->websocket.max_messages_per_s, c->last_write_ms);
-    lg_buf_init(&c->out);
-    lg_buf_init(&c->ws_msg);
-    lg_worker_conn_opened(w, c);
+    lg_buf_init(&home->scratch);
 }
 
-void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport_ops *transport)
+void lg_conn_home_release(struct lg_conn_home *home)
 {
-    count_client(c->transport, -1);
+    lg_buf_release(&home->scratch);
+    lg_min_heap_release(&home->expiring);
+    lg_min_heap_release(&home->deadlines);
+    for (size_t i = 0; i < home->ws_upgrades_cap; i++)
+        free(home->ws_upgrades[i].query), free(home->ws_upgrades[i].token);
+    free(home->ws_upgrades);
+}
+
+/* The request flag too: a request classified between lg_worker_drain() and the worker's
+ * next wake-up is refused like the ones after it. */
+bool lg_conn_home_draining(const struct lg_conn_home *home)
+{
+    return home->draining || atomic_load(&home->drain_requested);
+}
+
+struct lg_buf *lg_conn_scratch(struct lg_conn_home *home)
+{
+    lg_buf_reset(&home->scratch);
+    static const char headroom[LWS_PRE];
+    lg_buf_append(&home->scratch, headroom, LWS_PRE);
+    return &home->scratch;
+}
+
+/* ---- Life cycle ------------------------------------------------------------------------- */
+
+size_t lg_conn_size(void)
+{
+    return sizeof(struct lg_conn) + lg_transport_state_max();
+}
+
+void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_conn_home *home,
+                  const struct lg_transport *transport)
+{
+    memset(c, 0, lg_conn_size());
+    c->wsi = wsi;
+    c->home = home;
     c->transport = transport;
     count_client(transport, 1);
+    uint64_t now_ms = lg_mono_ms();
+    static _Atomic uint64_t last_id;
+    c->report.id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+    c->report.opened_unix_ms = lg_unix_ms();
+    c->report.opened_mono_ms = now_ms;
+    peer_of(wsi, c->report.peer, sizeof c->report.peer);
+    const struct lg_config *cfg = home->cfg;
+    lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
+                 cfg->limits.max_topics_per_client, now_ms);
+    lg_buf_init(&c->out);
+    lg_dlist_push_tail(&home->conns, &c->links.all);
 }
 
 bool lg_conn_claim_client(struct lg_conn *c, const struct lg_client_address *client)
 {
     if (!client)
         return true;
-    if (!lg_client_addresses_acquire(lg_worker_clients(c->worker), client))
+    if (!lg_client_addresses_acquire(c->home->clients, client))
         return false;
-    c->client = *client;
-    c->client_counted = true;
+    c->report.client = *client;
+    c->report.client_counted = true;
     return true;
+}
+
+/* c leaves its transport: what its state owns is freed, and its keep-alive order left. */
+static void leave_transport(struct lg_conn *c)
+{
+    if (c->transport->release)
+        c->transport->release(c);
+    lg_dlist_remove(&c->home->keepalive[lg_transport_index(c->transport)], &c->links.keepalive);
+    count_client(c->transport, -1);
+}
+
+void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport *transport)
+{
+    leave_transport(c);
+    c->transport = transport;
+    memset(c->state, 0, transport->state_size);
+    count_client(transport, 1);
+}
+
+/* c leaves every list and heap of its worker. */
+static void unlink_from_home(struct lg_conn *c)
+{
+    struct lg_conn_home *home = c->home;
+    lg_dlist_remove(&home->conns, &c->links.all);
+    lg_dlist_remove(&home->dirty, &c->links.dirty);
+    lg_dlist_remove(&home->backlogged, &c->links.backlog);
+    lg_min_heap_remove(&home->expiring, &c->links.expiry);
+    lg_min_heap_remove(&home->deadlines, &c->links.deadline);
+    lg_account_connection_closed();
 }
 
 void lg_conn_release(struct lg_conn *c)
@@ -84,20 +143,21 @@ void lg_conn_release(struct lg_conn *c)
         return;
     c->released = true;
     lg_conn_report_closed(c);
-    if (c->client_counted)
-        lg_client_addresses_release(lg_worker_clients(c->worker), &c->client);
-    count_client(c->transport, -1);
-    lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
+    if (c->report.client_counted)
+        lg_client_addresses_release(c->home->clients, &c->report.client);
+    leave_transport(c);
+    lg_subscriber_release(&c->sub, c->home->hub);
     lg_buf_release(&c->out);
-    lg_buf_release(&c->ws_msg);
     lg_grant_free(c->grant);
     c->grant = NULL;
-    free(c->cors);
-    c->cors = NULL;
-    free(c->rx);
-    c->rx = NULL;
-    lg_worker_conn_closed(c->worker, c);
+    free(c->http.cors);
+    c->http.cors = NULL;
+    free(c->http.rx);
+    c->http.rx = NULL;
+    unlink_from_home(c);
 }
+
+/* ---- Output ---------------------------------------------------------------------------- */
 
 void lg_conn_want_write(struct lg_conn *c)
 {
@@ -110,26 +170,43 @@ void lg_conn_http_error(struct lg_conn *c, int status, const char *code, const c
 {
     static struct lg_ratelimit rl;
     LG_STAT_ADD(requests_rejected, 1);
-    bool as_event = c->sse_request && lg_sse_refusal_retried(status);
+    bool as_event = c->http.sse_request && lg_sse_refusal_retried(status);
     lg_log_ratelimited(&rl, 1000, status >= 500 ? LG_LOG_WARN : LG_LOG_INFO,
                        "public port answered %d %s%s: %s", status, code,
                        as_event ? " (as an SSE refused event)" : "", message);
     lg_buf_reset(&c->out);
-    c->out_sent = 0;
     if (as_event) {
-        lg_sse_refusal(&c->out, lg_worker_config(c->worker)->sse.retry_ms, status, code, message,
-                       c->cors);
+        lg_sse_refusal(&c->out, c->home->cfg->sse.retry_ms, status, code, message,
+                       c->http.cors);
     } else {
         char headers[1024];
         snprintf(headers, sizeof headers, "%s%s", extra_headers ? extra_headers : "",
-                 c->cors ? c->cors : "");
+                 c->http.cors ? c->http.cors : "");
         lg_http_error_response(&c->out, status, code, message, headers, false);
     }
-    if (!c->close_reason)
-        c->close_reason = status == 429 || status == 401 || status == 403 ? "policy" : "error";
+    if (!c->report.close_reason)
+        c->report.close_reason =
+            status == 429 || status == 401 || status == 403 ? "policy" : "error";
     c->closing = true;
-    c->keep_alive = false;
+    c->http.keep_alive = false;
     lg_conn_want_write(c);
+}
+
+int lg_conn_flush_out(struct lg_conn *c)
+{
+    size_t left = c->out.len;
+    if (left == 0)
+        return 0;
+    if (c->out.oom)
+        return -1;
+    struct lg_buf *scratch = lg_conn_scratch(c->home);
+    lg_buf_append(scratch, c->out.data, left);
+    if (scratch->oom)
+        return -1;
+    if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, left, LWS_WRITE_RAW) < 0)
+        return -1;
+    lg_buf_reset(&c->out);
+    return 0;
 }
 
 /* Plain event output of a stream whose socket took everything written so far. */
@@ -139,14 +216,76 @@ static bool writes_directly(const struct lg_conn *c)
            !lws_partial_buffered(c->wsi);
 }
 
+void lg_conn_close_soon(struct lg_conn *c)
+{
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+}
+
+void lg_conn_write_now(struct lg_conn *c)
+{
+    if (c->released || (!lg_subscriber_has_output(&c->sub) && c->out.len == 0))
+        return;
+    if (c->sub.slow_disconnect)
+        lg_conn_arm_end(c);
+    if (!writes_directly(c)) {
+        lg_conn_want_write(c);
+        lg_conn_note_backlog(c); /* a full socket: its queue is lag-checked */
+        return;
+    }
+    if (c->transport->write_events(c) != 0) {
+        /* The socket failed outside any callback of this connection: lws closes it on its
+         * next pass (its close path releases c). */
+        if (!c->report.close_reason)
+            c->report.close_reason = "error";
+        lg_conn_close_soon(c);
+        return;
+    }
+    /* Left over: a policy decision to send, or what a full socket did not take. lws asks for
+     * POLLOUT itself after a partial write; asking again is harmless. */
+    if (c->closing || lg_subscriber_has_output(&c->sub))
+        lg_conn_want_write(c);
+    lg_conn_note_backlog(c);
+}
+
+void lg_conn_note_backlog(struct lg_conn *c)
+{
+    struct lg_dlist *backlogged = &c->home->backlogged;
+    if (c->transport->stream && c->sub.ring.live > 0 && !c->released)
+        lg_dlist_move_tail(backlogged, &c->links.backlog);
+    else
+        lg_dlist_remove(backlogged, &c->links.backlog); /* a poll answers anyway */
+}
+
+/* ---- Ends ------------------------------------------------------------------------------- */
+
+void lg_conn_drain(struct lg_conn *c, const struct lg_drain *how)
+{
+    c->transport->drain(c, how);
+}
+
+void lg_conn_kick(struct lg_conn *c, const char *reason)
+{
+    if (c->released || !c->transport->kick)
+        return;
+    c->report.close_reason = "admin";
+    c->transport->kick(c, reason);
+}
+
+void lg_conn_kick_stream(struct lg_conn *c, const char *reason)
+{
+    lg_subscriber_kick(&c->sub, reason);
+    lg_conn_arm_end(c);
+    lg_conn_want_write(c);
+}
+
 /* c was kicked or the disconnect policy fired: its notice goes out when the socket has room,
  * and the socket closes after it, or at the deadline whatever the peer does. */
-static void arm_end_deadline(struct lg_conn *c)
+void lg_conn_arm_end(struct lg_conn *c)
 {
     if (c->ending || c->released)
         return;
     c->ending = true;
-    lg_worker_conn_timer(c->worker, c, LG_END_NOTICE_MS);
+    lg_conn_deadline_in(c, LG_END_NOTICE_MS);
 }
 
 void lg_conn_end_now(struct lg_conn *c)
@@ -165,33 +304,7 @@ void lg_conn_end_now(struct lg_conn *c)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
         shutdown(fd, SHUT_RDWR);
     }
-    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
-}
-
-void lg_conn_write_now(struct lg_conn *c)
-{
-    if (c->released || (!lg_subscriber_has_output(&c->sub) && c->out.len == 0))
-        return;
-    if (c->sub.slow_disconnect)
-        arm_end_deadline(c);
-    if (!writes_directly(c)) {
-        lg_conn_want_write(c);
-        lg_worker_conn_backlog(c->worker, c); /* a full socket: its queue is lag-checked */
-        return;
-    }
-    if (c->transport->write_events(c) != 0) {
-        /* The socket failed outside any callback of this connection: lws closes it on its
-         * next pass (its close path releases c). */
-        if (!c->close_reason)
-            c->close_reason = "error";
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
-        return;
-    }
-    /* Left over: a policy decision to send, or what a full socket did not take. lws asks for
-     * POLLOUT itself after a partial write; asking again is harmless. */
-    if (c->closing || lg_subscriber_has_output(&c->sub))
-        lg_conn_want_write(c);
-    lg_worker_conn_backlog(c->worker, c);
+    lg_conn_close_soon(c);
 }
 
 void lg_conn_check_lag(struct lg_conn *c)
@@ -200,61 +313,105 @@ void lg_conn_check_lag(struct lg_conn *c)
         return;
     lg_subscriber_check_lag(&c->sub, lg_mono_ns());
     if (c->sub.slow_disconnect) {
-        arm_end_deadline(c);
+        lg_conn_arm_end(c);
         lg_conn_want_write(c);
     }
 }
 
-void lg_conn_drain(struct lg_conn *c)
-{
-    c->transport->drain(c);
-}
+/* ---- Deadlines and keep-alive orders --------------------------------------------------- */
 
-void lg_conn_kick(struct lg_conn *c, const char *reason)
+void lg_conn_deadline_in(struct lg_conn *c, uint32_t ms)
 {
-    if (c->released)
-        return;
-    c->close_reason = "admin";
-    if (c->transport == &lg_transport_poll) {
-        lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
-        lg_worker_conn_timer_cancel(c->worker, c);
-        lg_conn_set_transport(c, &lg_transport_http);
-        lg_conn_http_error(c, 409, "kicked", reason, NULL);
-        c->close_reason = "admin";
-        arm_end_deadline(c);
+    if (lg_min_heap_set(&c->home->deadlines, &c->links.deadline,
+                        (int64_t)lg_mono_ms() + ms) != 0) {
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_ERROR,
+                           "out of memory arming a connection's deadline: closing it");
+        c->report.close_reason = "error";
+        lg_conn_close_soon(c);
         return;
     }
-    lg_subscriber_kick(&c->sub, reason); /* a stream: SSE or WebSocket */
-    arm_end_deadline(c);
-    lg_conn_want_write(c);
+    c->home->deadlines_moved(c->home);
 }
 
-int lg_conn_flush_out(struct lg_conn *c)
+void lg_conn_deadline_cancel(struct lg_conn *c)
 {
-    size_t left = c->out.len - c->out_sent;
-    if (left == 0)
-        return 0;
-    if (c->out.oom)
+    lg_min_heap_remove(&c->home->deadlines, &c->links.deadline);
+}
+
+void lg_conn_deadline(struct lg_conn *c)
+{
+    if (c->ending) {
+        lg_conn_end_now(c);
+        return;
+    }
+    if (c->transport->timer && c->transport->timer(c) != 0)
+        lg_conn_close_soon(c);
+}
+
+int lg_conn_expires_at(struct lg_conn *c, int64_t unix_ms)
+{
+    return lg_min_heap_set(&c->home->expiring, &c->links.expiry, unix_ms);
+}
+
+void lg_conn_keepalive_reset(struct lg_conn *c)
+{
+    lg_dlist_move_tail(&c->home->keepalive[lg_transport_index(c->transport)],
+                       &c->links.keepalive);
+}
+
+/* ---- Raw HTTP requests ------------------------------------------------------------------ */
+
+/* Append bytes of the next request(s) to c->http.rx. Return value: 0, or -1 when they do not
+ * fit in limits.max_request_head_bytes (or memory ran out). */
+static int rx_append(struct lg_conn *c, const char *in, size_t len)
+{
+    uint32_t cap = c->home->cfg->limits.max_request_head_bytes;
+    struct lg_rx *rx = c->http.rx;
+    if (!rx) {
+        rx = c->http.rx = malloc(sizeof *rx + cap);
+        if (!rx)
+            return -1;
+        lg_http_request_init(&rx->req);
+        rx->len = 0;
+        rx->timed = false;
+    }
+    if (len > cap - rx->len)
         return -1;
-    struct lg_buf *scratch = lg_worker_scratch(c->worker);
-    lg_buf_append(scratch, c->out.data + c->out_sent, left);
-    if (scratch->oom)
-        return -1;
-    if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, left, LWS_WRITE_RAW) < 0)
-        return -1;
-    lg_worker_conn_wrote(c->worker, c);
-    lg_buf_reset(&c->out);
-    c->out_sent = 0;
+    memcpy(rx->buf + rx->len, in, len);
+    rx->len += (uint32_t)len;
     return 0;
 }
 
-/* ---- Raw HTTP requests that subscribe ------------------------------------------------------ */
+/* Refuse what the client sent next. An answer still waiting in `out` (the previous request's)
+ * goes first: the refusal is queued after it, in request order. */
+static void refuse_next(struct lg_conn *c, int status, const char *code, const char *message)
+{
+    struct lg_buf earlier = c->out;
+    lg_buf_init(&c->out);
+    lg_conn_http_error(c, status, code, message, NULL);
+    if (earlier.len) {
+        lg_buf_append(&earlier, c->out.data, c->out.len);
+        lg_buf_release(&c->out);
+        c->out = earlier;
+    } else {
+        lg_buf_release(&earlier);
+    }
+}
+
+bool lg_conn_take_input(struct lg_conn *c, const char *in, size_t len)
+{
+    if (rx_append(c, in, len) == 0)
+        return true;
+    refuse_next(c, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE);
+    return false;
+}
 
 int lg_conn_http_params(struct lg_conn *c, const char *buf, const struct lg_http_request *req,
                         const char *cursor_param, struct lg_subscribe_params *p)
 {
     char problem[256];
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     const char *header = NULL;
     size_t header_len = 0;
     if (req && strcmp(cursor_param, "last_event_id") == 0 &&
@@ -280,7 +437,7 @@ int lg_conn_http_params(struct lg_conn *c, const char *buf, const struct lg_http
 int lg_conn_http_subscribe(struct lg_conn *c, const struct lg_subscribe_params *p, bool listen,
                            size_t max_replay)
 {
-    struct lg_hub *hub = lg_worker_hub(c->worker);
+    struct lg_hub *hub = c->home->hub;
     struct lg_subscribe_failure why;
     switch (lg_subscriber_add_all(&c->sub, hub, p, listen, max_replay, &c->topic_creations, &why)) {
     case LG_SUBSCRIBE_OK:

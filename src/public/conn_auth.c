@@ -13,7 +13,6 @@
 #include "sse_refusal.h"
 #include "stats.h"
 #include "subscribe_params.h"
-#include "worker_services.h"
 
 /* ---- Token sources --------------------------------------------------------------------------- */
 
@@ -55,18 +54,18 @@ char *lg_conn_request_token(const char *buf, const struct lg_http_request *req,
 
 /* ---- Origins and CORS ---------------------------------------------------------------------- */
 
-/* Set c->cors for an allowed Origin. Return value: false when the origin is refused. */
+/* Set c->http.cors for an allowed Origin. Return value: false when the origin is refused. */
 static bool check_origin(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     const struct lg_slice *o = &req->headers[LG_HDR_ORIGIN];
     char lines[LG_CORS_LINES_MAX];
-    free(c->cors);
-    c->cors = NULL;
+    free(c->http.cors);
+    c->http.cors = NULL;
     if (!lg_cors_lines(&cfg->allowed_origins, buf + o->off, o->len, lines))
         return false;
     if (lines[0])
-        c->cors = strdup(lines);
+        c->http.cors = strdup(lines);
     return true;
 }
 
@@ -84,7 +83,7 @@ static void refuse_origin(struct lg_conn *c)
 
 void lg_conn_preflight(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    if (!check_origin(c, buf, req) || !c->cors) { /* refused, absent, or no CORS at all */
+    if (!check_origin(c, buf, req) || !c->http.cors) { /* refused, absent, or no CORS at all */
         refuse_origin(c);
         return;
     }
@@ -93,8 +92,8 @@ void lg_conn_preflight(struct lg_conn *c, const char *buf, const struct lg_http_
                    "HTTP/1.1 204 No Content\r\n%sAccess-Control-Allow-Methods: GET, OPTIONS\r\n"
                    "Access-Control-Allow-Headers: Authorization, Last-Event-ID\r\n"
                    "Access-Control-Max-Age: 600\r\nContent-Length: 0\r\n%s\r\n",
-                   c->cors, c->keep_alive ? "" : "Connection: close\r\n");
-    c->closing = !c->keep_alive;
+                   c->http.cors, c->http.keep_alive ? "" : "Connection: close\r\n");
+    c->closing = !c->http.keep_alive;
     lg_conn_want_write(c);
 }
 
@@ -114,7 +113,7 @@ int lg_conn_authorize_http(struct lg_conn *c, const char *buf, const struct lg_h
         refuse_origin(c);
         return -1;
     }
-    const struct lg_auth *auth = lg_worker_auth(c->worker);
+    const struct lg_auth *auth = c->home->auth;
     lg_grant_free(c->grant);
     c->grant = NULL;
     if (!lg_auth_enabled(auth))
@@ -164,6 +163,6 @@ void lg_conn_arm_expiry(struct lg_conn *c)
     if (!c->grant)
         return;
     int64_t at_ms = c->grant->expires_at_s * 1000;
-    if (lg_worker_conn_expires(c->worker, c, at_ms) != 0) /* out of memory: the lws timer */
+    if (lg_conn_expires_at(c, at_ms) != 0) /* out of memory: the lws timer */
         lws_set_timer_usecs(c->wsi, (lws_usec_t)(lg_conn_token_ms_left(c) + 1) * LWS_US_PER_MS);
 }

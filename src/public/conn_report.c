@@ -12,7 +12,6 @@
 #include "log.h"
 #include "stats.h"
 #include "topic.h"
-#include "worker_services.h"
 
 #define ACCESS_LINE_INTERVAL_MS 100
 
@@ -22,8 +21,8 @@ const char *lg_conn_close_reason(const struct lg_conn *c)
         return "admin";
     if (c->sub.slow_disconnect)
         return "slow_consumer";
-    if (c->close_reason)
-        return c->close_reason;
+    if (c->report.close_reason)
+        return c->report.close_reason;
     if (c->draining)
         return "drain";
     return "client";
@@ -31,9 +30,7 @@ const char *lg_conn_close_reason(const struct lg_conn *c)
 
 bool lg_conn_is_client(const struct lg_conn *c)
 {
-    return !c->released && c->transport &&
-           (c->transport == &lg_transport_sse || c->transport == &lg_transport_ws ||
-            c->transport == &lg_transport_poll);
+    return !c->released && c->transport && c->transport->report_name;
 }
 
 static void count_close(const char *reason)
@@ -57,10 +54,10 @@ static void count_close(const char *reason)
 static void remote_of(const struct lg_conn *c, char *out, size_t cap)
 {
     out[0] = '\0';
-    if (c->client_counted)
-        lg_client_address_format(&c->client, out, cap);
+    if (c->report.client_counted)
+        lg_client_address_format(&c->report.client, out, cap);
     else
-        snprintf(out, cap, "%s", c->peer);
+        snprintf(out, cap, "%s", c->report.peer);
 }
 
 static void topics_of(const struct lg_conn *c, char *out, size_t cap)
@@ -78,9 +75,7 @@ void lg_conn_report_closed(const struct lg_conn *c)
 {
     const char *reason = lg_conn_close_reason(c);
     count_close(reason);
-    const struct lg_transport_ops *t = c->transport;
-    bool subscriber = c->sub.ops != NULL && (t == &lg_transport_sse || t == &lg_transport_ws ||
-                                             t == &lg_transport_poll || c->sub.delivered > 0);
+    bool subscriber = c->sub.ops != NULL && (c->transport->report_name || c->sub.delivered > 0);
     if (!subscriber)
         return;
     static struct lg_ratelimit rl;
@@ -88,11 +83,11 @@ void lg_conn_report_closed(const struct lg_conn *c)
     remote_of(c, remote, sizeof remote);
     topics_of(c, topics, sizeof topics);
     struct lg_log_field fields[] = {
-        {.key = "id", .num = c->id},
+        {.key = "id", .num = c->report.id},
         {.key = "transport", .str = c->sub.ops->name},
         {.key = "remote", .str = remote},
         {.key = "topics", .str = topics},
-        {.key = "duration_ms", .num = lg_mono_ms() - c->opened_mono_ms},
+        {.key = "duration_ms", .num = lg_mono_ms() - c->report.opened_mono_ms},
         {.key = "delivered", .num = c->sub.delivered},
         {.key = "dropped", .num = c->sub.dropped},
         {.key = "bytes", .num = c->sub.bytes_out},
@@ -113,14 +108,11 @@ json_t *lg_conn_report_json(struct lg_conn *c, uint64_t now_mono_ns)
     uint64_t lag_ms = oldest && now_mono_ns > oldest->published_mono_ns
                           ? (now_mono_ns - oldest->published_mono_ns) / 1000000u
                           : 0;
-    const char *transport = c->transport == &lg_transport_sse  ? "sse"
-                            : c->transport == &lg_transport_ws ? "websocket"
-                                                               : "poll";
-    return json_pack("{s:I,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "id", (json_int_t)c->id,
-                     "transport", transport, "remote", remote, "topics",
+    return json_pack("{s:I,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "id", (json_int_t)c->report.id,
+                     "transport", c->transport->report_name, "remote", remote, "topics",
                      topics ? topics : json_array(), "queue_depth", (json_int_t)c->sub.ring.live,
                      "dropped", (json_int_t)c->sub.dropped, "delivered",
                      (json_int_t)c->sub.delivered, "lag_ms", (json_int_t)lag_ms,
-                     "connected_since_ms", (json_int_t)c->opened_unix_ms, "bytes_sent",
+                     "connected_since_ms", (json_int_t)c->report.opened_unix_ms, "bytes_sent",
                      (json_int_t)c->sub.bytes_out);
 }

@@ -3,7 +3,8 @@
  * closed-by-reason counters when it closes, and its entry in the admin API's client list
  * (GET /v1/clients).
  *
- * Owns:    nothing. lg_conn_report_json() returns a new jansson reference the caller owns.
+ * Owns:    nothing; struct lg_conn_report is a value in the connection. lg_conn_report_json()
+ *          returns a new jansson reference the caller owns.
  * Frees:   nothing.
  * Threads: the connection's worker thread (they read its worker-owned state).
  * Bounds:  the access line is logged at info at most once per 100 ms (rate-limited, the
@@ -16,8 +17,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "client_address.h"
+
 struct lg_conn;
 struct json_t;
+
+/* What the admin API and the access log line show of a connection (its `report`). */
+struct lg_conn_report {
+    uint64_t id;              /* unique in the process, increasing in open order */
+    int64_t opened_unix_ms;
+    uint64_t opened_mono_ms;
+    char peer[48];            /* the socket's peer address, read at open ("" = unknown) */
+    const char *close_reason; /* static: "policy", "error", ...; NULL = decided at release */
+    struct lg_client_address client; /* the address it counts against, if client_counted */
+    bool client_counted;      /* holds one of `client`'s connections (client_addresses.h) */
+};
 
 /* Why c closes, as the metric label and the access line say it. */
 const char *lg_conn_close_reason(const struct lg_conn *c);

@@ -5,7 +5,8 @@
  *
  * Owns:    nothing: the protocols are const and static. A struct lg_handoff is the worker's, on
  *          its stack, for the duration of one lws_adopt_descriptor_vhost_via_info() call.
- * Frees:   nothing to free; lws frees the per-session struct lg_conn after its close callbacks.
+ * Frees:   nothing to free; lws frees the per-session struct lg_conn after its close callbacks
+ *          (the worker sets per_session_data_size to lg_conn_size()).
  * Threads: the worker thread that owns the lws context.
  * Bounds:  one handoff per adopted socket, read only inside LWS_CALLBACK_RAW_ADOPT.
  */
@@ -15,7 +16,6 @@
 #include <libwebsockets.h>
 
 struct lg_client_address;
-struct lg_conn;
 struct lg_http_request;
 
 extern const struct lws_protocols lg_protocol_http; /* raw SSE / long-poll / static */
@@ -28,15 +28,5 @@ struct lg_handoff {
     const struct lg_http_request *req;
     const struct lg_client_address *client; /* who it counts against, or NULL: nobody */
 };
-
-/* c's deadline (lg_worker_conn_timer) passed (transport_http.c): what LWS_CALLBACK_TIMER does
- * for its transport; a connection to close is closed at lws' next pass. */
-void lg_http_conn_timer(struct lg_conn *c);
-
-/* WebSocket keepalive, driven by the worker's tick (transport_ws.c): queue a ping to c, a
- * peer silent for websocket.ping_interval_ms; close c, silent for websocket.pong_timeout_ms
- * after its ping (close reason "keepalive", counted and logged). */
-void lg_ws_ping(struct lg_conn *c);
-void lg_ws_keepalive_timeout(struct lg_conn *c);
 
 #endif

@@ -12,8 +12,7 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "http_routes.h"
-#include "worker_services.h"
+#include "static_files.h"
 
 #define STATIC_FILE_MAX (4u << 20)
 
@@ -85,7 +84,7 @@ void lg_static_serve(struct lg_conn *c, const char *buf, const struct lg_http_re
      * comes; whatever is not a regular file is then refused with 404. */
     int fd = -1;
     struct stat st;
-    if (resolve_static(lg_worker_static_dir(c->worker), decoded, resolved) != 0 ||
+    if (resolve_static(c->home->static_dir, decoded, resolved) != 0 ||
         (fd = open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0 || fstat(fd, &st) != 0 ||
         !S_ISREG(st.st_mode) || st.st_size > STATIC_FILE_MAX) {
         if (fd >= 0)
@@ -98,7 +97,7 @@ void lg_static_serve(struct lg_conn *c, const char *buf, const struct lg_http_re
                    "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\n"
                    "Cache-Control: no-cache\r\n%s\r\n",
                    content_type(resolved), (long long)st.st_size,
-                   c->keep_alive ? "" : "Connection: close\r\n");
+                   c->http.keep_alive ? "" : "Connection: close\r\n");
     if (req->method == LG_HTTP_GET) {
         size_t at = c->out.len;
         lg_buf_append(&c->out, NULL, (size_t)st.st_size);
@@ -109,6 +108,6 @@ void lg_static_serve(struct lg_conn *c, const char *buf, const struct lg_http_re
         }
     }
     close(fd);
-    c->closing = !c->keep_alive;
+    c->closing = !c->http.keep_alive;
     lg_conn_want_write(c);
 }

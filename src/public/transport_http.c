@@ -1,8 +1,8 @@
 /*
- * transport_http.c - the raw HTTP role: requests on lws' RAW socket role, routed to SSE
- * (transport_sse.c), long-poll (transport_poll.c) or static files (static_files.c), and the
- * table of a connection answering plainly (lg_transport_http: static files, errors, and a
- * keep-alive connection between requests).
+ * transport_http.c - the raw HTTP role: requests on lws' RAW socket role, routed to the
+ * transport whose path they name (lg_transports[]: /sse, /poll; /ws is told to upgrade) or to
+ * static files (static_files.c), and the table of a connection answering plainly
+ * (lg_transport_http: static files, errors, and a keep-alive connection between requests).
  *
  * We write our own status lines and headers because lws 4.1.6's HTTP role never reads a socket
  * whose response is in progress, so it cannot see an SSE or long-poll client leave (it spins on
@@ -20,15 +20,29 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include "acceptor.h" /* LG_LINGER_MS, LG_LINGER_BYTES: one lingering close for both */
+#include "config.h"
 #include "conn.h"
 #include "conn_auth.h"
-#include "http_routes.h"
 #include "log.h"
 #include "protocols.h"
 #include "sse_refusal.h"
+#include "static_files.h"
 #include "stats.h"
 #include "transport.h"
-#include "worker_services.h"
+
+/* A plain connection's own state: its lingering close. */
+struct http_state {
+    bool lingering;           /* answered and half-closed: reading and discarding until the
+                                 peer closes, LG_LINGER_MS or LG_LINGER_BYTES */
+    uint32_t linger_bytes;    /* discarded while lingering */
+};
+
+static bool lingering(const struct lg_conn *c)
+{
+    return c->transport == &lg_transport_http &&
+           lg_conn_state(c, const struct http_state)->lingering;
+}
 
 /* ---- Routing ------------------------------------------------------------------------------ */
 
@@ -41,37 +55,54 @@ static bool path_is(const char *buf, const struct lg_http_request *req, const ch
  * lines of its Origin even before authorization (sse_refusal.h). */
 static void note_sse_request(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    c->sse_request = lg_sse_refusal_applies(buf, req);
-    if (c->sse_request)
+    c->http.sse_request = lg_sse_refusal_applies(buf, req);
+    if (c->http.sse_request)
         lg_conn_cors(c, buf, req);
+}
+
+/* The transport whose route req's path is, or NULL. */
+static const struct lg_transport *route_of(const char *buf, const struct lg_http_request *req)
+{
+    for (size_t i = 0; i < lg_transport_count; i++)
+        if (lg_transports[i]->path && path_is(buf, req, lg_transports[i]->path))
+            return lg_transports[i];
+    return NULL;
+}
+
+/* A request for a transport's route: its GET is served by it; an upgrade-only route (no
+ * serve()) is told to upgrade. */
+static void serve_route(struct lg_conn *c, const struct lg_transport *t, const char *buf,
+                        const struct lg_http_request *req)
+{
+    char msg[96];
+    if (!t->serve) {
+        snprintf(msg, sizeof msg, "%s is a WebSocket endpoint: send Upgrade: websocket", t->path);
+        lg_conn_http_error(c, 426, "upgrade_required", msg, "Upgrade: websocket\r\n");
+    } else if (req->method == LG_HTTP_OPTIONS) {
+        lg_conn_preflight(c, buf, req);
+    } else if (req->method == LG_HTTP_GET) {
+        t->serve(c, buf, req);
+    } else {
+        snprintf(msg, sizeof msg, "use GET for %s", t->path);
+        lg_conn_http_error(c, 405, "method_not_allowed", msg, "Allow: GET\r\n");
+    }
 }
 
 static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    c->keep_alive = req->keep_alive;
-    free(c->cors); /* the previous request's (keep-alive); /sse and /poll set their own */
-    c->cors = NULL;
+    c->http.keep_alive = req->keep_alive;
+    free(c->http.cors); /* the previous request's (keep-alive); /sse and /poll set their own */
+    c->http.cors = NULL;
     note_sse_request(c, buf, req);
     bool get = req->method == LG_HTTP_GET;
+    const struct lg_transport *route = route_of(buf, req);
     if (req->http_major != 1)
         lg_conn_http_error(c, 505, "http_version_not_supported", LG_HTTP_VERSION_MESSAGE, NULL);
-    else if (lg_worker_is_draining(c->worker))
+    else if (lg_conn_home_draining(c->home))
         lg_conn_http_error(c, 503, "unavailable", "the gateway is shutting down",
                            "Retry-After: 1\r\n");
-    else if (req->method == LG_HTTP_OPTIONS &&
-             (path_is(buf, req, "/sse") || path_is(buf, req, "/poll")))
-        lg_conn_preflight(c, buf, req);
-    else if (path_is(buf, req, "/sse"))
-        get ? lg_sse_serve(c, buf, req)
-            : lg_conn_http_error(c, 405, "method_not_allowed", "use GET for /sse", "Allow: GET\r\n");
-    else if (path_is(buf, req, "/poll"))
-        get ? lg_poll_serve(c, buf, req)
-            : lg_conn_http_error(c, 405, "method_not_allowed", "use GET for /poll",
-                                 "Allow: GET\r\n");
-    else if (path_is(buf, req, "/ws"))
-        lg_conn_http_error(c, 426, "upgrade_required",
-                           "/ws is a WebSocket endpoint: send Upgrade: websocket",
-                           "Upgrade: websocket\r\n");
+    else if (route)
+        serve_route(c, route, buf, req);
     else if (get || req->method == LG_HTTP_HEAD)
         lg_static_serve(c, buf, req);
     else
@@ -81,54 +112,13 @@ static void http_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 
 /* ---- Keep-alive: the next request, its deadlines, pipelining ------------------------------ */
 
-static void set_timer_ms(struct lg_conn *c, uint32_t ms)
-{
-    lg_worker_conn_timer(c->worker, c, ms);
-}
-
-/* Append bytes of the next request(s) to c->rx (allocated on demand). Return value: 0, or -1
- * when they do not fit in limits.max_request_head_bytes (or memory ran out). */
-static int rx_append(struct lg_conn *c, const char *in, size_t len)
-{
-    uint32_t cap = lg_worker_config(c->worker)->limits.max_request_head_bytes;
-    if (!c->rx) {
-        c->rx = malloc(sizeof *c->rx + cap);
-        if (!c->rx)
-            return -1;
-        lg_http_request_init(&c->rx->req);
-        c->rx->len = 0;
-        c->rx->timed = false;
-    }
-    if (len > cap - c->rx->len)
-        return -1;
-    memcpy(c->rx->buf + c->rx->len, in, len);
-    c->rx->len += (uint32_t)len;
-    return 0;
-}
-
-/* Refuse what the client sent next. An answer still waiting in `out` (the previous request's)
- * goes first: the refusal is queued after it, in request order. */
-static void refuse_next(struct lg_conn *c, int status, const char *code, const char *message)
-{
-    struct lg_buf earlier = c->out;
-    lg_buf_init(&c->out);
-    lg_conn_http_error(c, status, code, message, NULL);
-    if (earlier.len) {
-        lg_buf_append(&earlier, c->out.data, c->out.len);
-        lg_buf_release(&c->out);
-        c->out = earlier;
-    } else {
-        lg_buf_release(&earlier);
-    }
-}
-
 /* Whether c waits for its next request: a plain keep-alive connection with its last answer
  * handed to the socket (and taken by it: a client that does not read its answers gets no
  * more until it does, so pipelined requests never pile up answers in memory). */
 static bool idle(const struct lg_conn *c)
 {
-    return c->transport == &lg_transport_http && c->keep_alive && !c->closing && !c->lingering &&
-           c->out.len == 0 && !lws_partial_buffered(c->wsi);
+    return c->transport == &lg_transport_http && c->http.keep_alive && !c->closing &&
+           !lingering(c) && c->out.len == 0 && !lws_partial_buffered(c->wsi);
 }
 
 /*
@@ -138,12 +128,12 @@ static bool idle(const struct lg_conn *c)
  */
 static void next_request(struct lg_conn *c)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    if (!c->rx || c->rx->len == 0) {
-        set_timer_ms(c, cfg->limits.keepalive_timeout_ms);
+    const struct lg_config *cfg = c->home->cfg;
+    if (!c->http.rx || c->http.rx->len == 0) {
+        lg_conn_deadline_in(c, cfg->limits.keepalive_timeout_ms);
         return;
     }
-    struct lg_rx *rx = c->rx;
+    struct lg_rx *rx = c->http.rx;
     const char *problem = NULL;
     /* (feeding no new bytes would tell the parser the stream ended) */
     int rc = rx->req.fed < rx->len ? lg_http_request_feed(&rx->req, rx->buf, rx->len, &problem)
@@ -161,11 +151,11 @@ static void next_request(struct lg_conn *c)
                                line ? LG_URI_TOO_LONG_MESSAGE : LG_HEAD_TOO_LARGE_MESSAGE, NULL);
         } else if (!rx->timed) {
             rx->timed = true;
-            set_timer_ms(c, cfg->limits.request_timeout_ms);
+            lg_conn_deadline_in(c, cfg->limits.request_timeout_ms);
         }
         return;
     }
-    lg_worker_conn_timer_cancel(c->worker, c);
+    lg_conn_deadline_cancel(c);
     if (rx->req.method == LG_HTTP_CONNECT)
         lg_conn_http_error(c, 405, "method_not_allowed", LG_CONNECT_MESSAGE, LG_CONNECT_ALLOW);
     else if (lg_http_request_is_websocket(rx->buf, &rx->req))
@@ -181,8 +171,8 @@ static void next_request(struct lg_conn *c)
     lg_http_request_init(&rx->req);
     rx->timed = false;
     if (rx->len == 0) {
-        free(c->rx);
-        c->rx = NULL;
+        free(c->http.rx);
+        c->http.rx = NULL;
     }
 }
 
@@ -194,7 +184,7 @@ static bool unread_input(const struct lg_conn *c)
 {
     int fd = lws_get_socket_fd(c->wsi);
     int queued = 0;
-    return (c->rx && c->rx->len > 0) || (fd >= 0 && ioctl(fd, FIONREAD, &queued) == 0 && queued > 0);
+    return (c->http.rx && c->http.rx->len > 0) || (fd >= 0 && ioctl(fd, FIONREAD, &queued) == 0 && queued > 0);
 }
 
 /* The answer is out (lws holds nothing more): close, lingering first if the client may still
@@ -206,10 +196,11 @@ static int finish(struct lg_conn *c)
     int fd = lws_get_socket_fd(c->wsi);
     if (fd < 0 || shutdown(fd, SHUT_WR) != 0)
         return -1;
-    c->lingering = true;
-    free(c->rx);
-    c->rx = NULL;
-    set_timer_ms(c, LG_LINGER_MS);
+    lg_conn_state(c, struct http_state)->lingering = true;
+    c->ending = false; /* its notice was taken: the linger deadline replaces the end deadline */
+    free(c->http.rx);
+    c->http.rx = NULL;
+    lg_conn_deadline_in(c, LG_LINGER_MS);
     return 0;
 }
 
@@ -217,23 +208,22 @@ static int finish(struct lg_conn *c)
 
 /* Bytes from the client: on a keep-alive connection the next request (or more), buffered until
  * the connection is idle so pipelined requests are answered one after the other, in order. */
-static int on_rx(struct lg_conn *c, const char *in, size_t len)
+static int http_receive(struct lg_conn *c, const char *in, size_t len)
 {
-    if (c->lingering) {
-        c->linger_bytes += (uint32_t)(len < LG_LINGER_BYTES ? len : LG_LINGER_BYTES);
-        return c->linger_bytes >= LG_LINGER_BYTES ? -1 : 0;
+    struct http_state *st = lg_conn_state(c, struct http_state);
+    if (st->lingering) {
+        st->linger_bytes += (uint32_t)(len < LG_LINGER_BYTES ? len : LG_LINGER_BYTES);
+        return st->linger_bytes >= LG_LINGER_BYTES ? -1 : 0;
     }
-    if (c->closing || (c->transport != &lg_transport_http && c->transport != &lg_transport_poll))
-        return 0; /* SSE expects nothing from the client; ignore it */
-    bool was_empty = !c->rx || c->rx->len == 0;
-    if (rx_append(c, in, len) != 0) {
-        refuse_next(c, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE);
+    if (c->closing)
         return 0;
-    }
+    bool was_empty = !c->http.rx || c->http.rx->len == 0;
+    if (!lg_conn_take_input(c, in, len))
+        return 0;
     if (!idle(c))
-        return 0; /* an answer (or a held poll) comes first */
+        return 0; /* an answer comes first */
     if (was_empty)
-        lg_worker_conn_timer_cancel(c->worker, c); /* no longer idle */
+        lg_conn_deadline_cancel(c); /* no longer idle */
     next_request(c);
     return 0;
 }
@@ -242,11 +232,11 @@ static int on_rx(struct lg_conn *c, const char *in, size_t len)
  * request head too slow. Return value: -1 to close. */
 static int http_timer(struct lg_conn *c)
 {
-    if (c->lingering)
+    if (lingering(c))
         return -1;
-    if (c->rx && c->rx->timed) {
-        free(c->rx);
-        c->rx = NULL;
+    if (c->http.rx && c->http.rx->timed) {
+        free(c->http.rx);
+        c->http.rx = NULL;
         lg_conn_http_error(c, 408, "request_timeout",
                            "the request head did not arrive within limits.request_timeout_ms",
                            NULL);
@@ -254,7 +244,7 @@ static int http_timer(struct lg_conn *c)
     }
     if (!idle(c) && (c->out.len || lws_partial_buffered(c->wsi))) {
         /* its answer is still being sent: an idle connection only once it is out */
-        set_timer_ms(c, lg_worker_config(c->worker)->limits.keepalive_timeout_ms);
+        lg_conn_deadline_in(c, c->home->cfg->limits.keepalive_timeout_ms);
         return 0;
     }
     static struct lg_ratelimit rl;
@@ -263,38 +253,17 @@ static int http_timer(struct lg_conn *c)
     return -1;
 }
 
-/* c's deadline passed: what it means depends on what c is now. Return value: -1 to close. */
-static int on_timer(struct lg_conn *c)
-{
-    if (c->ending && !c->lingering) { /* lingering: the notice was taken, the close is its own */
-        lg_conn_end_now(c);
-        return 0;
-    }
-    if (c->transport == &lg_transport_http)
-        return http_timer(c);
-    if (c->transport && c->transport->timer)
-        c->transport->timer(c);
-    return 0;
-}
-
-void lg_http_conn_timer(struct lg_conn *c)
-{
-    if (on_timer(c) != 0)
-        lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
-}
-
 /* The socket can take more: what `out` holds goes first, then the transport's own output. */
 static int on_writable(struct lg_conn *c)
 {
-    if (c->lingering)
+    if (lingering(c))
         return 0;
     if (c->out.len) {
         if (lg_conn_flush_out(c) != 0)
             return -1;
         /* Come back once lws has sent it all: then close, go on with events, or read the
          * next request. */
-        if (c->closing || lg_subscriber_has_output(&c->sub) || c->heartbeat_owed ||
-            c->transport == &lg_transport_http)
+        if (c->closing || lg_subscriber_has_output(&c->sub) || c->transport == &lg_transport_http)
             lg_conn_want_write(c);
         return 0;
     }
@@ -308,23 +277,27 @@ static int on_writable(struct lg_conn *c)
 }
 
 /* A plain connection at shutdown: close once its answer is out (now if it has none). */
-static void http_drain(struct lg_conn *c)
+static void http_drain(struct lg_conn *c, const struct lg_drain *how)
 {
+    (void)how;
     if (!c->out.len)
         c->closing = true;
-    c->keep_alive = false;
+    c->http.keep_alive = false;
     lg_conn_want_write(c);
 }
 
-const struct lg_transport_ops lg_transport_http = {
+const struct lg_transport lg_transport_http = {
     .name = "HTTP",
+    .state_size = sizeof(struct http_state),
+    .receive = http_receive,
+    .timer = http_timer,
     .drain = http_drain,
 };
 
 /* The client address of c already holds limits.max_connections_per_address connections. */
 static void refuse_per_address(struct lg_conn *c)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     char msg[160];
     snprintf(msg, sizeof msg,
              "your address holds %u connections, the limit (limits.max_connections_per_address); "
@@ -352,17 +325,18 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         /* Bytes read after the first request (pipelined) wait for its answer. They fit: the
          * acceptor read at most limits.max_request_head_bytes. */
         if (h->len > h->req->head_len &&
-            rx_append(c, h->buf + h->req->head_len, h->len - h->req->head_len) != 0)
+            !lg_conn_take_input(c, h->buf + h->req->head_len, h->len - h->req->head_len))
             return -1;
         http_serve(c, h->buf, h->req);
         return 0;
     }
     case LWS_CALLBACK_RAW_RX:
-        return on_rx(c, in, len);
+        return c->transport->receive ? c->transport->receive(c, in, len) : 0;
     case LWS_CALLBACK_RAW_WRITEABLE:
         return on_writable(c);
     case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback for a stream's token expiry */
-        return on_timer(c);
+        lg_conn_deadline(c);
+        return 0;
     case LWS_CALLBACK_RAW_CLOSE:
         lg_conn_release(c);
         return 0;
@@ -374,6 +348,6 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
 const struct lws_protocols lg_protocol_http = {
     .name = "lg-http",
     .callback = http_callback,
-    .per_session_data_size = sizeof(struct lg_conn),
+    .per_session_data_size = sizeof(struct lg_conn), /* the worker adds the transports' state */
     .rx_buffer_size = 2048,
 };

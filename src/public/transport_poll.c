@@ -7,16 +7,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "config.h"
 #include "conn.h"
 #include "conn_auth.h"
 #include "encode.h"
 #include "event.h"
-#include "http_routes.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "subscriber.h"
 #include "transport.h"
-#include "worker_services.h"
 
 #define LOAD_WAIT_MS 1000
 
@@ -26,33 +25,32 @@ static void answer_poll(struct lg_conn *c)
 {
     struct lg_buf body;
     lg_buf_init(&body);
-    lg_subscriber_render_poll(&c->sub, &body, c->poll_max_batch);
-    lg_subscriber_release(&c->sub, lg_worker_hub(c->worker));
+    lg_subscriber_render_poll(&c->sub, &body, c->home->cfg->poll.max_batch);
+    lg_subscriber_release(&c->sub, c->home->hub);
     if (c->transport == &lg_transport_poll)
-        lg_worker_conn_timer_cancel(c->worker, c);
+        lg_conn_deadline_cancel(c);
     lg_conn_set_transport(c, &lg_transport_http);
-    if (lg_worker_is_draining(c->worker))
-        c->keep_alive = false;
+    if (lg_conn_home_draining(c->home))
+        c->http.keep_alive = false;
     lg_buf_appendf(&c->out,
                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                    "Cache-Control: no-store\r\nContent-Length: %zu\r\n%s%s\r\n",
-                   body.len, c->cors ? c->cors : "", c->keep_alive ? "" : "Connection: close\r\n");
+                   body.len, c->http.cors ? c->http.cors : "", c->http.keep_alive ? "" : "Connection: close\r\n");
     lg_buf_append(&c->out, body.data, body.len);
     lg_buf_release(&body);
-    c->closing = !c->keep_alive;
+    c->closing = !c->http.keep_alive;
     lg_conn_want_write(c);
 }
 
-void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     struct lg_subscribe_params *p = malloc(sizeof *p);
     if (!p) {
         lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
         return;
     }
-    lg_subscriber_init(&c->sub, &lg_transport_poll, lg_worker_index(c->worker),
-                       &cfg->client_queue);
+    lg_subscriber_init(&c->sub, &lg_poll_render, c->home->index, &cfg->client_queue);
     if (lg_conn_http_params(c, buf, req, "since", p) != 0 ||
         lg_conn_authorize_http(c, buf, req, p) != 0 ||
         lg_conn_http_subscribe(c, p, true, cfg->poll.max_batch) != 0) {
@@ -65,19 +63,18 @@ void lg_poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_requ
     if (timeout_ms > lg_conn_token_ms_left(c))
         timeout_ms = lg_conn_token_ms_left(c); /* a held poll does not outlive its token */
     free(p);
-    c->poll_max_batch = cfg->poll.max_batch;
     /* A topic whose Redis stream is still loading has an unknown replay: even a poll that
      * asks for no wait holds until it is known (its first event), at most LOAD_WAIT_MS. */
     bool loading = lg_subscriber_pending(&c->sub);
     if ((timeout_ms == 0 && !loading) || lg_subscriber_has_output(&c->sub) ||
-        lg_worker_is_draining(c->worker)) {
+        lg_conn_home_draining(c->home)) {
         answer_poll(c);
         return;
     }
     if (timeout_ms == 0)
         timeout_ms = LOAD_WAIT_MS;
     lg_conn_set_transport(c, &lg_transport_poll); /* held */
-    lg_worker_conn_timer(c->worker, c, timeout_ms);
+    lg_conn_deadline_in(c, (uint32_t)timeout_ms);
 }
 
 /* ---- A held poll ------------------------------------------------------------------------- */
@@ -89,9 +86,36 @@ static int poll_writable(struct lg_conn *c)
     return 0;
 }
 
-static void poll_drain(struct lg_conn *c)
+/* Its deadline: answered with what it has (nothing). */
+static int poll_deadline(struct lg_conn *c)
 {
-    c->keep_alive = false;
+    answer_poll(c);
+    return 0;
+}
+
+/* Bytes of the next request while held: buffered, read once the answer is out. */
+static int poll_receive(struct lg_conn *c, const char *in, size_t len)
+{
+    if (!c->closing)
+        lg_conn_take_input(c, in, len);
+    return 0;
+}
+
+/* An operator ends the held poll: a 409 answer, then the close. */
+static void poll_kick(struct lg_conn *c, const char *reason)
+{
+    lg_subscriber_release(&c->sub, c->home->hub);
+    lg_conn_deadline_cancel(c);
+    lg_conn_set_transport(c, &lg_transport_http);
+    lg_conn_http_error(c, 409, "kicked", reason, NULL);
+    c->report.close_reason = "admin";
+    lg_conn_arm_end(c);
+}
+
+static void poll_drain(struct lg_conn *c, const struct lg_drain *how)
+{
+    (void)how;
+    c->http.keep_alive = false;
     answer_poll(c);
 }
 
@@ -127,16 +151,26 @@ static void poll_render_end(struct lg_buf *out, const struct lg_subscriber *s)
     lg_buf_append_str(out, "\"}");
 }
 
-const struct lg_transport_ops lg_transport_poll = {
+const struct lg_render_ops lg_poll_render = {
     .name = "long-poll",
-    .clients = &lg_stats.clients_poll,
     .delivered = &lg_stats.events_delivered_poll,
     .event_bytes = poll_event_bytes,
     .render_begin = poll_render_begin,
     .render_notice = poll_render_notice,
     .render_event = poll_render_event,
     .render_end = poll_render_end,
+};
+
+const struct lg_transport lg_transport_poll = {
+    .name = "long-poll",
+    .report_name = "poll",
+    .clients = &lg_stats.clients_poll,
+    .render = &lg_poll_render,
+    .path = "/poll",
+    .serve = poll_serve,
+    .receive = poll_receive,
     .writable = poll_writable,
-    .timer = answer_poll, /* its deadline */
+    .timer = poll_deadline,
+    .kick = poll_kick,
     .drain = poll_drain,
 };

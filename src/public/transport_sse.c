@@ -1,45 +1,61 @@
 /*
  * transport_sse.c - Server-Sent Events on a raw HTTP connection: the response head, the
  * stream's wire format (events, gap/reset notices, the slow-consumer error, heartbeats, the
- * retry hint that ends a drained stream) and the writes of its queue.
+ * retry hint that ends a drained stream), the writes of its queue and its heartbeats.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "config.h"
 #include "conn.h"
 #include "conn_auth.h"
 #include "encode.h"
 #include "event.h"
-#include "http_routes.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "subscriber.h"
 #include "transport.h"
-#include "worker_services.h"
+
+/* A stream's own state. */
+struct sse_state {
+    uint64_t last_write_ms;   /* monotonic: its last write, or its last heartbeat's turn */
+    uint32_t drain_retry_ms;  /* windowed drain: the jittered retry: to send (0 = sse.retry_ms) */
+    bool heartbeat_owed;      /* quiet for sse.heartbeat_ms: send a comment line */
+};
+
+static struct sse_state *sse_of(struct lg_conn *c) { return lg_conn_state(c, struct sse_state); }
+
+/* c wrote to its socket: its heartbeat waits another sse.heartbeat_ms. */
+static void wrote(struct lg_conn *c)
+{
+    sse_of(c)->last_write_ms = lg_mono_ms();
+    lg_conn_keepalive_reset(c);
+}
 
 /* ---- The request ------------------------------------------------------------------------ */
 
-void lg_sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+static void sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     struct lg_subscribe_params *p = malloc(sizeof *p);
     if (!p) {
         lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
         return;
     }
-    lg_subscriber_init(&c->sub, &lg_transport_sse, lg_worker_index(c->worker),
-                       &cfg->client_queue);
+    lg_subscriber_init(&c->sub, &lg_sse_render, c->home->index, &cfg->client_queue);
     if (lg_conn_http_params(c, buf, req, "last_event_id", p) == 0 &&
         lg_conn_authorize_http(c, buf, req, p) == 0 &&
         lg_conn_http_subscribe(c, p, true, SIZE_MAX) == 0) {
         lg_conn_set_transport(c, &lg_transport_sse);
+        wrote(c); /* its first heartbeat is due sse.heartbeat_ms after its head */
         lg_conn_arm_expiry(c);
         lg_buf_appendf(&c->out,
                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                        "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n%s"
                        "Connection: close\r\n\r\nretry: %u\n\n",
-                       c->cors ? c->cors : "", cfg->sse.retry_ms);
+                       c->http.cors ? c->http.cors : "", cfg->sse.retry_ms);
         /* An id-only block sets the browser's Last-Event-ID without firing an event, so a
          * client that reconnects before its first event still resumes from here. Not while
          * a topic's Redis stream loads: its position is not known yet. */
@@ -57,15 +73,15 @@ void lg_sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_reque
 
 static int write_stream(struct lg_conn *c)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    struct lg_buf *scratch = lg_worker_scratch(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
+    struct lg_buf *scratch = lg_conn_scratch(c->home);
     lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes,
                                 cfg->sse.retry_ms);
     if (c->sub.slow_disconnect)
         c->closing = true;
-    if (scratch->len == LWS_PRE && c->heartbeat_owed)
+    if (scratch->len == LWS_PRE && sse_of(c)->heartbeat_owed)
         lg_buf_append_str(scratch, ": hb\n\n");
-    c->heartbeat_owed = false;
+    sse_of(c)->heartbeat_owed = false;
     if (scratch->oom)
         return -1;
     if (scratch->len == LWS_PRE)
@@ -73,7 +89,7 @@ static int write_stream(struct lg_conn *c)
     if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
                   LWS_WRITE_RAW) < 0)
         return -1;
-    lg_worker_conn_wrote(c->worker, c);
+    wrote(c);
     return 0;
 }
 
@@ -83,20 +99,19 @@ static int sse_writable(struct lg_conn *c)
         return -1;
     if (c->draining && !lg_subscriber_has_output(&c->sub) && !c->closing) {
         /* Everything accepted before the shutdown is out: the retry hint ends the stream. */
-        lg_buf_appendf(&c->out, "retry: %u\n\n", c->drain_retry_ms
-                                                    ? c->drain_retry_ms
-                                                    : lg_worker_config(c->worker)->sse.retry_ms);
+        uint32_t retry_ms = sse_of(c)->drain_retry_ms;
+        lg_buf_appendf(&c->out, "retry: %u\n\n", retry_ms ? retry_ms : c->home->cfg->sse.retry_ms);
         c->closing = true;
     }
     if (c->closing || lg_subscriber_has_output(&c->sub))
         lg_conn_want_write(c);
-    lg_worker_conn_backlog(c->worker, c);
+    lg_conn_note_backlog(c);
     return 0;
 }
 
 static int sse_write_events(struct lg_conn *c)
 {
-    if (lg_conn_flush_out(c) != 0)
+    if (c->out.len && lg_conn_flush_out(c) != 0)
         return -1;
     while (!c->closing && !lws_partial_buffered(c->wsi) && lg_subscriber_has_output(&c->sub))
         if (write_stream(c) != 0)
@@ -106,13 +121,13 @@ static int sse_write_events(struct lg_conn *c)
 
 /* The lws timer: the token's exp. The stream ends with an error event that names the cursor
  * to resume from (what was written), and the client reconnects with a fresh token. */
-static void sse_token_expired(struct lg_conn *c)
+static int sse_token_expired(struct lg_conn *c)
 {
     if (c->closing || c->draining)
-        return;
+        return 0;
     if (lg_conn_token_ms_left(c) > 0) {
         lg_conn_arm_expiry(c); /* the timer ran early */
-        return;
+        return 0;
     }
     LG_STAT_ADD(auth_streams_expired, 1);
     lg_buf_append_str(&c->out, "event: error\ndata: {\"code\":\"token_expired\",\"message\":"
@@ -126,12 +141,34 @@ static void sse_token_expired(struct lg_conn *c)
     lg_buf_append_str(&c->out, "}\n\n");
     c->closing = true;
     lg_conn_want_write(c);
+    return 0;
 }
 
-static void sse_drain(struct lg_conn *c)
+static void sse_drain(struct lg_conn *c, const struct lg_drain *how)
 {
+    sse_of(c)->drain_retry_ms = how->retry_ms;
     c->draining = true; /* the writable callback sends what is queued, then the retry hint */
     lg_conn_want_write(c);
+}
+
+/* Streams quiet for sse.heartbeat_ms get a comment line. The order is of their last write, so
+ * the walk stops at the first stream that wrote recently: a tick costs the streams that need a
+ * heartbeat, not every connection. */
+static void send_heartbeats(struct lg_dlist *order, uint64_t now_ms)
+{
+    struct lg_dlink *link = order->first;
+    while (link) {
+        struct lg_dlink *next = link->next;
+        struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, links.keepalive);
+        struct sse_state *st = sse_of(c);
+        if (now_ms - st->last_write_ms < c->home->cfg->sse.heartbeat_ms)
+            break;
+        st->heartbeat_owed = true;
+        st->last_write_ms = now_ms; /* one heartbeat per quiet interval */
+        lg_dlist_move_tail(order, link);
+        lg_conn_want_write(c);
+        link = next;
+    }
 }
 
 /* ---- Rendering -------------------------------------------------------------------------- */
@@ -176,18 +213,28 @@ static void sse_render_slow(struct lg_buf *out, const char *code, const char *re
     lg_buf_appendf(out, "}\nretry: %u\n\n", retry_ms);
 }
 
-const struct lg_transport_ops lg_transport_sse = {
+const struct lg_render_ops lg_sse_render = {
     .name = "SSE",
-    .clients = &lg_stats.clients_sse,
     .delivered = &lg_stats.events_delivered_sse,
-    .stream = true,
-    .heartbeat = true,
     .event_bytes = sse_event_bytes,
     .render_notice = sse_render_notice,
     .render_event = sse_render_event,
     .render_slow = sse_render_slow,
+};
+
+const struct lg_transport lg_transport_sse = {
+    .name = "SSE",
+    .report_name = "sse",
+    .clients = &lg_stats.clients_sse,
+    .render = &lg_sse_render,
+    .stream = true,
+    .state_size = sizeof(struct sse_state),
+    .path = "/sse",
+    .serve = sse_serve,
     .write_events = sse_write_events,
     .writable = sse_writable,
     .timer = sse_token_expired,
+    .kick = lg_conn_kick_stream,
     .drain = sse_drain,
+    .keepalive_tick = send_heartbeats,
 };

@@ -2,7 +2,8 @@
  * transport_ws.c - the WebSocket subscriber protocol "livegate.v1" on lws' ws role.
  *
  * lws does the handshake, framing of inbound messages, answers to client pings and close
- * frames. The keepalive (server pings, the pong timeout) is the worker's (worker.c).
+ * frames. The keepalive (server pings, the pong timeout) is ours, driven by the worker's tick
+ * (send_pings()).
  * Outbound events are written as frames pre-encoded once per event (event->ws_frame) and
  * coalesced into one LWS_WRITE_RAW write, which lws sends unframed on a ws connection.
  * This protocol is protocols[0], so it also receives LWS_CALLBACK_WSI_DESTROY for every
@@ -20,12 +21,12 @@
 #include "event.h"
 #include "hub.h"
 #include "log.h"
+#include "config.h"
 #include "protocols.h"
 #include "stats.h"
 #include "subscribe_params.h"
 #include "topic.h"
 #include "transport.h"
-#include "worker_services.h"
 #include "ws_message.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
@@ -35,6 +36,30 @@
  * every idle connection; a subscribe message costs a callback per 128 bytes. */
 #define LG_WS_RX_PIECE 128
 
+/* A WebSocket connection's own state. */
+struct ws_state {
+    struct lg_rate messages;  /* control messages it may send (websocket.max_messages_per_s) */
+    struct lg_buf msg;        /* a message being reassembled */
+    uint64_t heard_ms;        /* monotonic: the peer's last frame, or our ping once pinged */
+    const char *close_reason; /* with close_code (a literal); NULL = "server shutting down" */
+    uint32_t bad_messages;    /* malformed control messages in a row */
+    uint16_t close_code;      /* when closing: the code to send (1001 at shutdown) */
+    bool close_sent;          /* the close frame is queued; nothing more is written */
+    bool pinged;              /* pinged after ping_interval_ms of silence */
+    bool drain_restart;       /* windowed drain: close 1012 (service restart) */
+};
+
+static struct ws_state *ws_of(struct lg_conn *c) { return lg_conn_state(c, struct ws_state); }
+
+/* The peer sent a frame (a message, a pong): c is alive, its keepalive starts over (the first
+ * call, at the handshake, puts it in the keep-alive order). */
+static void heard(struct lg_conn *c)
+{
+    ws_of(c)->heard_ms = lg_mono_ms();
+    ws_of(c)->pinged = false;
+    lg_conn_keepalive_reset(c);
+}
+
 /* ---- Replies ------------------------------------------------------------------------------ */
 
 /* Queue the close frame (lws sends it once the callback returns -1): the replies already
@@ -42,7 +67,7 @@
 static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
 {
     if (c->out.len && !c->out.oom) {
-        struct lg_buf *scratch = lg_worker_scratch(c->worker);
+        struct lg_buf *scratch = lg_conn_scratch(c->home);
         lg_buf_append(scratch, c->out.data, c->out.len);
         if (!scratch->oom)
             (void)lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, c->out.len,
@@ -50,7 +75,7 @@ static int close_with(struct lg_conn *c, uint16_t code, const char *reason)
     }
     lg_buf_reset(&c->out);
     c->closing = true;
-    c->ws_close_sent = true;
+    ws_of(c)->close_sent = true;
     lws_close_reason(c->wsi, (enum lws_close_status)code, (unsigned char *)reason, strlen(reason));
     return -1;
 }
@@ -68,7 +93,7 @@ static int close_now(struct lg_conn *c, enum lws_close_status code, const char *
  * answers is closed rather than buffered without bound. */
 static int reply(struct lg_conn *c, json_t *obj)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(obj);
     if (!text)
@@ -125,7 +150,7 @@ static json_t *cursor_string(const struct lg_conn *c)
 static void unsubscribe_added(struct lg_conn *c, const struct lg_subscribe_params *p,
                               const bool *had)
 {
-    struct lg_hub *hub = lg_worker_hub(c->worker);
+    struct lg_hub *hub = c->home->hub;
     for (size_t i = 0; i < p->topic_count; i++) {
         if (had[i])
             continue;
@@ -141,10 +166,10 @@ static void unsubscribe_added(struct lg_conn *c, const struct lg_subscribe_param
  * when one topic is refused (a bad cursor, no room for a new topic), none of them is added. */
 static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    struct lg_hub *hub = lg_worker_hub(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
+    struct lg_hub *hub = c->home->hub;
     for (size_t i = 0; i < p->topic_count; i++) {
-        if (lg_auth_may_subscribe(lg_worker_auth(c->worker), c->grant, p->topics[i]))
+        if (lg_auth_may_subscribe(c->home->auth, c->grant, p->topics[i]))
             continue;
         char text[256];
         snprintf(text, sizeof text, "topic %s is outside %s", p->topics[i],
@@ -198,7 +223,7 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
 
 static int op_unsubscribe(struct lg_conn *c, json_t *topics)
 {
-    struct lg_hub *hub = lg_worker_hub(c->worker);
+    struct lg_hub *hub = c->home->hub;
     size_t i;
     json_t *t;
     json_array_foreach(topics, i, t) {
@@ -218,8 +243,8 @@ static int op_unsubscribe(struct lg_conn *c, json_t *topics)
  * array of their names (to tell the client), NULL when out of memory. */
 static json_t *drop_uncovered(struct lg_conn *c)
 {
-    struct lg_hub *hub = lg_worker_hub(c->worker);
-    const struct lg_auth *auth = lg_worker_auth(c->worker);
+    struct lg_hub *hub = c->home->hub;
+    const struct lg_auth *auth = c->home->auth;
     struct lg_topic *gone[LG_CURSOR_MAX_ENTRIES];
     size_t n = 0;
     for (struct lg_subscription *s = c->sub.subs; s && n < LG_CURSOR_MAX_ENTRIES;
@@ -239,7 +264,7 @@ static json_t *drop_uncovered(struct lg_conn *c)
 static int op_auth(struct lg_conn *c, const json_t *token)
 {
     struct lg_grant *g;
-    enum lg_auth_result r = lg_auth_verify(lg_worker_auth(c->worker), json_string_value(token),
+    enum lg_auth_result r = lg_auth_verify(c->home->auth, json_string_value(token),
                                            json_string_length(token), lg_unix_ms() / 1000, &g);
     if (r != LG_AUTH_OK) {
         lg_auth_count_refusal(r);
@@ -257,29 +282,30 @@ static int op_auth(struct lg_conn *c, const json_t *token)
 
 /* The token's exp passed (the worker's tick, conn_auth.h): close with 4003 unless a refresh
  * moved it. */
-static void ws_token_expired(struct lg_conn *c)
+static int ws_token_expired(struct lg_conn *c)
 {
     if (!c->grant || c->closing)
-        return;
+        return 0;
     if (lg_conn_token_ms_left(c) > 0) {
         lg_conn_arm_expiry(c); /* refreshed, or the timer ran early */
-        return;
+        return 0;
     }
     LG_STAT_ADD(auth_streams_expired, 1);
     static struct lg_ratelimit rl;
     lg_log_ratelimited(&rl, 1000, LG_LOG_INFO, "closing a WebSocket client with 4003: token expired");
     c->closing = true;
-    c->ws_close_code = 4003;
-    c->ws_close_reason = "token expired";
+    ws_of(c)->close_code = 4003;
+    ws_of(c)->close_reason = "token expired";
     lg_conn_want_write(c);
+    return 0;
 }
 
 /* A malformed message: answer it; close with 1008 after too many in a row. */
 static int bad_message(struct lg_conn *c, const char *code, const char *text)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    if (++c->ws_bad_messages >= cfg->websocket.max_bad_messages) {
-        c->close_reason = "policy";
+    const struct lg_config *cfg = c->home->cfg;
+    if (++ws_of(c)->bad_messages >= cfg->websocket.max_bad_messages) {
+        c->report.close_reason = "policy";
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "too many malformed messages");
     }
     return reply_error(c, code, text);
@@ -303,16 +329,16 @@ static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
 
 static int handle_message(struct lg_conn *c, const char *text, size_t len)
 {
-    if (!lg_rate_take(&c->ws_messages, lg_mono_ms())) {
+    if (!lg_rate_take(&ws_of(c)->messages, lg_mono_ms())) {
         LG_STAT_ADD(ws_closed_message_rate, 1);
-        c->close_reason = "policy";
+        c->report.close_reason = "policy";
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
                          "control messages faster than websocket.max_messages_per_s");
     }
     struct lg_subscribe_params *p = malloc(sizeof *p);
     if (p == NULL)
         return -1;
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     struct lg_ws_message m;
     bool malformed;
     char problem[256];
@@ -323,7 +349,7 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
         rc = bad_message(c, code, problem);
     } else {
         rc = code != NULL ? reply_error(c, code, problem) : apply_message(c, &m, p);
-        c->ws_bad_messages = 0;
+        ws_of(c)->bad_messages = 0;
     }
     lg_ws_message_release(&m);
     free(p);
@@ -332,29 +358,50 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
 
 /* ---- lws callbacks ------------------------------------------------------------------------ */
 
+/* What a WebSocket upgrade on fd brought, kept by the worker until lws reports it established:
+ * its raw query (malloc'd, the caller frees it; NULL if none), its token (*token, malloc'd,
+ * NULL if none) and the client address it counts against (*counted false: nobody). */
+static char *take_upgrade(struct lg_conn_home *home, int fd, char **token,
+                          struct lg_client_address *client, bool *counted)
+{
+    *token = NULL;
+    *counted = false;
+    if (fd < 0 || (size_t)fd >= home->ws_upgrades_cap)
+        return NULL;
+    struct lg_ws_upgrade *u = &home->ws_upgrades[fd];
+    char *query = u->query;
+    *token = u->token;
+    *client = u->client;
+    *counted = u->counted;
+    *u = (struct lg_ws_upgrade){0};
+    return query;
+}
+
 static int on_established(struct lg_conn *c, struct lws *wsi)
 {
-    struct lg_worker *w = lws_context_user(lws_get_context(wsi));
-    const struct lg_config *cfg = lg_worker_config(w);
-    lg_conn_init(c, wsi, w, &lg_transport_ws);
-    lg_subscriber_init(&c->sub, &lg_transport_ws, lg_worker_index(w), &cfg->client_queue);
-    lg_worker_ws_heard(w, c);
-    if (lg_worker_is_draining(w)) {
+    struct lg_conn_home *home = lws_context_user(lws_get_context(wsi));
+    const struct lg_config *cfg = home->cfg;
+    lg_conn_init(c, wsi, home, &lg_transport_ws);
+    lg_rate_init(&ws_of(c)->messages, cfg->websocket.max_messages_per_s,
+                 cfg->websocket.max_messages_per_s, lg_mono_ms());
+    lg_buf_init(&ws_of(c)->msg);
+    lg_subscriber_init(&c->sub, &lg_ws_render, home->index, &cfg->client_queue);
+    heard(c);
+    if (lg_conn_home_draining(home)) {
         c->closing = true;
-        c->ws_close_code = c->drain_restart ? 1012 /* service restart: reconnect elsewhere */
-                                            : LWS_CLOSE_STATUS_GOINGAWAY;
+        ws_of(c)->close_code = LWS_CLOSE_STATUS_GOINGAWAY;
         lg_conn_want_write(c);
         return 0;
     }
     struct lg_client_address client;
     bool counted;
-    char *token = lg_worker_take_ws_token(w, lws_get_socket_fd(wsi));
-    char *query = lg_worker_take_ws_upgrade(w, lws_get_socket_fd(wsi), &client, &counted);
+    char *token;
+    char *query = take_upgrade(home, lws_get_socket_fd(wsi), &token, &client, &counted);
     enum lg_auth_result verdict = LG_AUTH_OK;
-    if (token && lg_auth_enabled(lg_worker_auth(w)))
-        verdict = lg_auth_verify(lg_worker_auth(w), token, strlen(token), lg_unix_ms() / 1000,
+    if (token && lg_auth_enabled(home->auth))
+        verdict = lg_auth_verify(home->auth, token, strlen(token), lg_unix_ms() / 1000,
                                  &c->grant);
-    if (token && !token[0] && lg_auth_enabled(lg_worker_auth(w)))
+    if (token && !token[0] && lg_auth_enabled(home->auth))
         verdict = LG_AUTH_MALFORMED; /* an Authorization header of another scheme */
     free(token);
     if (verdict != LG_AUTH_OK) {
@@ -366,7 +413,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     if (!lg_conn_claim_client(c, counted ? &client : NULL)) {
         free(query);
         LG_STAT_ADD(connections_refused_address, 1);
-        c->close_reason = "policy";
+        c->report.close_reason = "policy";
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
                          "too many connections from your address "
                          "(limits.max_connections_per_address)");
@@ -390,24 +437,24 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
 
 static int on_receive(struct lg_conn *c, const char *in, size_t len)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    if (c->ws_close_sent)
+    const struct lg_config *cfg = c->home->cfg;
+    if (ws_of(c)->close_sent)
         return 0; /* the rest of a read that held the message which closed c: not answered */
-    lg_worker_ws_heard(c->worker, c);
-    if (c->ws_msg.len + len > cfg->websocket.max_message_bytes) {
+    heard(c);
+    if (ws_of(c)->msg.len + len > cfg->websocket.max_message_bytes) {
         char reason[96];
         snprintf(reason, sizeof reason,
                  "control message larger than %u bytes (websocket.max_message_bytes)",
                  cfg->websocket.max_message_bytes);
         return close_now(c, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, reason);
     }
-    lg_buf_append(&c->ws_msg, in, len);
+    lg_buf_append(&ws_of(c)->msg, in, len);
     if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi))
         return 0;
     bool binary = lws_frame_is_binary(c->wsi);
     int rc = binary ? bad_message(c, "bad_message", "control messages are JSON text frames")
-                    : handle_message(c, c->ws_msg.data, c->ws_msg.len);
-    lg_buf_reset(&c->ws_msg);
+                    : handle_message(c, ws_of(c)->msg.data, ws_of(c)->msg.len);
+    lg_buf_reset(&ws_of(c)->msg);
     return rc;
 }
 
@@ -415,8 +462,8 @@ static int on_receive(struct lg_conn *c, const char *in, size_t len)
  * Return value: 0, -1 if the socket failed, -2 if memory ran out. */
 static int write_batch(struct lg_conn *c)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
-    struct lg_buf *scratch = lg_worker_scratch(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
+    struct lg_buf *scratch = lg_conn_scratch(c->home);
     lg_buf_append(scratch, c->out.data, c->out.len);
     lg_buf_reset(&c->out);
     lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
@@ -426,13 +473,12 @@ static int write_batch(struct lg_conn *c)
         lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
                   LWS_WRITE_RAW) < 0)
         return -1;
-    lg_worker_conn_wrote(c->worker, c);
     return 0;
 }
 
 static int ws_write_events(struct lg_conn *c)
 {
-    while (!c->ws_close_sent && !c->sub.slow_disconnect && !lws_partial_buffered(c->wsi) &&
+    while (!ws_of(c)->close_sent && !c->sub.slow_disconnect && !lws_partial_buffered(c->wsi) &&
            (c->out.len || lg_subscriber_has_output(&c->sub)))
         if (write_batch(c) != 0)
             return -1;
@@ -441,11 +487,11 @@ static int ws_write_events(struct lg_conn *c)
 
 static int on_writable(struct lg_conn *c)
 {
-    if (c->ws_close_sent)
+    if (ws_of(c)->close_sent)
         return 0;
     if (c->closing)
-        return close_with(c, c->ws_close_code,
-                          c->ws_close_reason ? c->ws_close_reason : "server shutting down");
+        return close_with(c, ws_of(c)->close_code,
+                          ws_of(c)->close_reason ? ws_of(c)->close_reason : "server shutting down");
     if (c->sub.slow_disconnect)
         return close_with(c, c->sub.kicked ? 4001 : 4000,
                           lg_subscriber_disconnect_reason(&c->sub));
@@ -457,21 +503,21 @@ static int on_writable(struct lg_conn *c)
     if (c->draining && !lg_subscriber_has_output(&c->sub)) {
         /* Everything accepted before the shutdown is out: close once lws has sent it. */
         c->closing = true;
-        c->ws_close_code = c->drain_restart ? 1012 /* service restart: reconnect elsewhere */
+        ws_of(c)->close_code = ws_of(c)->drain_restart ? 1012 /* service restart: reconnect elsewhere */
                                             : LWS_CLOSE_STATUS_GOINGAWAY;
     }
     if (c->closing || lg_subscriber_has_output(&c->sub))
         lg_conn_want_write(c);
-    lg_worker_conn_backlog(c->worker, c);
+    lg_conn_note_backlog(c);
     return 0;
 }
 
-void lg_ws_ping(struct lg_conn *c)
+static void ping(struct lg_conn *c)
 {
     /* FIN, opcode 9, unmasked, 2 bytes of payload: lws 4.1.6 passes a pong to the protocol
      * (LWS_CALLBACK_RECEIVE_PONG) only when it carries some, so the pong echoes "lg". */
     static const unsigned char ping[4] = {0x89, 0x02, 'l', 'g'};
-    if (c->ws_close_sent)
+    if (ws_of(c)->close_sent)
         return;
     lg_buf_append(&c->out, ping, sizeof ping); /* goes before any queued event */
     lg_conn_write_now(c); /* straight to the socket when it has room: no POLLOUT round */
@@ -479,22 +525,75 @@ void lg_ws_ping(struct lg_conn *c)
 
 /* The peer answered nothing, not even the ping: it is gone (or its network is), so a close
  * handshake would only wait for it too. The socket is closed at lws' next pass. */
-void lg_ws_keepalive_timeout(struct lg_conn *c)
+static void keepalive_timeout(struct lg_conn *c)
 {
     static struct lg_ratelimit rl;
-    const struct lg_config *cfg = lg_worker_config(c->worker);
+    const struct lg_config *cfg = c->home->cfg;
     lg_log_ratelimited(&rl, 1000, LG_LOG_INFO,
                        "closing a WebSocket client: no pong within %u ms of a ping "
                        "(websocket.pong_timeout_ms)",
                        cfg->websocket.pong_timeout_ms);
-    c->close_reason = "keepalive";
-    lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
+    c->report.close_reason = "keepalive";
+    lg_conn_close_soon(c);
 }
 
-static void ws_drain(struct lg_conn *c)
+/*
+ * Pings one tick may send: twice the steady rate (every WebSocket once per ping interval), at
+ * least PINGS_PER_TICK_MIN. Connections opened together fall due together and each ping is a
+ * send, so pinging them all in one tick would hold events back for that tick. Capped, the ones
+ * left go out in the next ticks (a ping interval is a minimum silence, and the pong timeout
+ * counts from the ping).
+ */
+#define PINGS_PER_TICK_MIN 256
+#define TICK_MS 1000 /* the worker's tick */
+
+static size_t pings_per_tick(size_t streams, uint32_t ping_interval_ms)
 {
+    uint64_t steady = (uint64_t)streams * TICK_MS / ping_interval_ms;
+    return 2 * steady > PINGS_PER_TICK_MIN ? (size_t)(2 * steady) : PINGS_PER_TICK_MIN;
+}
+
+/* The keepalive. The order is the one peers were last heard from, so the walk stops at the
+ * first one heard within websocket.ping_interval_ms: a tick costs the streams that are due or
+ * awaiting a pong, not every connection. (lws' own keepalive, its retry_and_idle_policy, keeps
+ * each connection's timer in a sorted list that every connect and every pong walks:
+ * O(connections) each; docs/performance-history.md.) */
+static void send_pings(struct lg_dlist *order, uint64_t now_ms)
+{
+    if (!order->first)
+        return;
+    const struct lg_config *cfg =
+        lg_dlist_entry(order->first, struct lg_conn, links.keepalive)->home->cfg;
+    size_t pings_left = pings_per_tick(order->count, cfg->websocket.ping_interval_ms);
+    for (struct lg_dlink *link = order->first, *next; link; link = next) {
+        next = link->next; /* a timed-out peer leaves the order */
+        struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, links.keepalive);
+        struct ws_state *st = ws_of(c);
+        if (st->pinged) {
+            if (now_ms - st->heard_ms >= cfg->websocket.pong_timeout_ms) {
+                lg_dlist_remove(order, link);
+                keepalive_timeout(c);
+            }
+            continue;
+        }
+        if (now_ms - st->heard_ms < cfg->websocket.ping_interval_ms || pings_left-- == 0)
+            break;
+        st->pinged = true;
+        st->heard_ms = now_ms; /* from here on: when the ping was queued */
+        ping(c);
+    }
+}
+
+static void ws_drain(struct lg_conn *c, const struct lg_drain *how)
+{
+    ws_of(c)->drain_restart = how->restart;
     c->draining = true; /* the writable callback sends what is queued, then closes with 1001 */
     lg_conn_want_write(c);
+}
+
+static void ws_release(struct lg_conn *c)
+{
+    lg_buf_release(&ws_of(c)->msg);
 }
 
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -507,13 +606,12 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
     case LWS_CALLBACK_RECEIVE:
         return on_receive(c, in, len);
     case LWS_CALLBACK_RECEIVE_PONG:
-        lg_worker_ws_heard(c->worker, c);
+        heard(c);
         return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return on_writable(c);
     case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback when the worker's heap is out of memory */
-        ws_token_expired(c);
-        return 0;
+        return ws_token_expired(c);
     case LWS_CALLBACK_CLOSED:
         lg_conn_release(c);
         return 0;
@@ -555,23 +653,34 @@ static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
     lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
 }
 
-const struct lg_transport_ops lg_transport_ws = {
+const struct lg_render_ops lg_ws_render = {
     .name = "WebSocket",
-    .clients = &lg_stats.clients_ws,
     .delivered = &lg_stats.events_delivered_ws,
-    .stream = true,
     .event_bytes = ws_event_bytes,
     .render_notice = ws_render_notice,
     .render_event = ws_render_event,
+};
+
+const struct lg_transport lg_transport_ws = {
+    .name = "WebSocket",
+    .report_name = "websocket",
+    .clients = &lg_stats.clients_ws,
+    .render = &lg_ws_render,
+    .stream = true,
+    .state_size = sizeof(struct ws_state),
+    .path = "/ws", /* an upgrade only: a plain GET is told to upgrade */
     .write_events = ws_write_events,
     .writable = on_writable,
     .timer = ws_token_expired,
+    .kick = lg_conn_kick_stream,
+    .release = ws_release,
     .drain = ws_drain,
+    .keepalive_tick = send_pings,
 };
 
 const struct lws_protocols lg_protocol_ws = {
     .name = "livegate.v1",
     .callback = ws_callback,
-    .per_session_data_size = sizeof(struct lg_conn),
+    .per_session_data_size = sizeof(struct lg_conn), /* the worker adds the transports' state */
     .rx_buffer_size = LG_WS_RX_PIECE,
 };

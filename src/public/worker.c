@@ -26,58 +26,18 @@
 #include "topic.h"
 #include "transport.h"
 #include "worker_internal.h"
-#include "worker_services.h"
 #include "worker_stats.h"
 
 _Static_assert(LG_MAX_WORKERS <= LG_WORKER_STATS_MAX, "a worker_stats slot per worker");
 
-#define LOAD_WINDOW_NS 1000000 /* the window of the worker's busy share (worker_internal.h) */
 #define TICK_US LWS_US_PER_SEC /* heartbeats, lag and request deadlines need no finer grain */
 
 /* Tags for the two RAW_FILE wsis this worker adopts (lws opaque user data). */
 static char tag_listener, tag_classifier;
 
-/* ---- Accessors for the transports ------------------------------------------------------- */
-
-const struct lg_config *lg_worker_config(const struct lg_worker *w) { return w->shared.cfg; }
-struct lg_hub *lg_worker_hub(const struct lg_worker *w) { return w->shared.hub; }
-uint32_t lg_worker_index(const struct lg_worker *w) { return w->index; }
-const char *lg_worker_static_dir(const struct lg_worker *w) { return w->shared.static_dir; }
-/* The request flag too: a request classified between lg_worker_drain() and the worker's
- * next wake-up is refused like the ones after it. */
-bool lg_worker_is_draining(const struct lg_worker *w)
+struct lg_worker *lg_worker_of(struct lg_conn_home *home)
 {
-    return w->draining || atomic_load(&w->drain_requested);
-}
-
-struct lg_buf *lg_worker_scratch(struct lg_worker *w)
-{
-    lg_buf_reset(&w->scratch);
-    static const char headroom[LWS_PRE];
-    lg_buf_append(&w->scratch, headroom, LWS_PRE);
-    return &w->scratch;
-}
-
-void lg_worker_conn_opened(struct lg_worker *w, struct lg_conn *c)
-{
-    lg_dlist_push_tail(&w->conns, &c->conn_link);
-}
-
-void lg_worker_conn_closed(struct lg_worker *w, struct lg_conn *c)
-{
-    lg_dlist_remove(&w->conns, &c->conn_link);
-    lg_dlist_remove(&w->quiet, &c->quiet_link);
-    lg_dlist_remove(&w->keepalive, &c->keepalive_link);
-    lg_dlist_remove(&w->dirty, &c->dirty_link);
-    lg_dlist_remove(&w->backlogged, &c->backlog_link);
-    lg_min_heap_remove(&w->expiring, &c->expiry);
-    lg_min_heap_remove(&w->conn_timers, &c->timer);
-    lg_account_connection_closed();
-}
-
-int lg_worker_conn_expires(struct lg_worker *w, struct lg_conn *c, int64_t unix_ms)
-{
-    return lg_min_heap_set(&w->expiring, &c->expiry, unix_ms);
+    return (struct lg_worker *)((char *)home - offsetof(struct lg_worker, home));
 }
 
 /* Streams whose token expired: each transport ends them its way (SSE error event, WS 4003). */
@@ -85,62 +45,12 @@ static void expire_tokens(struct lg_worker *w)
 {
     int64_t now = lg_unix_ms();
     struct lg_heap_node *n;
-    while ((n = lg_min_heap_top(&w->expiring)) && n->key <= now) {
-        struct lg_conn *c = lg_dlist_entry(n, struct lg_conn, expiry);
-        lg_min_heap_remove(&w->expiring, n);
-        if (c->transport && c->transport->timer)
-            c->transport->timer(c);
+    while ((n = lg_min_heap_top(&w->home.expiring)) && n->key <= now) {
+        struct lg_conn *c = lg_dlist_entry(n, struct lg_conn, links.expiry);
+        lg_min_heap_remove(&w->home.expiring, n);
+        if (c->transport->timer && c->transport->timer(c) != 0)
+            lg_conn_close_soon(c);
     }
-}
-
-void lg_worker_conn_wrote(struct lg_worker *w, struct lg_conn *c)
-{
-    c->last_write_ms = lg_mono_ms();
-    if (c->transport->heartbeat)
-        lg_dlist_move_tail(&w->quiet, &c->quiet_link);
-}
-
-void lg_worker_ws_heard(struct lg_worker *w, struct lg_conn *c)
-{
-    c->ws_heard_ms = lg_mono_ms();
-    c->ws_pinged = false;
-    lg_dlist_move_tail(&w->keepalive, &c->keepalive_link);
-}
-
-void lg_worker_conn_backlog(struct lg_worker *w, struct lg_conn *c)
-{
-    /* a poll answers anyway */
-    if (c->transport->stream && c->sub.ring.live > 0 && !c->released)
-        lg_dlist_move_tail(&w->backlogged, &c->backlog_link);
-    else
-        lg_dlist_remove(&w->backlogged, &c->backlog_link);
-}
-
-char *lg_worker_take_ws_upgrade(struct lg_worker *w, int fd, struct lg_client_address *client,
-                                bool *counted)
-{
-    *counted = false;
-    if (fd < 0 || (size_t)fd >= w->ws_upgrades_cap)
-        return NULL;
-    struct ws_upgrade *u = &w->ws_upgrades[fd];
-    char *q = u->query;
-    free(u->token);
-    *client = u->client;
-    *counted = u->counted;
-    *u = (struct ws_upgrade){0};
-    return q;
-}
-
-struct lg_client_addresses *lg_worker_clients(struct lg_worker *w) { return w->shared.clients; }
-const struct lg_auth *lg_worker_auth(const struct lg_worker *w) { return w->shared.auth; }
-
-char *lg_worker_take_ws_token(struct lg_worker *w, int fd)
-{
-    if (fd < 0 || (size_t)fd >= w->ws_upgrades_cap)
-        return NULL;
-    char *token = w->ws_upgrades[fd].token;
-    w->ws_upgrades[fd].token = NULL;
-    return token;
 }
 
 /* ---- Handing classified sockets to lws -------------------------------------------------- */
@@ -150,12 +60,12 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
 {
     struct lg_worker *w = owner;
     int fd = a->fd;
-    if ((size_t)fd >= w->ws_upgrades_cap)
+    if ((size_t)fd >= w->home.ws_upgrades_cap)
         return "too many open files";
-    struct ws_upgrade *u = &w->ws_upgrades[fd];
+    struct lg_ws_upgrade *u = &w->home.ws_upgrades[fd];
     free(u->query);
     free(u->token);
-    *u = (struct ws_upgrade){.query = strndup(a->head + a->req->query.off, a->req->query.len),
+    *u = (struct lg_ws_upgrade){.query = strndup(a->head + a->req->query.off, a->req->query.len),
                              .token = lg_conn_request_token(a->head, a->req,
                                                             lg_auth_cookie_name(w->shared.auth)),
                              .client = a->client, .counted = a->counted};
@@ -167,9 +77,9 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
     memcpy(copy, a->head, a->len);
     /* On failure lws closes the socket itself; the close path frees the query and counts. */
     if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, a->len)) {
-        struct lg_client_address unused;
-        bool counted;
-        free(lg_worker_take_ws_upgrade(w, fd, &unused, &counted));
+        free(u->query);
+        free(u->token);
+        *u = (struct lg_ws_upgrade){0};
         lg_account_connection_closed();
     }
     free(copy);
@@ -234,34 +144,46 @@ static uint32_t jitter(struct lg_worker *w, uint32_t below)
     return below ? (uint32_t)(x % below) : 0;
 }
 
+/* A connection's moment in a windowed drain: fixed per connection (a mix of its id), spread
+ * over the window. */
+static uint64_t drain_moment(const struct lg_worker *w, const struct lg_conn *c, uint32_t window)
+{
+    uint64_t x = (c->report.id ^ w->drain_seed) * 0x9E3779B97F4A7C15u;
+    x ^= x >> 29;
+    return w->drain_end_ms - window + x % window;
+}
+
 static void fire_drain(struct lg_worker *w, struct lg_conn *c, bool windowed)
 {
-    if (c->drain_fired)
-        return;
-    c->drain_fired = true;
+    struct lg_drain how = {0};
     if (windowed) {
         uint32_t retry = w->shared.cfg->sse.retry_ms;
-        c->drain_retry_ms = retry / 2 + jitter(w, retry / 2 + 1); /* reconnects spread too */
-        c->drain_restart = true;
+        how.retry_ms = retry / 2 + jitter(w, retry / 2 + 1); /* reconnects spread too */
+        how.restart = true;
     }
-    lg_conn_drain(c);
+    lg_conn_drain(c, &how);
 }
 
 #define DRAIN_STEP_S 0.02
 
-/* Windowed drain: move away the connections whose moment came (all of them at the end). */
+/* Windowed drain: move away the connections whose moment came since the last step (all of
+ * them at the end). Each connection's moment falls in one step, so each is fired once. */
 static void on_drain_step(struct ev_loop *loop, ev_timer *timer, int revents)
 {
     (void)revents;
     struct lg_worker *w = timer->data;
+    uint32_t window = w->shared.cfg->drain_window_ms;
     uint64_t now = lg_mono_ms();
-    for (struct lg_dlink *l = w->conns.first, *next; l; l = next) {
+    bool last = now >= w->drain_end_ms;
+    for (struct lg_dlink *l = w->home.conns.first, *next; l; l = next) {
         next = l->next; /* drain may close the connection */
-        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, conn_link);
-        if (c->drain_at_ms <= now || now >= w->drain_end_ms)
+        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, links.all);
+        uint64_t moment = drain_moment(w, c, window);
+        if (moment >= w->drain_step_ms && (moment < now || last))
             fire_drain(w, c, true);
     }
-    if (now >= w->drain_end_ms)
+    w->drain_step_ms = now;
+    if (last)
         ev_timer_stop(loop, timer);
 }
 
@@ -269,114 +191,50 @@ static void on_drain_step(struct ev_loop *loop, ev_timer *timer, int revents)
  * drain_window_ms, so the nodes they reconnect to see no storm (docs/scaling.md). */
 static void begin_drain(struct lg_worker *w)
 {
-    w->draining = true;
+    w->home.draining = true;
     close_file_wsi(&w->listen_wsi);
     lg_acceptor_refuse_all(w->acceptor, "the gateway is shutting down; retry on another node");
     uint32_t window = w->shared.cfg->drain_window_ms;
     if (window > 0) {
         uint64_t now = lg_mono_ms();
         w->drain_end_ms = now + window;
-        for (struct lg_dlink *l = w->conns.first; l; l = l->next)
-            lg_dlist_entry(l, struct lg_conn, conn_link)->drain_at_ms = now + jitter(w, window);
+        w->drain_step_ms = now;
+        w->drain_seed = jitter(w, UINT32_MAX);
         ev_timer_init(&w->drain_step, on_drain_step, DRAIN_STEP_S, DRAIN_STEP_S);
         w->drain_step.data = w;
         ev_timer_start(w->loop, &w->drain_step);
         return;
     }
-    for (struct lg_dlink *l = w->conns.first, *next; l; l = next) {
+    for (struct lg_dlink *l = w->home.conns.first, *next; l; l = next) {
         next = l->next; /* drain may close the connection */
-        fire_drain(w, lg_dlist_entry(l, struct lg_conn, conn_link), false);
+        fire_drain(w, lg_dlist_entry(l, struct lg_conn, links.all), false);
     }
 }
 
-/* SSE streams quiet for sse.heartbeat_ms get a comment line. The quiet list is in write
- * order, so the walk stops at the first stream that wrote recently: a tick costs the streams
- * that need a heartbeat, not every connection. */
-static void send_heartbeats(struct lg_worker *w, uint64_t now_ms)
+/* Each transport's keep-alive (SSE heartbeats, WebSocket pings) over its own order. */
+static void tick_keepalives(struct lg_worker *w, uint64_t now_ms)
 {
-    uint32_t interval = w->shared.cfg->sse.heartbeat_ms;
-    struct lg_dlink *link = w->quiet.first;
-    while (link) {
-        struct lg_dlink *next = link->next;
-        struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, quiet_link);
-        if (now_ms - c->last_write_ms < interval)
-            break;
-        c->heartbeat_owed = true;
-        c->last_write_ms = now_ms; /* one heartbeat per quiet interval */
-        lg_dlist_move_tail(&w->quiet, link);
-        lg_conn_want_write(c);
-        link = next;
-    }
-}
-
-/*
- * Pings one tick may send: twice the steady rate (every WebSocket once per ping interval), at
- * least PINGS_PER_TICK_MIN. Connections opened together fall due together; each ping is a
- * send, so 15,000 at once held events for about 110 ms. Capped, the ones left go out in the
- * next ticks (a ping interval is a minimum silence, and the pong timeout counts from the ping).
- */
-#define PINGS_PER_TICK_MIN 256
-
-static size_t pings_per_tick(const struct lg_worker *w)
-{
-    uint64_t steady = (uint64_t)w->keepalive.count * (TICK_US / 1000) /
-                      w->shared.cfg->websocket.ping_interval_ms;
-    return 2 * steady > PINGS_PER_TICK_MIN ? (size_t)(2 * steady) : PINGS_PER_TICK_MIN;
-}
-
-/* WebSocket keepalive. The list is in the order peers were last heard from, so the walk
- * stops at the first one heard within websocket.ping_interval_ms: a tick costs the streams
- * that are due or awaiting a pong, not every connection. (lws' own keepalive, its
- * retry_and_idle_policy, kept each connection's timer in a sorted list: every connect and
- * every pong walked it, O(connections), 57 % of the CPU while 10,000 WebSockets connected.) */
-static void send_pings(struct lg_worker *w, uint64_t now_ms)
-{
-    const struct lg_config *cfg = w->shared.cfg;
-    size_t pings_left = pings_per_tick(w);
-    for (struct lg_dlink *link = w->keepalive.first, *next; link; link = next) {
-        next = link->next; /* a timed-out peer leaves the list */
-        struct lg_conn *c = lg_dlist_entry(link, struct lg_conn, keepalive_link);
-        if (c->ws_pinged) {
-            if (now_ms - c->ws_heard_ms >= cfg->websocket.pong_timeout_ms) {
-                lg_dlist_remove(&w->keepalive, link);
-                lg_ws_keepalive_timeout(c);
-            }
-            continue;
-        }
-        if (now_ms - c->ws_heard_ms < cfg->websocket.ping_interval_ms || pings_left-- == 0)
-            break;
-        c->ws_pinged = true;
-        c->ws_heard_ms = now_ms; /* from here on: when the ping was queued */
-        lg_ws_ping(c);
-    }
-}
-
-/* Serve the guest with the publishes it makes fed into this pass of the loop
- * (lg_worker_wake()): from the loop's own callbacks, never from the sweep. */
-static void serve_guest_feeding(struct lg_worker *w)
-{
-    lg_worker_feeding = w;
-    lg_worker_serve_guest(w);
-    lg_worker_feeding = NULL;
+    for (size_t i = 0; i < lg_transport_count; i++)
+        if (lg_transports[i]->keepalive_tick)
+            lg_transports[i]->keepalive_tick(&w->home.keepalive[i], now_ms);
 }
 
 static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
-    /* The guest's own timeouts (idle control connections), and a request that came in this
-     * pass: it is served here as it would be from its descriptor's callback. */
-    serve_guest_feeding(w);
+    /* The guest's own timeouts (idle control connections). */
+    lg_worker_serve_guest(w);
     lg_acceptor_expire(w->acceptor, now);
-    send_heartbeats(w, now);
-    send_pings(w, now);
+    tick_keepalives(w, now);
     expire_tokens(w);
-    struct lg_worker_stats *ws = &lg_worker_stats[w->index];
-    atomic_store_explicit(&ws->backlogged_conns, (int64_t)w->backlogged.count, memory_order_relaxed);
-    atomic_store_explicit(&ws->connections, (int64_t)w->conns.count, memory_order_relaxed);
-    for (struct lg_dlink *link = w->backlogged.first, *next; link; link = next) {
+    struct lg_worker_stats *ws = &lg_worker_stats[w->home.index];
+    atomic_store_explicit(&ws->backlogged_conns, (int64_t)w->home.backlogged.count,
+                          memory_order_relaxed);
+    atomic_store_explicit(&ws->connections, (int64_t)w->home.conns.count, memory_order_relaxed);
+    for (struct lg_dlink *link = w->home.backlogged.first, *next; link; link = next) {
         next = link->next; /* the check may close the connection */
-        lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, backlog_link));
+        lg_conn_check_lag(lg_dlist_entry(link, struct lg_conn, links.backlog));
     }
     lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
 }
@@ -385,7 +243,7 @@ static void on_cancel(struct lg_worker *w)
 {
     lg_worker_answer_calls(w);
     lg_worker_sweep(w);
-    if (atomic_load(&w->drain_requested) && !w->draining)
+    if (atomic_load(&w->home.drain_requested) && !w->home.draining)
         begin_drain(w);
 }
 
@@ -399,21 +257,21 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
 static void on_guest_ready(struct ev_loop *loop, ev_io *watcher, int revents)
 {
     (void)loop, (void)revents;
-    serve_guest_feeding(watcher->data);
+    lg_worker_serve_guest(watcher->data);
 }
 
 /* The guest had work left at its last turn. */
 static void on_guest_again(struct ev_loop *loop, ev_timer *watcher, int revents)
 {
     (void)loop, (void)revents;
-    serve_guest_feeding(watcher->data);
+    lg_worker_serve_guest(watcher->data);
 }
 
 /* Someone resumed one of the guest's connections. */
 static void on_guest_woken(struct ev_loop *loop, ev_async *watcher, int revents)
 {
     (void)loop, (void)revents;
-    serve_guest_feeding(watcher->data);
+    lg_worker_serve_guest(watcher->data);
 }
 
 static void wake_for_guest(void *arg)
@@ -441,25 +299,12 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
 {
     struct lg_worker *w = watcher->data;
     (void)revents;
-    if (w->draining && w->conns.count == 0 && lg_acceptor_pending(w->acceptor) == 0)
+    if (w->home.draining && w->home.conns.count == 0 && lg_acceptor_pending(w->acceptor) == 0)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested)) {
         lg_worker_serve_guest(w); /* the answers of publishes released on the way out */
         ev_break(loop, EVBREAK_ALL);
     }
-}
-
-/* The worker's recent load, for the sweep's choice of who goes first (worker_sweep.c): the
- * share of each window of at least LOAD_WINDOW_NS that the loop spent in callbacks. */
-static void count_load(struct lg_worker *w, uint64_t pass_start, uint64_t pass_end)
-{
-    w->window_ns += pass_end - w->pass_end_ns;
-    w->window_busy_ns += pass_end - pass_start;
-    w->pass_end_ns = pass_end;
-    if (w->window_ns < LOAD_WINDOW_NS)
-        return;
-    w->busy_pct = (uint32_t)(w->window_busy_ns * 100 / w->window_ns);
-    w->window_ns = w->window_busy_ns = 0;
 }
 
 /* Every callback of the loop runs inside this: the time it takes is the worker's busy time
@@ -470,10 +315,9 @@ static void invoke_pending_timed(struct ev_loop *loop)
     uint64_t start = lg_mono_ns();
     ev_invoke_pending(loop);
     uint64_t end = lg_mono_ns();
-    _Atomic uint64_t *busy = &lg_worker_stats[w->index].busy_ns; /* this thread's alone */
+    _Atomic uint64_t *busy = &lg_worker_stats[w->home.index].busy_ns; /* this thread's alone */
     atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) +
                                     (end - start), memory_order_relaxed);
-    count_load(w, start, end);
 }
 
 /* ---- The internal protocol: listener, classifier, wake-ups ------------------------------ */
@@ -481,7 +325,7 @@ static void invoke_pending_timed(struct ev_loop *loop)
 static int internal_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
                              void *in, size_t len)
 {
-    struct lg_worker *w = lws_context_user(lws_get_context(wsi));
+    struct lg_worker *w = lg_worker_of(lws_context_user(lws_get_context(wsi)));
     switch (reason) {
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         on_cancel(w);
@@ -545,8 +389,10 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
      * must cover one coalesced write. */
     w->protocols[0] = lg_protocol_ws;
     w->protocols[0].tx_packet_size = cfg->write_batch_bytes;
+    w->protocols[0].per_session_data_size = lg_conn_size();
     w->protocols[1] = lg_protocol_http;
     w->protocols[1].tx_packet_size = cfg->write_batch_bytes;
+    w->protocols[1].per_session_data_size = lg_conn_size();
     w->protocols[2] = internal_protocol;
 
     struct rlimit rl;
@@ -554,7 +400,7 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
     /* epoll: a wake-up costs what is ready, not what is open (lws' own loop is poll()). */
     w->loop = ev_loop_new(EVBACKEND_EPOLL | EVFLAG_NOSIGMASK);
     if (!w->loop) {
-        snprintf(err, errlen, "worker %u: cannot create its epoll loop", w->index);
+        snprintf(err, errlen, "worker %u: cannot create its epoll loop", w->home.index);
         return -1;
     }
     ev_set_userdata(w->loop, w);
@@ -572,20 +418,20 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
     info.foreign_loops = foreign_loops;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.protocols = w->protocols;
-    info.user = w;
+    info.user = &w->home;
     info.retry_and_idle_policy = &no_lws_keepalive;
     info.timeout_secs = cfg->limits.request_timeout_ms / 1000 ? cfg->limits.request_timeout_ms / 1000 : 1;
     info.fd_limit_per_thread = (unsigned)rl.rlim_cur;
     w->ctx = lws_create_context(&info);
     if (!w->ctx) {
-        snprintf(err, errlen, "worker %u: cannot create the libwebsockets context", w->index);
+        snprintf(err, errlen, "worker %u: cannot create the libwebsockets context", w->home.index);
         return -1;
     }
     w->vhost = lws_get_vhost_by_name(w->ctx, "default");
-    w->ws_upgrades_cap = rl.rlim_cur;
-    w->ws_upgrades = calloc(w->ws_upgrades_cap, sizeof *w->ws_upgrades);
-    if (!w->vhost || !w->ws_upgrades) {
-        snprintf(err, errlen, "worker %u: cannot set up its event loop", w->index);
+    w->home.ws_upgrades_cap = rl.rlim_cur;
+    w->home.ws_upgrades = calloc(w->home.ws_upgrades_cap, sizeof *w->home.ws_upgrades);
+    if (!w->vhost || !w->home.ws_upgrades) {
+        snprintf(err, errlen, "worker %u: cannot set up its event loop", w->home.index);
         return -1;
     }
     return 0;
@@ -605,9 +451,12 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
         return NULL;
     }
     w->shared = *shared;
-    w->index = index;
+    w->home = (struct lg_conn_home){.cfg = shared->cfg, .hub = shared->hub, .index = index,
+                                    .static_dir = shared->static_dir, .auth = shared->auth,
+                                    .clients = shared->clients,
+                                    .deadlines_moved = lg_worker_deadlines_moved};
+    lg_conn_home_init(&w->home);
     w->guest.fd = -1;
-    lg_buf_init(&w->scratch);
     if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
         snprintf(err, errlen, "out of memory");
         free(w);
@@ -638,7 +487,7 @@ static void *worker_main(void *arg)
 {
     struct lg_worker *w = arg;
     char name[16];
-    snprintf(name, sizeof name, "lg-worker-%u", w->index);
+    snprintf(name, sizeof name, "lg-worker-%u", w->home.index);
     pthread_setname_np(pthread_self(), name);
     if (!atomic_load(&w->stop_requested))
         ev_run(w->loop, 0); /* until after_events() sees stop_requested */
@@ -655,7 +504,7 @@ int lg_worker_start(struct lg_worker *w)
 
 void lg_worker_drain(struct lg_worker *w)
 {
-    atomic_store(&w->drain_requested, true);
+    atomic_store(&w->home.drain_requested, true);
     lg_worker_wake(w);
 }
 
@@ -697,12 +546,7 @@ void lg_worker_destroy(struct lg_worker *w)
         }
         ev_loop_destroy(w->loop);
     }
-    for (size_t i = 0; i < w->ws_upgrades_cap; i++)
-        free(w->ws_upgrades[i].query), free(w->ws_upgrades[i].token);
-    free(w->ws_upgrades);
     lg_inbox_release(&w->inbox);
-    lg_buf_release(&w->scratch);
-    lg_min_heap_release(&w->expiring);
-    lg_min_heap_release(&w->conn_timers);
+    lg_conn_home_release(&w->home);
     free(w);
 }

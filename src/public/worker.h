@@ -16,11 +16,10 @@
  * The loop is libev's (epoll); lws runs on it as a foreign loop, so a wake-up costs the
  * descriptors that are ready, not the ones that are open.
  * Events reach the worker through its inbox: the hub pushes references and wakes the loop
- * with ev_async_send() on the worker's loop, or, for a publish made on this worker's own loop
- * (its control-port daemon, below), queues the wake-up in the pass of the loop under way
- * (ev_feed_event(): no eventfd, no second epoll_wait); a worker with time to spare then
- * writes the subscribers before the publisher is answered (worker_sweep.c, sweep_ahead()).
- * The worker offers each event to the subscriptions of its topic on this worker (topic->slots[index].head) and queues the
+ * with ev_async_send() on the worker's loop, which only schedules the worker's sweep, whoever
+ * calls it (from the worker's own control-port daemon, below, libev writes no eventfd: the
+ * loop's next epoll_wait just does not block). The worker offers each event to the
+ * subscriptions of its topic on this worker (topic->slots[index].head) and queues the
  * connections given output; it then writes them round-robin, straight to each socket that has
  * room (POLLOUT only for full ones), taking a few more events from the inbox every
  * WRITES_PER_TAKE writes (worker_sweep.c).
@@ -29,9 +28,10 @@
  * long round of writes, so a publisher is answered while the worker writes.
  *
  * Owns:    the libev loop and the lws context on it, the acceptor, every adopted
- *          connection (struct lg_conn) and the subscribers in them, the inbox, the lists of
- *          connections to write (dirty), to heartbeat (quiet) and to lag-check (backlogged),
- *          and a scratch buffer for coalesced writes.
+ *          connection (struct lg_conn) and the subscribers in them, the inbox, and the part
+ *          of it its connections share (struct lg_conn_home, conn.h: the lists of connections
+ *          to write, to lag-check and each transport's keep-alive order, the deadline and
+ *          expiry heaps, a scratch buffer for coalesced writes).
  * Frees:   everything, in lg_worker_destroy(), after lg_worker_join().
  * Threads: lg_worker_start/drain/stop/join/destroy are called by the app (main thread).
  *          Everything else runs on the worker thread. lg_worker_drain() and lg_worker_stop()

@@ -36,25 +36,25 @@ static void list_clients(struct lg_worker *w, struct lg_call *call)
 {
     json_t *list = json_array();
     uint64_t now = lg_mono_ns();
-    for (struct lg_dlink *l = w->conns.first; l && list; l = l->next) {
-        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, conn_link);
-        if (c->id <= call->after_id || !lg_conn_is_client(c) ||
+    for (struct lg_dlink *l = w->home.conns.first; l && list; l = l->next) {
+        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, links.all);
+        if (c->report.id <= call->after_id || !lg_conn_is_client(c) ||
             (call->topic[0] && !listens_to(c, call->topic)))
             continue;
         if (json_array_size(list) > call->limit)
             break;
         json_array_append_new(list, lg_conn_report_json(c, now));
     }
-    call->results[w->index] = list;
+    call->results[w->home.index] = list;
 }
 
 static void kick_client(struct lg_worker *w, struct lg_call *call)
 {
-    for (struct lg_dlink *l = w->conns.first; l; l = l->next) {
-        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, conn_link);
-        if (c->id == call->client_id && lg_conn_is_client(c)) {
+    for (struct lg_dlink *l = w->home.conns.first; l; l = l->next) {
+        struct lg_conn *c = lg_dlist_entry(l, struct lg_conn, links.all);
+        if (c->report.id == call->client_id && lg_conn_is_client(c)) {
             lg_conn_kick(c, call->reason);
-            call->found[w->index] = 1;
+            call->found[w->home.index] = 1;
             return;
         }
     }
@@ -65,10 +65,10 @@ static void kick_client(struct lg_worker *w, struct lg_call *call)
 static void end_topic(struct lg_worker *w, struct lg_call *call)
 {
     struct lg_topic *t = call->ended;
-    for (struct lg_subscription *sn = t->slots[w->index].head; sn; sn = sn->next) {
+    for (struct lg_subscription *sn = t->slots[w->home.index].head; sn; sn = sn->next) {
         lg_subscriber_end(sn->owner, sn);
         lg_conn_want_write(conn_of(sn->owner));
-        call->found[w->index]++;
+        call->found[w->home.index]++;
     }
 }
 
@@ -76,7 +76,7 @@ void lg_worker_answer_calls(struct lg_worker *w)
 {
     struct lg_hub *hub = w->shared.hub;
     struct lg_call *call;
-    while ((call = lg_hub_take_call(hub, w->index))) {
+    while ((call = lg_hub_take_call(hub, w->home.index))) {
         switch (call->kind) {
         case LG_CALL_LIST_CLIENTS:
             list_clients(w, call);
@@ -88,6 +88,6 @@ void lg_worker_answer_calls(struct lg_worker *w)
             end_topic(w, call);
             break;
         }
-        lg_hub_call_done(hub, call, w->index);
+        lg_hub_call_done(hub, call, w->home.index);
     }
 }

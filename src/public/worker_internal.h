@@ -1,14 +1,13 @@
 /*
- * worker_internal.h - the worker's state, shared by the two files that implement a worker:
+ * worker_internal.h - the worker's state, shared by the four files that implement a worker:
  * worker.c (the loop, the lws context, accepting, drain, tick, life cycle), worker_timers.c
- * (the connections' deadlines), worker_sweep.c
- * (taking events from the inbox, offering them to subscribers, writing connections out) and
- * worker_admin.c (answering the admin API's calls, worker_call.h). No
- * other file includes it: everything else sees a worker through worker.h and
- * worker_services.h.
+ * (the lws timer of the connections' deadlines), worker_sweep.c (taking events from the
+ * inbox, offering them to subscribers, writing connections out) and worker_admin.c
+ * (answering the admin API's calls, worker_call.h). No other file includes it: everything else
+ * sees a worker through worker.h, and its connections through their home (conn.h).
  *
  * Owns/Frees/Threads/Bounds: as worker.h says. Every field is the worker thread's, except the
- * atomics the app thread sets (drain_requested, stop_requested) and reads (drained).
+ * atomics the app thread sets (home.drain_requested, stop_requested) and reads (drained).
  */
 #ifndef LG_WORKER_INTERNAL_H
 #define LG_WORKER_INTERNAL_H
@@ -21,25 +20,15 @@
 #include <ev.h>
 #include <libwebsockets.h>
 
-#include "client_address.h"
-#include "dlist.h"
-#include "encode.h"
+#include "conn.h"
 #include "inbox.h"
 #include "loop_guest.h"
 #include "min_heap.h"
 #include "worker.h"
 
-/* What a WebSocket upgrade brings to its connection once lws has established it. */
-struct ws_upgrade {
-    char *query;                        /* the raw query string; NULL = none in flight */
-    char *token;                        /* its token (conn_auth.h), NULL = none */
-    struct lg_client_address client;
-    bool counted;
-};
-
 struct lg_worker {
     struct lg_worker_shared shared;
-    uint32_t index;
+    struct lg_conn_home home;           /* what its connections share (conn.h); index, lists */
     struct lg_acceptor *acceptor;       /* listening socket and unclassified sockets */
     struct lws_protocols protocols[4];  /* ws, raw http, internal, terminator */
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
@@ -56,44 +45,25 @@ struct lg_worker {
     pthread_t thread;
     bool thread_started;
     struct lg_inbox inbox;
-    _Atomic bool drain_requested;       /* set by the app thread */
     _Atomic bool stop_requested;        /* set by the app thread */
     _Atomic bool drained;               /* set by this worker: no client left */
-    bool draining;                      /* this worker has begun draining */
-    struct lg_dlist conns;              /* every adopted connection (struct lg_conn) */
-    struct lg_dlist dirty;              /* connections given events, in the order to write them */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
-    uint64_t pass_end_ns;               /* when the loop's last pass of callbacks ended */
-    uint64_t window_ns, window_busy_ns; /* the load window under way: its length, its busy part */
-    uint32_t busy_pct;                  /* the busy share of the last full window (0-100) */
-    struct lg_dlist quiet;              /* SSE streams, least recently written first */
-    struct lg_dlist keepalive;          /* WebSocket streams, least recently heard first */
-    struct lg_dlist backlogged;         /* connections whose socket has not taken their queue */
-    struct lg_min_heap expiring;        /* streams by their token's expiry (conn.h `expiry`) */
-    struct lg_min_heap conn_timers;     /* connections by their deadline (worker_timers.c) */
-    lws_sorted_usec_list_t conn_timer;  /* fires at the earliest of conn_timers */
+    lws_sorted_usec_list_t conn_timer;  /* fires at the earliest of home.deadlines */
     int64_t conn_timer_at;              /* monotonic ms conn_timer is set for; 0 = none */
-    struct lg_buf scratch;              /* one coalesced write, LWS_PRE headroom first */
-    struct ws_upgrade *ws_upgrades;     /* [fd]: a WebSocket upgrade handed to lws, not yet
-                                           established */
-    size_t ws_upgrades_cap;
     lws_sorted_usec_list_t tick;
     lws_sorted_usec_list_t accept_resume; /* the listener paused at EMFILE comes back */
     ev_timer drain_step;                /* windowed drain: fires the connections due (an
                                            ev_timer: a lws sul scheduled outside lws' own
                                            callbacks waits for lws' next timer) */
     uint64_t drain_end_ms;              /* windowed drain: every connection fired by then */
+    uint64_t drain_step_ms;             /* windowed drain: connections due up to here fired */
+    uint64_t drain_seed;                /* windowed drain: the mix of each connection's moment */
     uint64_t jitter_state;              /* xorshift64 for drain moments (this thread only) */
 };
 
-/* Wake worker arg from any thread (the hub's wake function). On the worker's own thread while
- * it serves its guest (lg_worker_feeding == w) the wake-up joins the pass of the loop under
- * way instead. */
+/* Wake worker arg from any thread (the hub's wake function): schedule on_woken() on its
+ * loop. It never runs the worker's work itself, whoever calls it. */
 void lg_worker_wake(void *arg);
-/* The worker whose guest this thread is serving from one of the loop's own callbacks (the
- * guest's readiness, its zero timer and wake-up, the tick); NULL otherwise. Only then may a wake-up be fed into the pass under way: a feed from the sweep
- * would keep the loop out of epoll_wait for as long as publishes keep coming. */
-extern _Thread_local struct lg_worker *lg_worker_feeding;
 /* Serve the guest once, if there is one. */
 void lg_worker_serve_guest(struct lg_worker *w);
 /* Take events from the inbox and write the connections given output: one round of writes,
@@ -101,5 +71,10 @@ void lg_worker_serve_guest(struct lg_worker *w);
 void lg_worker_sweep(struct lg_worker *w);
 /* Answer every call waiting in this worker's mailbox (worker_admin.c). */
 void lg_worker_answer_calls(struct lg_worker *w);
+/* Point the worker's lws timer at the earliest connection deadline (worker_timers.c; the
+ * home's deadlines_moved). */
+void lg_worker_deadlines_moved(struct lg_conn_home *home);
+/* The worker whose home this is. */
+struct lg_worker *lg_worker_of(struct lg_conn_home *home);
 
 #endif

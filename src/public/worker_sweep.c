@@ -16,9 +16,6 @@
 
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
-#define SWEEP_AHEAD_BUSY_PCT 50 /* a busier worker answers its own publishers first (worker.c) */
-
-_Thread_local struct lg_worker *lg_worker_feeding;
 
 void lg_worker_serve_guest(struct lg_worker *w)
 {
@@ -35,8 +32,8 @@ static struct lg_conn *conn_of(struct lg_subscriber *s)
 
 static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
 {
-    if (!lg_dlist_contains(&w->dirty, &c->dirty_link))
-        lg_dlist_push_tail(&w->dirty, &c->dirty_link);
+    if (!lg_dlist_contains(&w->home.dirty, &c->links.dirty))
+        lg_dlist_push_tail(&w->home.dirty, &c->links.dirty);
 }
 
 /* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
@@ -44,11 +41,11 @@ static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
  * never judged slow because events arrive faster than the worker reaches it. */
 static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
 {
-    struct lg_subscription *sn = ev->topic->slots[w->index].head, *next;
+    struct lg_subscription *sn = ev->topic->slots[w->home.index].head, *next;
     for (; sn; sn = next) {
         struct lg_subscriber *s = sn->owner;
         /* Each subscriber is a cache miss of its own: start fetching the next one's queue
-         * while this one is served (5,000 subscribers x every event at saturation). */
+         * while this one is served. */
         next = sn->next;
         if (next) {
             __builtin_prefetch(next->next);
@@ -72,11 +69,11 @@ static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t no
  */
 static size_t take_allowance(struct lg_worker *w)
 {
-    if (w->dirty.count == 0) {
+    if (w->home.dirty.count == 0) {
         w->take_credit = 0;
         return EVENTS_PER_ROUND;
     }
-    size_t round = w->dirty.count > WRITES_PER_TAKE ? w->dirty.count : WRITES_PER_TAKE;
+    size_t round = w->home.dirty.count > WRITES_PER_TAKE ? w->home.dirty.count : WRITES_PER_TAKE;
     w->take_credit += EVENTS_PER_ROUND * WRITES_PER_TAKE * 1024 / round;
     if (w->take_credit > EVENTS_PER_ROUND * 1024)
         w->take_credit = EVENTS_PER_ROUND * 1024;
@@ -105,7 +102,7 @@ static size_t take_events(struct lg_worker *w, size_t max)
     /* The events are in their subscribers' queues now: room for the publishers. The pace of
      * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
     lg_inbox_done(&w->inbox, n);
-    lg_hub_worker_done(w->shared.hub, w->index);
+    lg_hub_worker_done(w->shared.hub, w->home.index);
     return n;
 }
 
@@ -113,53 +110,31 @@ static size_t take_events(struct lg_worker *w, size_t max)
 static size_t write_dirty(struct lg_worker *w, size_t max)
 {
     size_t n = 0;
-    while (n < max && w->dirty.first) {
-        struct lg_conn *c = lg_dlist_entry(w->dirty.first, struct lg_conn, dirty_link);
-        lg_dlist_remove(&w->dirty, &c->dirty_link);
+    while (n < max && w->home.dirty.first) {
+        struct lg_conn *c = lg_dlist_entry(w->home.dirty.first, struct lg_conn, links.dirty);
+        lg_dlist_remove(&w->home.dirty, &c->links.dirty);
         lg_conn_write_now(c);
         n++;
     }
     return n;
 }
 
-/* A publish made by this worker's own guest while the worker has time to spare: the event's
- * subscribers here are written now, before the guest sends the publisher's answer, so the
- * answer's send is not on the event's way. At most one slice of writes goes first; the rest
- * wait for the pass's sweep. A busy worker (a round of writes under way, or busy for most of
- * its last load window: a publisher in a closed loop at full rate) answers first instead, so
- * the publisher's next request overlaps the writes. (Not the wait before this pass: writing
- * first makes a closed-loop publisher's next request later, so the wait would keep itself
- * long, and that publisher's rate fell by a fifth.) */
-static void sweep_ahead(struct lg_worker *w)
-{
-    if (w->dirty.count != 0 || w->busy_pct >= SWEEP_AHEAD_BUSY_PCT)
-        return;
-    take_events(w, EVENTS_PER_ROUND);
-    write_dirty(w, WRITES_PER_TAKE);
-}
-
-/* Wake the worker from any thread. libev's async watcher is one eventfd write (none while a
- * wake-up is already pending) and calls on_woken() directly: cheaper than lws_cancel_service(),
- * whose wake-up passes through lws' pipe handling, a callback to every protocol and an extra
- * epoll_wait for lws' idle watcher. From the worker's own guest, the subscribers may be
- * written at once (sweep_ahead()) and the wake-up is fed into the pass under way instead
- * (worker_internal.h). */
+/* Wake the worker from any thread: it only schedules. libev's async watcher is one eventfd
+ * write (none while a wake-up is already pending, and none from the worker's own callbacks,
+ * where libev only makes the loop's next epoll_wait not block) and calls on_woken() on the
+ * worker's thread: cheaper than lws_cancel_service(), whose wake-up passes through lws' pipe
+ * handling, a callback to every protocol and an extra epoll_wait for lws' idle watcher. */
 void lg_worker_wake(void *arg)
 {
     struct lg_worker *w = arg;
-    if (lg_worker_feeding == w) {
-        sweep_ahead(w);
-        ev_feed_event(w->loop, &w->woken, EV_ASYNC);
-    } else {
-        ev_async_send(w->loop, &w->woken);
-    }
+    ev_async_send(w->loop, &w->woken);
 }
 
 /* Take events and write connections in turn until both are done, or one round of writes has
  * been made (then the worker wakes itself, so reads, accepts and timers get their turn). */
 void lg_worker_sweep(struct lg_worker *w)
 {
-    size_t round = w->dirty.count + WRITES_PER_TAKE;
+    size_t round = w->home.dirty.count + WRITES_PER_TAKE;
     size_t written = 0;
     for (;;) {
         size_t allowed = take_allowance(w);
@@ -169,12 +144,12 @@ void lg_worker_sweep(struct lg_worker *w)
         written += wrote;
         /* A long round: answer the publishers meanwhile, so their next events join this round
          * (a write then carries several) rather than wait for it to end. */
-        if (wrote == WRITES_PER_TAKE && w->dirty.first)
+        if (wrote == WRITES_PER_TAKE && w->home.dirty.first)
             lg_worker_serve_guest(w);
         if (taken == 0 && wrote == 0)
             return; /* nothing to write means a full allowance: the inbox is empty too */
         if (written >= round) {
-            if (w->dirty.first || !lg_inbox_empty(&w->inbox))
+            if (w->home.dirty.first || !lg_inbox_empty(&w->inbox))
                 ev_async_send(w->loop, &w->woken); /* after the other descriptors' turn */
             return;
         }

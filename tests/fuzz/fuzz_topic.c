@@ -2,6 +2,7 @@
  * input = pattern '\n' text. */
 #include "fuzz_support.h"
 #include "topic.h"
+#include "topic_glob.h"
 #include "topic_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

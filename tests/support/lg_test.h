@@ -298,5 +298,25 @@ int lg_stall_ka_request(struct lg_stall_ka *k, const char *method, const char *p
 void lg_stall_ka_close(struct lg_stall_ka *k);
 /* ==== end of lg_stall.c ================================================================== */
 
+/* ==== lg_one_topic.c: one worker, one subscriber, a keep-alive publisher ================== */
+struct lg_one_topic {
+    struct lg_server server;
+    struct lg_sse_client sub;
+    struct lg_stall_ka publisher;
+    char path[64];
+};
+/* Start a one-worker gateway, subscribe over SSE to topic, connect the publisher. */
+void lg_one_topic_start(struct lg_one_topic *o, const char *topic);
+void lg_one_topic_stop(struct lg_one_topic *o);
+/* Publish n events, each read by the subscriber (seq *next_seq, then the next) before the
+ * next is sent: every publish wakes the worker on its own. */
+void lg_one_topic_publish_and_receive(struct lg_one_topic *o, int n, int *next_seq);
+/* Raise this process's descriptor limit to its hard limit, which must be at least need (a
+ * gateway started later inherits it). */
+void lg_raise_fd_limit(int need);
+/* Open n SSE streams on topics of their own (fds[n]) and wait until the gateway counts them. */
+void lg_one_topic_open_idle(const struct lg_one_topic *o, int *fds, int n);
+/* ==== end of lg_one_topic.c ================================================================ */
+
 
 #endif

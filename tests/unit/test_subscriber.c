@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "subscriber.h"
 #include "topic.h"
+#include "transport.h" /* the render tables of public/'s transports */
 
 #include "check_main.h"
 
@@ -84,7 +85,7 @@ static struct lg_topic *topic(const char *name)
 }
 
 /* A fresh subscriber on worker 0 over transport, with the test's client_queue bounds. */
-static void new_subscriber(struct lg_subscriber *s, const struct lg_transport_ops *transport)
+static void new_subscriber(struct lg_subscriber *s, const struct lg_render_ops *transport)
 {
     lg_subscriber_init(s, transport, 0, &cfg.client_queue);
 }
@@ -112,7 +113,7 @@ static void subscribe(struct lg_subscriber *s, const char *name, const char *cur
 }
 
 /* A new subscriber on worker 0 over transport, subscribed to name from cursor (NULL: now). */
-static void subscribe_new(struct lg_subscriber *s, const struct lg_transport_ops *transport,
+static void subscribe_new(struct lg_subscriber *s, const struct lg_render_ops *transport,
                           const char *name, const char *cursor)
 {
     new_subscriber(s, transport);
@@ -122,7 +123,7 @@ static void subscribe_new(struct lg_subscriber *s, const struct lg_transport_ops
 /* An SSE subscriber on worker 0 listening to name from now on. */
 static void sse_live(struct lg_subscriber *s, const char *name)
 {
-    subscribe_new(s, LG_TRANSPORT_SSE, name, NULL);
+    subscribe_new(s, &lg_sse_render, name, NULL);
 }
 
 /* Render everything owed as one SSE string (caller frees). */
@@ -164,7 +165,7 @@ static char *expect_id(const char *topic_name, uint64_t seq)
 }
 
 /* A subscriber on worker 0 over transport, resuming name after its event seq. */
-static void resume_from(struct lg_subscriber *s, const struct lg_transport_ops *transport,
+static void resume_from(struct lg_subscriber *s, const struct lg_render_ops *transport,
                         const char *name, uint64_t seq)
 {
     subscribe_new(s, transport, name, expect_id(name, seq));
@@ -172,7 +173,7 @@ static void resume_from(struct lg_subscriber *s, const struct lg_transport_ops *
 
 /* Topic "a" gets events 1..n, each with its seq as its data ("1", "2", ...); then s, a new
  * subscriber over transport, resumes "a" after its event seq. */
-static void resume_after_numbered(struct lg_subscriber *s, const struct lg_transport_ops *transport,
+static void resume_after_numbered(struct lg_subscriber *s, const struct lg_render_ops *transport,
                                   int n, uint64_t seq)
 {
     for (int i = 1; i <= n; i++) {
@@ -202,7 +203,7 @@ END_TEST
 START_TEST(resume_replays_exactly_the_missed_events)
 {
     struct lg_subscriber s;
-    resume_after_numbered(&s, LG_TRANSPORT_SSE, 3, 1);
+    resume_after_numbered(&s, &lg_sse_render, 3, 1);
     publish("a", "4");
     deliver(); /* event 4 reaches the inbox after the replay: it must not be duplicated */
     char want[2048];
@@ -221,7 +222,7 @@ START_TEST(evicted_history_gives_a_gap_with_the_exact_range)
     for (int i = 1; i <= 8; i++)
         publish("a", "x"); /* history keeps 6, 7, 8 */
     struct lg_subscriber s;
-    resume_from(&s, LG_TRANSPORT_SSE, "a", 2);
+    resume_from(&s, &lg_sse_render, "a", 2);
     char *out = render_sse(&s);
     char want[2048];
     snprintf(want, sizeof want,
@@ -242,7 +243,7 @@ START_TEST(foreign_epoch_gives_a_reset)
     char cursor[160];
     snprintf(cursor, sizeof cursor, "a@%08x:7", other);
     struct lg_subscriber s;
-    subscribe_new(&s, LG_TRANSPORT_WS, "a", cursor);
+    subscribe_new(&s, &lg_ws_render, "a", cursor);
     publish("a", "2");
     deliver();
     struct lg_buf b;
@@ -265,7 +266,7 @@ START_TEST(cursor_ahead_of_topic_is_refused)
 {
     publish("a", "1");
     struct lg_subscriber s;
-    new_subscriber(&s, LG_TRANSPORT_SSE);
+    new_subscriber(&s, &lg_sse_render);
     const char *problem;
     ck_assert_int_eq(add_topic(&s, "a", expect_id("a", 5), &problem), -1);
     ck_assert_ptr_nonnull(problem);
@@ -363,7 +364,7 @@ END_TEST
 START_TEST(poll_renders_batch_and_cursor)
 {
     struct lg_subscriber s;
-    resume_after_numbered(&s, LG_TRANSPORT_POLL, 3, 0);
+    resume_after_numbered(&s, &lg_poll_render, 3, 0);
     struct lg_buf b;
     lg_buf_init(&b);
     ck_assert_uint_eq(lg_subscriber_render_poll(&s, &b, 2), 2);

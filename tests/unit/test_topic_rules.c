@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "topic_glob.h"
 #include "topic_rules.h"
 
 #include "check_main.h"

@@ -1,4 +1,5 @@
-#include "transport.h"
+/* render.c - see render.h. */
+#include "render.h"
 
 #include <inttypes.h>
 
