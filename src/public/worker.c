@@ -223,8 +223,6 @@ static void on_tick(lws_sorted_usec_list_t *sul)
 {
     struct lg_worker *w = lws_container_of(sul, struct lg_worker, tick);
     uint64_t now = lg_mono_ms();
-    /* The guest's own timeouts (idle control connections). */
-    lg_worker_serve_guest(w);
     lg_acceptor_expire(w->acceptor, now);
     tick_keepalives(w, now);
     expire_tokens(w);
@@ -253,45 +251,9 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
     on_cancel(watcher->data);
 }
 
-/* The guest's descriptor is readable. */
-static void on_guest_ready(struct ev_loop *loop, ev_io *watcher, int revents)
-{
-    (void)loop, (void)revents;
-    lg_worker_serve_guest(watcher->data);
-}
-
-/* The guest had work left at its last turn. */
-static void on_guest_again(struct ev_loop *loop, ev_timer *watcher, int revents)
-{
-    (void)loop, (void)revents;
-    lg_worker_serve_guest(watcher->data);
-}
-
-/* Someone resumed one of the guest's connections. */
-static void on_guest_woken(struct ev_loop *loop, ev_async *watcher, int revents)
-{
-    (void)loop, (void)revents;
-    lg_worker_serve_guest(watcher->data);
-}
-
-static void wake_for_guest(void *arg)
-{
-    struct lg_worker *w = arg;
-    ev_async_send(w->loop, &w->guest_woken);
-}
-
 void lg_worker_host(struct lg_worker *w, const struct lg_loop_guest *guest)
 {
-    w->guest = *guest;
-    ev_io_init(&w->guest_ready, on_guest_ready, guest->fd, EV_READ);
-    w->guest_ready.data = w;
-    ev_io_start(w->loop, &w->guest_ready);
-    ev_timer_init(&w->guest_again, on_guest_again, 0., 0.);
-    w->guest_again.data = w;
-    ev_async_init(&w->guest_woken, on_guest_woken);
-    w->guest_woken.data = w;
-    ev_async_start(w->loop, &w->guest_woken);
-    guest->hosted(guest->arg, &(struct lg_loop_host){.wake = wake_for_guest, .arg = w});
+    lg_ev_host_start(&w->guest, w->loop, guest);
 }
 
 /* Runs after the callbacks of every loop iteration. */
@@ -302,7 +264,7 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
     if (w->home.draining && w->home.conns.count == 0 && lg_acceptor_pending(w->acceptor) == 0)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested)) {
-        lg_worker_serve_guest(w); /* the answers of publishes released on the way out */
+        lg_ev_host_serve(&w->guest); /* the answers of publishes released on the way out */
         ev_break(loop, EVBREAK_ALL);
     }
 }
@@ -456,7 +418,6 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
                                     .clients = shared->clients,
                                     .deadlines_moved = lg_worker_deadlines_moved};
     lg_conn_home_init(&w->home);
-    w->guest.fd = -1;
     if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
         snprintf(err, errlen, "out of memory");
         free(w);
@@ -539,11 +500,7 @@ void lg_worker_destroy(struct lg_worker *w)
     if (w->loop) {
         ev_check_stop(w->loop, &w->after_events);
         ev_async_stop(w->loop, &w->woken);
-        if (w->guest.fd >= 0) {
-            ev_io_stop(w->loop, &w->guest_ready);
-            ev_timer_stop(w->loop, &w->guest_again);
-            ev_async_stop(w->loop, &w->guest_woken);
-        }
+        lg_ev_host_stop(&w->guest);
         ev_loop_destroy(w->loop);
     }
     lg_inbox_release(&w->inbox);

@@ -22,7 +22,7 @@
 
 #include "conn.h"
 #include "inbox.h"
-#include "loop_guest.h"
+#include "ev_host.h"
 #include "min_heap.h"
 #include "worker.h"
 
@@ -34,10 +34,8 @@ struct lg_worker {
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
     ev_check after_events;              /* end of each loop iteration: drained? stop? */
     ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
-    struct lg_loop_guest guest;         /* the control port's daemon served here (fd -1: none) */
-    ev_io guest_ready;                  /* guest.fd is readable */
-    ev_timer guest_again;               /* the guest said it has work left: its next turn */
-    ev_async guest_woken;               /* the guest's wake-up (any thread, loop_guest.h) */
+    struct lg_ev_host guest;            /* the control port's daemon served here (ev_host.h;
+                                           not started: none) */
     struct lws_context *ctx;
     struct lws_vhost *vhost;
     struct lws *listen_wsi;
@@ -64,8 +62,6 @@ struct lg_worker {
 /* Wake worker arg from any thread (the hub's wake function): schedule on_woken() on its
  * loop. It never runs the worker's work itself, whoever calls it. */
 void lg_worker_wake(void *arg);
-/* Serve the guest once, if there is one. */
-void lg_worker_serve_guest(struct lg_worker *w);
 /* Take events from the inbox and write the connections given output: one round of writes,
  * then it wakes itself if there is more (worker_sweep.c). */
 void lg_worker_sweep(struct lg_worker *w);

@@ -17,14 +17,6 @@
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 
-void lg_worker_serve_guest(struct lg_worker *w)
-{
-    if (w->guest.fd < 0 || !w->guest.serve(w->guest.arg) || ev_is_active(&w->guest_again))
-        return;
-    ev_timer_set(&w->guest_again, 0., 0.); /* the next pass, after the ready descriptors */
-    ev_timer_start(w->loop, &w->guest_again);
-}
-
 static struct lg_conn *conn_of(struct lg_subscriber *s)
 {
     return (struct lg_conn *)((char *)s - offsetof(struct lg_conn, sub));
@@ -145,7 +137,7 @@ void lg_worker_sweep(struct lg_worker *w)
         /* A long round: answer the publishers meanwhile, so their next events join this round
          * (a write then carries several) rather than wait for it to end. */
         if (wrote == WRITES_PER_TAKE && w->home.dirty.first)
-            lg_worker_serve_guest(w);
+            lg_ev_host_serve(&w->guest);
         if (taken == 0 && wrote == 0)
             return; /* nothing to write means a full allowance: the inbox is empty too */
         if (written >= round) {

@@ -6,9 +6,15 @@
 static void serve(struct lg_ev_host *h)
 {
     if (h->guest.serve(h->guest.arg) && !ev_is_active(&h->again)) {
-        ev_timer_set(&h->again, 0., 0.);
+        ev_timer_set(&h->again, 0., 0.); /* the next pass, after the ready descriptors */
         ev_timer_start(h->loop, &h->again);
     }
+}
+
+void lg_ev_host_serve(struct lg_ev_host *h)
+{
+    if (h->loop)
+        serve(h);
 }
 
 static void on_ready(struct ev_loop *loop, ev_io *w, int revents)
@@ -53,8 +59,11 @@ void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
 
 void lg_ev_host_stop(struct lg_ev_host *h)
 {
+    if (!h->loop)
+        return;
     ev_io_stop(h->loop, &h->ready);
     ev_timer_stop(h->loop, &h->again);
     ev_timer_stop(h->loop, &h->tick);
     ev_async_stop(h->loop, &h->woken);
+    h->loop = NULL;
 }

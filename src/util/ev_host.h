@@ -1,8 +1,9 @@
 /*
  * ev_host.h - the host side of loop_guest.h on a libev loop: watches the guest's descriptor,
  * serves it when it is readable, in the next pass when it said work is left, once a second
- * (its own timeouts) and soon after anyone called the host's wake(). The Redis store's thread
- * hosts the control port's daemons this way (redis_bridge.h).
+ * (its own timeouts) and soon after anyone called the host's wake(). The workers host the
+ * control port's daemons this way (worker.h), or with Redis the store's thread does
+ * (redis_bridge.h). A zeroed struct is a host not started.
  *
  * Owns:    nothing; a struct lg_ev_host is a value inside its owner.
  * Frees:   nothing; the owner stops it on the loop's thread before freeing it.
@@ -18,7 +19,7 @@
 #include "loop_guest.h"
 
 struct lg_ev_host {
-    struct ev_loop *loop;
+    struct ev_loop *loop;  /* NULL: not started */
     struct lg_loop_guest guest;
     ev_io ready;     /* the guest's descriptor is readable */
     ev_timer again;  /* serve() said work is left: the next pass */
@@ -30,7 +31,11 @@ struct lg_ev_host {
 void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
                       const struct lg_loop_guest *guest);
 
-/* Stop every watcher: serve() is not called again. */
+/* Serve now, on the loop's thread, where the host has a moment of its own for it (a worker
+ * between slices of a long round of writes, or on its way out). Nothing when not started. */
+void lg_ev_host_serve(struct lg_ev_host *h);
+
+/* Stop every watcher: serve() is not called again. Nothing when not started. */
 void lg_ev_host_stop(struct lg_ev_host *h);
 
 #endif
