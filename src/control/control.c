@@ -225,6 +225,17 @@ static bool ambiguous_head(struct MHD_Connection *conn, const char *version, int
 }
 
 /* First call of a request: route it, answer what needs no body, else set up *con_cls. */
+/* The loop serving the daemon conn came in on: the one to wake when conn is resumed. */
+static const struct lg_loop_host *host_of(const struct lg_control *c, struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
+    for (uint32_t i = 0; ci && i < c->worker_count; i++)
+        if (c->daemons[i].mhd == ci->daemon)
+            return &c->daemons[i].host;
+    return NULL;
+}
+
 static int begin_request(struct lg_control *c, struct MHD_Connection *conn, const char *url,
                          const char *method, const char *version, void **con_cls)
 {
@@ -269,7 +280,7 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
         return -1;
     }
     r->grant = grant;
-    r->host = lg_ctl_serving != NULL ? &lg_ctl_serving->host : NULL;
+    r->host = host_of(c, conn);
     r->route = rt;
     r->limit = limit;
     *con_cls = r;
@@ -480,13 +491,11 @@ static bool serve_daemon(void *arg)
 {
     const struct lg_ctl_daemon *d = arg;
     bool more = true;
-    lg_ctl_serving = d;
     for (int i = 0; more && i < LG_CTL_RUNS_PER_SERVE; i++) {
         MHD_run(d->mhd);
         MHD_UNSIGNED_LONG_LONG ms;
         more = MHD_get_timeout(d->mhd, &ms) == MHD_YES && ms == 0;
     }
-    lg_ctl_serving = NULL;
     return more;
 }
 
@@ -495,8 +504,6 @@ static void daemon_hosted(void *arg, const struct lg_loop_host *host)
     struct lg_ctl_daemon *d = arg;
     d->host = *host;
 }
-
-_Thread_local const struct lg_ctl_daemon *lg_ctl_serving;
 
 /* Daemon i of n, on a duplicate of listen_fd. Return value: 0, or -1 with err filled. */
 static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ipv6, char *err,

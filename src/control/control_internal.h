@@ -47,12 +47,9 @@ struct lg_ctl_daemon {
     struct lg_loop_host host;     /* how to wake it; set once before its loop runs */
 };
 
-/* The daemon this thread is serving (set by serve_daemon() around MHD_run()); NULL when none.
- * A request's handlers run only inside it, so it names the host to wake on resume. */
-extern _Thread_local const struct lg_ctl_daemon *lg_ctl_serving;
-
 struct lg_control {
-    struct lg_ctl_daemon daemons[LG_MAX_WORKERS]; /* [worker_count]: daemon i on worker i */
+    struct lg_ctl_daemon daemons[LG_MAX_WORKERS]; /* [worker_count]: daemon i on worker i, or
+                                                     with Redis all on the store's thread */
     struct lg_ctl_deadlines *deadlines; /* owned: every connection's request deadline */
     const struct lg_config *cfg;  /* borrowed, immutable */
     struct lg_hub *hub;           /* borrowed */

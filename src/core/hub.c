@@ -42,8 +42,8 @@
 /* A remote topic nobody here wants is let go after this (Redis keeps its stream); longer
  * than the store's linger on its channel, so a client that reconnects finds both warm. */
 #define LG_HUB_REMOTE_IDLE_NS (10ull * 1000000000ull)
-#define LG_HUB_SWEEP_BUCKETS 8192u /* per lg_hub_expire(): the default table (65,536) in 8 s */
-#define LG_HUB_SWEEP_TOPICS 2048u  /* ... and no more topics than this (15,000 in 8 s) */
+#define LG_HUB_SWEEP_BUCKETS 8192u /* per lg_hub_expire(), once a second: a bounded slice of */
+#define LG_HUB_SWEEP_TOPICS 2048u  /* the table, and no more topics than this */
 
 static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
 static const char topic_oom_problem[] = "out of memory";
