@@ -214,7 +214,7 @@ START_TEST(test_refusal_texts)
 {
     static const char *const codes[] = {"ok", "token_missing", "token_malformed", "token_expired",
                                         "token_not_yet_valid", "token_bad_signature",
-                                        "token_wrong_algorithm"};
+                                        "token_wrong_algorithm", "token_unknown_key"};
     for (int r = 0; r < LG_AUTH_RESULT_COUNT_; r++) {
         ck_assert_str_eq(lg_auth_result_code((enum lg_auth_result)r), codes[r]);
         if (r)
