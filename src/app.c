@@ -211,7 +211,8 @@ static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
  *   limits, history, redis, ...: each is held by a running part built at start): nothing
  *   changes; counted, logged naming each such key ("needs a restart");
  * - applied: the live settings take effect: the log level and format (atomics), the auth
- *   generation (auth.h: swapped, old freed by its last reader), the topic rules of topics
+ *   generation (auth.h: keys, anonymous_subscribe, control_token, leeway, allowed_origins;
+ *   swapped, the old one freed by its last reader), the topic rules of topics
  *   created from now on (hub.h: swapped under the registry lock). Counted, logged with the
  *   changed keys. Connections, subscriptions and their cursors are not touched.
  * All or nothing keeps "the file on disk" and "what runs" comparable: after an applied

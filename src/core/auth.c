@@ -38,6 +38,7 @@ struct lg_auth_set {
     char **anonymous;              /* auth.anonymous_subscribe, copied */
     size_t anonymous_count;
     char *control_token;           /* NULL = none */
+    struct lg_string_list origins; /* allowed_origins, copied */
 };
 
 struct lg_auth {
@@ -116,6 +117,9 @@ static void set_free(struct lg_auth_set *s)
     if (s->control_token)
         OPENSSL_cleanse(s->control_token, strlen(s->control_token));
     free(s->control_token);
+    for (size_t i = 0; i < s->origins.count; i++)
+        free(s->origins.items[i]);
+    free(s->origins.items);
     free(s);
 }
 
@@ -163,6 +167,11 @@ static struct lg_auth_set *set_create(const struct lg_config *cfg, char *err, si
         oom = (s->anonymous[i] = strdup(anon->items[i])) == NULL;
     if (cfg->auth.control_token && cfg->auth.control_token[0])
         oom = oom || (s->control_token = strdup(cfg->auth.control_token)) == NULL;
+    const struct lg_string_list *origins = &cfg->allowed_origins;
+    s->origins.items = calloc(origins->count ? origins->count : 1, sizeof(char *));
+    oom = oom || !s->origins.items;
+    for (size_t i = 0; !oom && i < origins->count; i++, s->origins.count++)
+        oom = (s->origins.items[i] = strdup(origins->items[i])) == NULL;
     bool unnamed = (cfg->auth.hs256_secret && cfg->auth.hs256_secret[0]) ||
                    (cfg->auth.rs256_public_key_file && cfg->auth.rs256_public_key_file[0]);
     s->keys = calloc(1 + LG_AUTH_KEYS_MAX, sizeof *s->keys);
@@ -667,6 +676,14 @@ void lg_auth_count_refusal(enum lg_auth_result r)
     case LG_AUTH_UNKNOWN_KEY: LG_STAT_ADD(auth_refused_unknown_key, 1); break;
     case LG_AUTH_RESULT_COUNT_: break;
     }
+}
+
+enum lg_origin_verdict lg_auth_origin(const struct lg_auth *a, const char *o, size_t len)
+{
+    struct lg_auth_set *s = acquire(a);
+    enum lg_origin_verdict v = lg_origin_check(&s->origins, o, len);
+    release(s);
+    return v;
 }
 
 enum lg_origin_verdict lg_origin_check(const struct lg_string_list *allowed, const char *o,

@@ -18,7 +18,8 @@
  *
  * RELOAD
  * struct lg_auth is a stable handle over the current generation of the "auth" settings (keys,
- * anonymous_subscribe, control_token, leeway_s): an immutable, refcounted block. Each call
+ * anonymous_subscribe, control_token, leeway_s, and allowed_origins, which the Origin checks
+ * read here): an immutable, refcounted block. Each call
  * below takes a reference to the current generation (a mutex held for a pointer load and an
  * increment, never across I/O or a signature check), works on it, and drops it.
  * lg_auth_reload() (main thread, on SIGHUP) builds the next generation, key files read before
@@ -144,5 +145,7 @@ struct lg_string_list;
  * case-sensitive comparison (browsers send the serialized origin). */
 enum lg_origin_verdict lg_origin_check(const struct lg_string_list *allowed, const char *o,
                                        size_t len);
+/* The same against the allowed_origins in force (a reload may change them). */
+enum lg_origin_verdict lg_auth_origin(const struct lg_auth *a, const char *o, size_t len);
 
 #endif

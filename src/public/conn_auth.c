@@ -58,12 +58,12 @@ char *lg_conn_request_token(const char *buf, const struct lg_http_request *req,
 /* Set c->cors for an allowed Origin. Return value: false when the origin is refused. */
 static bool check_origin(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    const struct lg_config *cfg = lg_worker_config(c->worker);
     const struct lg_slice *o = &req->headers[LG_HDR_ORIGIN];
     char lines[LG_CORS_LINES_MAX];
     free(c->cors);
     c->cors = NULL;
-    if (!lg_cors_lines(&cfg->allowed_origins, buf + o->off, o->len, lines))
+    if (!lg_cors_lines_for(lg_auth_origin(lg_worker_auth(c->worker), buf + o->off, o->len),
+                           buf + o->off, o->len, lines))
         return false;
     if (lines[0])
         c->cors = strdup(lines);

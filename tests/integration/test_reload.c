@@ -4,7 +4,7 @@
  * accepted after a reload while the old one still works, then the old one refused (401
  * token_unknown_key) once removed; an invalid file, and an invalid JWKS, refused with the
  * running configuration kept (old key still works, counter and log line); a restart-only key
- * refused by name with nothing applied; a subscriber on each of SSE and WebSocket streaming
+ * refused by name with nothing applied; an origin added to allowed_origins by a reload; a subscriber on each of SSE and WebSocket streaming
  * across three reloads receiving exactly every id; and every credential case of the kid rule
  * (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with one,
  * kid on a single unnamed key, expired, wrong alg). Each step waits on the reload counter of
@@ -252,6 +252,35 @@ START_TEST(test_restart_key_refused)
 }
 END_TEST
 
+/* allowed_origins changes live: a WebSocket upgrade and a CORS answer from an origin added by
+ * a reload, refused before it. */
+START_TEST(test_origins_live)
+{
+    paths();
+    struct lg_server s;
+    write_config("{\"workers\":1,\"allowed_origins\":[\"https://a.example\"]}");
+    start(&s);
+    struct lg_ws_client ws;
+    ck_assert_int_eq(lg_ws_open_with(&ws, s.public_port, "/ws?topic=o", NULL,
+                                     "Origin: https://b.example\r\n"), -1);
+    ck_assert_int_eq(ws.status, 403);
+    lg_ws_close(&ws);
+    write_config("{\"workers\":1,\"allowed_origins\":[\"https://a.example\",\"https://b.example\"]}");
+    hup(&s, APPLIED, 1);
+    ck_assert(lg_server_wait_log(&s, "reload applied: allowed_origins", WAIT_MS));
+    ck_assert_int_eq(lg_ws_open_with(&ws, s.public_port, "/ws?topic=o", NULL,
+                                     "Origin: https://b.example\r\n"), 0);
+    ck_assert_int_eq(ws.status, 101);
+    lg_ws_close(&ws);
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, s.public_port, "/sse?topic=o", "Origin: https://b.example\r\n");
+    ck_assert_msg(strstr(c.headers, "Access-Control-Allow-Origin: https://b.example\r\n"), "%s",
+                  c.headers);
+    lg_sse_close(&c);
+    stop(&s);
+}
+END_TEST
+
 /* Connections and cursors are untouched: SSE and WebSocket subscribers receive exactly every
  * id across three reloads, on one connection each. */
 START_TEST(test_stream_across_reloads)
@@ -394,7 +423,7 @@ int main(void)
     Suite *suite = suite_create("reload");
     TCase *tc = LG_TCASE(suite, "reload", NULL, NULL, test_log_level_and_format,
                          test_key_rotation, test_invalid_config_kept, test_restart_key_refused,
-                         test_stream_across_reloads, test_credentials);
+                         test_stream_across_reloads, test_credentials, test_origins_live);
     tcase_set_timeout(tc, 60);
     return lg_check_run(suite);
 }
