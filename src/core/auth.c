@@ -304,10 +304,7 @@ static int b64url_value(unsigned char c)
     return c == '-' ? 62 : c == '_' ? 63 : -1;
 }
 
-/* Unpadded base64url (RFC 7515 section 2) of in[0..len) into out (room for len * 3 / 4).
- * Return value: the decoded length, or -1 when a byte is not of the alphabet or the length
- * cannot be base64 (len % 4 == 1). */
-static long b64url_decode(const char *in, size_t len, unsigned char *out)
+long lg_auth__b64url_decode(const char *in, size_t len, unsigned char *out)
 {
     if (len % 4 == 1)
         return -1;
@@ -331,7 +328,7 @@ static long b64url_decode(const char *in, size_t len, unsigned char *out)
 static json_t *decode_json_part(const char *in, size_t len)
 {
     unsigned char buf[LG_AUTH_TOKEN_MAX];
-    long n = b64url_decode(in, len, buf);
+    long n = lg_auth__b64url_decode(in, len, buf);
     if (n <= 0)
         return NULL;
     json_t *v = json_loadb((const char *)buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
@@ -544,7 +541,7 @@ static enum lg_auth_result verify_with(const struct lg_auth_set *s, const char *
         return r;
     unsigned char sig[LG_AUTH_TOKEN_MAX];
     size_t sig_text = len - (size_t)(dot2 + 1 - token);
-    long sig_len = b64url_decode(dot2 + 1, sig_text, sig);
+    long sig_len = lg_auth__b64url_decode(dot2 + 1, sig_text, sig);
     if (sig_len <= 0)
         return LG_AUTH_MALFORMED;
     if (!signature_ok(k, token, (size_t)(dot2 - token), sig, (size_t)sig_len))

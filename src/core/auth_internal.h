@@ -33,6 +33,11 @@ struct lg_auth_key {
     EVP_MD_CTX *verify_template;   /* RS256, ES256: DigestVerify initialised with the key */
 };
 
+/* Unpadded base64url (RFC 7515 section 2) of in[0..len) into out (room for len * 3 / 4).
+ * Return value: the decoded length, or -1 when a byte is not of the alphabet or the length
+ * cannot be base64 (len % 4 == 1). */
+long lg_auth__b64url_decode(const char *in, size_t len, unsigned char *out);
+
 /* Set up k's template from its secret or public key. Return value: 0, or -1. */
 int lg_auth__prepare_key(struct lg_auth_key *k);
 void lg_auth__key_release(struct lg_auth_key *k);

@@ -30,27 +30,7 @@ static long member_b64(const json_t *jwk, const char *name, unsigned char *out)
     size_t len = json_string_length(v);
     if (!text || len == 0 || len > LG_JWK_PART_MAX * 4 / 3 + 4 || len % 4 == 1)
         return -1;
-    size_t n = 0;
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        int d = c >= 'A' && c <= 'Z'   ? c - 'A'
-                : c >= 'a' && c <= 'z' ? c - 'a' + 26
-                : c >= '0' && c <= '9' ? c - '0' + 52
-                : c == '-'             ? 62
-                : c == '_'             ? 63
-                                       : -1;
-        if (d < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)d;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (unsigned char)(acc >> bits);
-        }
-    }
-    return (long)n;
+    return lg_auth__b64url_decode(text, len, out);
 }
 
 /* An EVP_PKEY of type name ("RSA", "EC") from params. */

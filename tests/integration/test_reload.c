@@ -80,6 +80,17 @@ static void hup(struct lg_server *s, const char *series, double want)
                   series, want);
 }
 
+/* The server started on a JWKS of k1 alone (the JWKs of k1 and k2 into jwk[], the caller's). */
+static void start_k1(struct lg_server *s, char *jwk[2])
+{
+    paths();
+    jwk[0] = lg_token_jwk(NULL, S1, "k1");
+    jwk[1] = lg_token_jwk(NULL, S2, "k2");
+    lg_token_write_jwks(jwks_path, (const char *const *)jwk, 1);
+    write_jwks_config("");
+    start(s);
+}
+
 static char *hs_token(const char *secret, const char *kid, long exp_in)
 {
     return lg_token_kid(JWT_ALG_HS256, secret, strlen(secret), kid, exp_in, NEWS);
@@ -163,30 +174,27 @@ END_TEST
 /* A key added is accepted after the reload, the old one too until it is removed. */
 START_TEST(test_key_rotation)
 {
-    paths();
-    char *k1 = lg_token_jwk(NULL, S1, "k1"), *k2 = lg_token_jwk(NULL, S2, "k2");
-    lg_token_write_jwks(jwks_path, (const char *[]){k1}, 1);
-    write_jwks_config("");
     struct lg_server s;
-    start(&s);
+    char *jwk[2];
+    start_k1(&s, jwk);
     char *t1 = hs_token(S1, "k1", 3600), *t2 = hs_token(S2, "k2", 3600);
     expect_accepted("k1 before rotation", &s, t1);
     expect_refused("k2 before it is added", &s, t2, "token_unknown_key");
 
-    lg_token_write_jwks(jwks_path, (const char *[]){k1, k2}, 2);
+    lg_token_write_jwks(jwks_path, (const char *[]){jwk[0], jwk[1]}, 2);
     hup(&s, APPLIED, 1); /* the config did not change: the JWKS is re-read anyway */
     ck_assert(lg_server_wait_log(&s, "reload applied: no setting changed (key files re-read)",
                                  WAIT_MS));
     expect_accepted("k2 once added", &s, t2);
     expect_accepted("k1 while both are listed", &s, t1);
 
-    lg_token_write_jwks(jwks_path, (const char *[]){k2}, 1);
+    lg_token_write_jwks(jwks_path, (const char *[]){jwk[1]}, 1);
     hup(&s, APPLIED, 2);
     expect_refused("k1 once removed", &s, t1, "token_unknown_key");
     expect_accepted("k2 alone", &s, t2);
     ck_assert_double_eq(lg_metric(s.control_port,
                                   "livegate_auth_refused_total{reason=\"unknown_key\"}"), 2);
-    free(t1), free(t2), free(k1), free(k2);
+    free(t1), free(t2), free(jwk[0]), free(jwk[1]);
     stop(&s);
 }
 END_TEST
@@ -194,12 +202,11 @@ END_TEST
 /* An invalid file or JWKS is refused whole: the old key keeps working. */
 START_TEST(test_invalid_config_kept)
 {
-    paths();
-    char *k1 = lg_token_jwk(NULL, S1, "k1");
-    lg_token_write_jwks(jwks_path, (const char *[]){k1}, 1);
-    write_jwks_config("");
     struct lg_server s;
-    start(&s);
+    char *jwk[2], *k1;
+    start_k1(&s, jwk);
+    k1 = jwk[0];
+    free(jwk[1]);
     char *t1 = hs_token(S1, "k1", 3600);
 
     write_config("{\"workers\":1,\"auth\":{\"jwks_file\":\"x\"},"); /* not JSON */
@@ -285,12 +292,9 @@ END_TEST
  * id across three reloads, on one connection each. */
 START_TEST(test_stream_across_reloads)
 {
-    paths();
-    char *k1 = lg_token_jwk(NULL, S1, "k1"), *k2 = lg_token_jwk(NULL, S2, "k2");
-    lg_token_write_jwks(jwks_path, (const char *[]){k1}, 1);
-    write_jwks_config("");
     struct lg_server s;
-    start(&s);
+    char *jwk[2];
+    start_k1(&s, jwk);
     char *t1 = hs_token(S1, "k1", 3600);
     char headers[3000], path[3000];
     snprintf(headers, sizeof headers, "Authorization: Bearer %s\r\n", t1);
@@ -312,7 +316,7 @@ START_TEST(test_stream_across_reloads)
         if (round == 3)
             break;
         /* Reload: a level change, and the JWKS rotated (k1 kept, k2 added, then both). */
-        lg_token_write_jwks(jwks_path, (const char *[]){k1, k2}, round == 0 ? 1 : 2);
+        lg_token_write_jwks(jwks_path, (const char *[]){jwk[0], jwk[1]}, round == 0 ? 1 : 2);
         write_jwks_config(configs[round]);
         hup(&s, APPLIED, round + 1);
     }
@@ -338,7 +342,7 @@ START_TEST(test_stream_across_reloads)
     ck_assert_int_eq(lg_server_stat(&s, "clients_ws"), 1);
     lg_sse_close(&sse);
     lg_ws_close(&ws);
-    free(t1), free(k1), free(k2);
+    free(t1), free(jwk[0]), free(jwk[1]);
     stop(&s);
 }
 END_TEST

@@ -126,32 +126,6 @@ static LG_TOKEN_UNUSED char *lg_token_claims(long exp_in, const long *nbf_in, co
     return text;
 }
 
-/* A well-formed token minted by libjwt: HS256 with secret (rsa NULL) or RS256 with rsa's PEM
- * private key text (rsa_pem). exp = now + exp_in; livegate as above. */
-static LG_TOKEN_UNUSED char *lg_token_libjwt(const char *secret, const char *rsa_pem,
-                                             long exp_in, const char *livegate)
-{
-    jwt_t *jwt = NULL;
-    if (jwt_new(&jwt) != 0)
-        abort();
-    jwt_add_grant_int(jwt, "exp", (long)time(NULL) + exp_in);
-    char claims[1024];
-    snprintf(claims, sizeof claims, "{\"livegate\":%s}", livegate);
-    if (jwt_add_grants_json(jwt, claims) != 0)
-        abort();
-    int rc = rsa_pem ? jwt_set_alg(jwt, JWT_ALG_RS256, (const unsigned char *)rsa_pem,
-                                   (int)strlen(rsa_pem))
-                     : jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)secret,
-                                   (int)strlen(secret));
-    if (rc != 0)
-        abort();
-    char *token = jwt_encode_str(jwt); /* malloc'd (libjwt 1.10 has no jwt_free_str) */
-    jwt_free(jwt);
-    if (!token)
-        abort();
-    return token;
-}
-
 /* A token minted by libjwt with a "kid" header (kid NULL: none): alg is JWT_ALG_HS256 with
  * key the secret, or JWT_ALG_RS256 / JWT_ALG_ES256 with key the private PEM text. */
 static LG_TOKEN_UNUSED char *lg_token_kid(jwt_alg_t alg, const char *key, size_t key_len,
@@ -166,11 +140,21 @@ static LG_TOKEN_UNUSED char *lg_token_kid(jwt_alg_t alg, const char *key, size_t
     if (jwt_add_grants_json(jwt, claims) != 0 || (kid && jwt_add_header(jwt, "kid", kid) != 0) ||
         jwt_set_alg(jwt, alg, (const unsigned char *)key, (int)key_len) != 0)
         abort();
-    char *token = jwt_encode_str(jwt);
+    char *token = jwt_encode_str(jwt); /* malloc'd (libjwt 1.10 has no jwt_free_str) */
     jwt_free(jwt);
     if (!token)
         abort();
     return token;
+}
+
+/* A well-formed token minted by libjwt: HS256 with secret (rsa NULL) or RS256 with rsa's PEM
+ * private key text (rsa_pem). exp = now + exp_in; livegate as above. */
+static LG_TOKEN_UNUSED char *lg_token_libjwt(const char *secret, const char *rsa_pem,
+                                             long exp_in, const char *livegate)
+{
+    const char *key = rsa_pem ? rsa_pem : secret;
+    return lg_token_kid(rsa_pem ? JWT_ALG_RS256 : JWT_ALG_HS256, key, strlen(key), NULL, exp_in,
+                        livegate);
 }
 
 /* The JWK (a JSON object text, malloc'd) of key's public half named kid: RSA (n, e) or EC
