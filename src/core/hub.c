@@ -177,7 +177,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
     if (t) {
         lg_topic_ref(t);
     } else {
-        if (hub->topic_count >= hub->cfg->limits.max_topics) {
+        if (hub->topic_count >= hub->rules->limits.max_topics) {
             *problem = topic_limit_problem;
         } else {
             char copy[LG_TOPIC_NAME_MAX + 1];

@@ -83,7 +83,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers);
 void lg_hub_destroy(struct lg_hub *hub);
 
 /* A SIGHUP reload's topic rules: topics created from now on take rules->topic_rules (and its
- * history and on_slow defaults); topics that exist keep theirs. The hub reads rules only
+ * history and on_slow defaults), and rules->limits.max_topics bounds their creation; topics
+ * that exist keep theirs (lowering the bound removes none). The hub reads rules only
  * under its registry lock, so once this returns it holds no pointer into the previous one:
  * the caller (app.c, main thread) may free that. rules must outlive the hub or the next
  * call. */

@@ -4,7 +4,8 @@
  * accepted after a reload while the old one still works, then the old one refused (401
  * token_unknown_key) once removed; an invalid file, and an invalid JWKS, refused with the
  * running configuration kept (old key still works, counter and log line); a restart-only key
- * refused by name with nothing applied; an origin added to allowed_origins by a reload; a subscriber on each of SSE and WebSocket streaming
+ * refused by name with nothing applied; an origin added to allowed_origins by a reload;
+ * limits.max_topics lowered to bound new topics; a subscriber on each of SSE and WebSocket streaming
  * across three reloads receiving exactly every id; and every credential case of the kid rule
  * (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with one,
  * kid on a single unnamed key, expired, wrong alg). Each step waits on the reload counter of
@@ -241,10 +242,10 @@ START_TEST(test_restart_key_refused)
     struct lg_server s;
     write_config("{\"workers\":1,\"log_level\":\"info\"}");
     start(&s);
-    write_config("{\"workers\":1,\"log_level\":\"debug\",\"limits\":{\"max_topics\":5},"
+    write_config("{\"workers\":1,\"log_level\":\"debug\",\"limits\":{\"max_connections\":5},"
                  "\"sse\":{\"retry_ms\":500}}");
     hup(&s, REFUSED, 1);
-    ck_assert(lg_server_wait_log(&s, "reload refused: sse.retry_ms, limits.max_topics changed, "
+    ck_assert(lg_server_wait_log(&s, "reload refused: sse.retry_ms, limits.max_connections changed, "
                                      "which needs a restart; nothing was applied (restore them, "
                                      "or restart)", WAIT_MS));
     /* Nothing applied: the level stayed info. */
@@ -255,6 +256,28 @@ START_TEST(test_restart_key_refused)
     lg_server_pump_log(&s);
     ck_assert_msg(strstr(s.log, "control: 404") == NULL, "%s", s.log);
     ck_assert_double_eq(lg_metric(s.control_port, APPLIED), 0);
+    stop(&s);
+}
+END_TEST
+
+/* limits.max_topics bounds the topics created after a reload (it removes none). */
+START_TEST(test_max_topics_live)
+{
+    paths();
+    struct lg_server s;
+    write_config("{\"workers\":1}");
+    start(&s);
+    lg_publish_n(s.control_port, "t1", 1, 1, NULL, 0);
+    long long topics = lg_server_stat(&s, "topics");
+    char json[128];
+    snprintf(json, sizeof json, "{\"workers\":1,\"limits\":{\"max_topics\":%lld}}", topics + 1);
+    write_config(json);
+    hup(&s, APPLIED, 1);
+    ck_assert(lg_server_wait_log(&s, "reload applied: limits.max_topics", WAIT_MS));
+    ck_assert_int_eq(lg_publish(s.control_port, "t2", "d", NULL, 0), 201);
+    ck_assert_int_eq(lg_publish(s.control_port, "t3", "d", NULL, 0), 503);
+    ck_assert_int_eq(lg_publish(s.control_port, "t1", "d", NULL, 0), 201); /* it exists */
+    ck_assert_int_eq(lg_server_stat(&s, "topics"), topics + 1);
     stop(&s);
 }
 END_TEST
@@ -427,7 +450,8 @@ int main(void)
     Suite *suite = suite_create("reload");
     TCase *tc = LG_TCASE(suite, "reload", NULL, NULL, test_log_level_and_format,
                          test_key_rotation, test_invalid_config_kept, test_restart_key_refused,
-                         test_stream_across_reloads, test_credentials, test_origins_live);
+                         test_stream_across_reloads, test_credentials, test_origins_live,
+                         test_max_topics_live);
     tcase_set_timeout(tc, 60);
     return lg_check_run(suite);
 }
