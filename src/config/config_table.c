@@ -90,7 +90,7 @@ static const char *lg_config__origin_problem(const char *item, size_t len)
 
 #define LG_LIST(k, f, check_, doc_) LG_LIST_UPTO(k, f, LG_LIST_MAX, check_, doc_)
 #define LG_LIVE_LIST(k, f, check_, doc_)                                                           \
-    { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = LG_LIST_MAX,         \
+    { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = LG_LIST_MAX,        \
       .check = check_, .doc = doc_, .live = true }
 #define LG_LIST_UPTO(k, f, max_, check_, doc_)                                                     \
     { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = max_,               \

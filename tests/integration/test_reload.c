@@ -5,11 +5,11 @@
  * token_unknown_key) once removed; an invalid file, and an invalid JWKS, refused with the
  * running configuration kept (old key still works, counter and log line); a restart-only key
  * refused by name with nothing applied; an origin added to allowed_origins by a reload;
- * limits.max_topics lowered to bound new topics; a subscriber on each of SSE and WebSocket streaming
- * across three reloads receiving exactly every id; and every credential case of the kid rule
- * (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with one,
- * kid on a single unnamed key, expired, wrong alg). Each step waits on the reload counter of
- * /metrics, never on a sleep.
+ * limits.max_topics lowered to bound new topics; a subscriber on each of SSE and WebSocket
+ * streaming across three reloads receiving exactly every id; and every credential case of the
+ * kid rule (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with
+ * one, kid on a single unnamed key, expired, wrong alg). Each step waits on the reload counter
+ * of /metrics, never on a sleep.
  */
 #include <check.h>
 #include <signal.h>
@@ -245,9 +245,9 @@ START_TEST(test_restart_key_refused)
     write_config("{\"workers\":1,\"log_level\":\"debug\",\"limits\":{\"max_connections\":5},"
                  "\"sse\":{\"retry_ms\":500}}");
     hup(&s, REFUSED, 1);
-    ck_assert(lg_server_wait_log(&s, "reload refused: sse.retry_ms, limits.max_connections changed, "
-                                     "which needs a restart; nothing was applied (restore them, "
-                                     "or restart)", WAIT_MS));
+    ck_assert(lg_server_wait_log(&s, "reload refused: sse.retry_ms, limits.max_connections "
+                                     "changed, which needs a restart; nothing was applied "
+                                     "(restore them, or restart)", WAIT_MS));
     /* Nothing applied: the level stayed info. */
     struct lg_http_response r;
     ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/v1/nowhere", NULL, NULL, 0, &r,
@@ -295,7 +295,8 @@ START_TEST(test_origins_live)
                                      "Origin: https://b.example\r\n"), -1);
     ck_assert_int_eq(ws.status, 403);
     lg_ws_close(&ws);
-    write_config("{\"workers\":1,\"allowed_origins\":[\"https://a.example\",\"https://b.example\"]}");
+    write_config("{\"workers\":1,"
+                 "\"allowed_origins\":[\"https://a.example\",\"https://b.example\"]}");
     hup(&s, APPLIED, 1);
     ck_assert(lg_server_wait_log(&s, "reload applied: allowed_origins", WAIT_MS));
     ck_assert_int_eq(lg_ws_open_with(&ws, s.public_port, "/ws?topic=o", NULL,
