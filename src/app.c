@@ -205,8 +205,9 @@ static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
  * A reload is all or nothing. The main thread (which alone takes the signals) rebuilds the
  * config as at start (defaults, the --config file, the flags) into a new struct lg_config,
  * compares it with the one in force setting by setting, and then:
- * - failed: the file does not load or validate, or a key file (rs256_public_key_file,
- *   jwks_file) does not read: nothing changes; counted, logged with the loader's message;
+ * - failed: the file does not load or validate, a key file (rs256_public_key_file,
+ *   jwks_file) does not read, or auth.control_token would go while the control port is off
+ *   loopback: nothing changes; counted, logged with the loader's message;
  * - refused: a setting without the table's .live mark changed (listen addresses, workers,
  *   most limits, history, redis, ...: each is held by a part built at start): nothing
  *   changes; counted, logged naming each such key ("needs a restart");
@@ -281,9 +282,11 @@ static void reload(struct lg_app *app)
         free(next);
         return;
     }
-    /* Key files are re-read even when no setting changed: a rotated JWKS is a reload. */
+    /* The start's check still holds: a control port off loopback keeps its token. Key files
+     * are re-read even when no setting changed: a rotated JWKS is a reload. */
     char aerr[LG_CONFIG_ERR_MAX];
-    if (lg_auth_reload(app->auth, next, aerr, sizeof aerr) != 0) {
+    if (lg_control_check_bind(next, aerr, sizeof aerr) != 0 ||
+        lg_auth_reload(app->auth, next, aerr, sizeof aerr) != 0) {
         reload_failed(next, aerr);
         return;
     }

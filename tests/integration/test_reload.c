@@ -4,7 +4,7 @@
  * accepted after a reload while the old one still works, then the old one refused (401
  * token_unknown_key) once removed; an invalid file, and an invalid JWKS, refused with the
  * running configuration kept (old key still works, counter and log line); a restart-only key
- * refused by name with nothing applied; an origin added to allowed_origins by a reload;
+ * refused by name with nothing applied; a control token kept off loopback; an origin added to allowed_origins by a reload;
  * limits.max_topics lowered to bound new topics; a subscriber on each of SSE and WebSocket
  * streaming across three reloads receiving exactly every id; and every credential case of the
  * kid rule (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with
@@ -260,6 +260,33 @@ START_TEST(test_restart_key_refused)
 }
 END_TEST
 
+/* A control port off loopback keeps its token: a reload that removes it fails, and the
+ * token still opens the control port. */
+START_TEST(test_control_token_kept_off_loopback)
+{
+    paths();
+    struct lg_server s;
+    write_config("{\"workers\":1,\"auth\":{\"control_token\":\"ctl-token\"}}");
+    const char *args[] = {"--config", cfg_path, "--control", "0.0.0.0:0", NULL};
+    ck_assert_msg(lg_server_start(&s, NULL, args) == 0, "server did not start");
+    write_config("{\"workers\":1}");
+    ck_assert_int_eq(kill(s.pid, SIGHUP), 0); /* (/metrics takes the token here: the log) */
+    ck_assert(lg_server_wait_log(&s, "reload failed: listen.control 0.0.0.0 is not a loopback "
+                                     "address: set auth.control_token", WAIT_MS));
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/v1/stats", NULL, NULL, 0, &r,
+                                     WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 401);
+    lg_http_response_free(&r);
+    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/v1/stats",
+                                     "Authorization: Bearer ctl-token\r\n", NULL, 0, &r,
+                                     WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    stop(&s);
+}
+END_TEST
+
 /* limits.max_topics bounds the topics created after a reload (it removes none). */
 START_TEST(test_max_topics_live)
 {
@@ -452,7 +479,7 @@ int main(void)
     TCase *tc = LG_TCASE(suite, "reload", NULL, NULL, test_log_level_and_format,
                          test_key_rotation, test_invalid_config_kept, test_restart_key_refused,
                          test_stream_across_reloads, test_credentials, test_origins_live,
-                         test_max_topics_live);
+                         test_max_topics_live, test_control_token_kept_off_loopback);
     tcase_set_timeout(tc, 60);
     return lg_check_run(suite);
 }
