@@ -124,6 +124,17 @@ static void cap_connection_limits(struct lg_config *cfg, rlim_t nofile, uint32_t
     cfg->limits.control_max_connections = control;
 }
 
+/* At start and after each reload: say so when the public port is open to anyone. */
+static void warn_if_open(const struct lg_auth *auth, const struct lg_config *cfg)
+{
+    if (!lg_auth_enabled(auth))
+        lg_warn("no auth key or auth.anonymous_subscribe is configured: anyone who reaches the "
+                "public port may subscribe to any topic (docs/security.md)");
+    else if (cfg->allowed_origins.count == 0)
+        lg_warn("allowed_origins is []: any web page may open a WebSocket here with its "
+                "visitors' cookies (docs/security.md)");
+}
+
 static int start(struct lg_app *app)
 {
     char err[256];
@@ -157,12 +168,7 @@ static int start(struct lg_app *app)
         lg_err("%s", err);
         return -1;
     }
-    if (!lg_auth_enabled(app->auth))
-        lg_warn("no auth key or auth.anonymous_subscribe is configured: anyone who reaches the "
-                "public port may subscribe to any topic (docs/security.md)");
-    else if (app->cfg->allowed_origins.count == 0)
-        lg_warn("allowed_origins is []: any web page may open a WebSocket here with its "
-                "visitors' cookies (docs/security.md)");
+    warn_if_open(app->auth, app->cfg);
     struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub, .auth = app->auth,
                                       .static_dir = app->static_dir, .clients = app->clients,
                                       .trusted = app->trusted,
@@ -302,6 +308,8 @@ static void reload(struct lg_app *app)
     LG_STAT_ADD(config_reloads_applied, 1);
     lg_log_lifecycle("reload applied: %s", d.changed_count ? d.changed : "no setting changed "
                      "(key files re-read)");
+    if (d.changed_count)
+        warn_if_open(app->auth, next);
 }
 
 /* Wait for SIGINT/SIGTERM (SIGHUP reloads; SIGUSR1/2 are logged and ignored); once a second
