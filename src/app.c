@@ -17,6 +17,8 @@
 #include "clock.h"
 #include "control.h"
 #include "auth.h"
+#include "cli.h"
+#include "stats.h"
 #include "hub.h"
 #include "log.h"
 #include "loop_guest.h"
@@ -28,6 +30,11 @@
 struct lg_app {
     const struct lg_config *cfg;             /* &running */
     struct lg_config running;                /* the loaded config, limits capped (above) */
+    const struct lg_cli *cli;                /* how the config was built: a reload rebuilds it */
+    const struct lg_config *loaded;          /* the config in force as built (before capping):
+                                                main's, or `reloaded`; reloads diff against it */
+    struct lg_config *reloaded;              /* the last applied reload's config (NULL: none):
+                                                owned here, read by the hub for topic rules */
     _Atomic int lifecycle;                   /* enum lg_lifecycle, read by the control port */
     char static_dir[PATH_MAX];
     struct lg_hub *hub;
@@ -144,6 +151,17 @@ static void host_control(struct lg_app *app)
         lg_worker_host(app->workers[i], &guests[i]);
 }
 
+/* At start and after each reload: say so when the public port is open to anyone. */
+static void warn_if_open(const struct lg_auth *auth, const struct lg_config *cfg)
+{
+    if (!lg_auth_enabled(auth))
+        lg_warn("no auth key or auth.anonymous_subscribe is configured: anyone who reaches the "
+                "public port may subscribe to any topic (docs/security.md)");
+    else if (cfg->allowed_origins.count == 0)
+        lg_warn("allowed_origins is []: any web page may open a WebSocket here with its "
+                "visitors' cookies (docs/security.md)");
+}
+
 static int start(struct lg_app *app)
 {
     char err[256];
@@ -177,12 +195,7 @@ static int start(struct lg_app *app)
         lg_err("%s", err);
         return -1;
     }
-    if (!lg_auth_enabled(app->auth))
-        lg_warn("no auth key or auth.anonymous_subscribe is configured: anyone who reaches the "
-                "public port may subscribe to any topic (docs/security.md)");
-    else if (app->cfg->allowed_origins.count == 0)
-        lg_warn("allowed_origins is []: any web page may open a WebSocket here with its "
-                "visitors' cookies (docs/security.md)");
+    warn_if_open(app->auth, app->cfg);
     struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub, .auth = app->auth,
                                       .static_dir = app->static_dir, .clients = app->clients,
                                       .trusted = app->trusted,
@@ -196,7 +209,7 @@ static int start(struct lg_app *app)
         }
     }
     app->public_port = port;
-    app->control = lg_control_start(app->cfg, app->hub, app->pacer, &app->lifecycle,
+    app->control = lg_control_start(app->cfg, app->hub, app->pacer, app->auth, &app->lifecycle,
                                     &app->control_port, err, sizeof err);
     if (!app->control) {
         lg_err("%s", err);
@@ -217,8 +230,117 @@ static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
     snprintf(out, cap, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
 }
 
-/* Wait for SIGINT/SIGTERM (others in the set are logged and ignored); once a second meanwhile (on a fixed cadence, whatever signals
- * arrive), publish $sys/stats and expire history. */
+/* ---- Reload (SIGHUP) ---------------------------------------------------------------------- */
+
+/*
+ * DESIGN
+ * A reload is all or nothing. The main thread (which alone takes the signals) rebuilds the
+ * config as at start (defaults, the --config file, the flags) into a new struct lg_config,
+ * compares it with the one in force setting by setting, and then:
+ * - failed: the file does not load or validate, a key file (rs256_public_key_file,
+ *   jwks_file) does not read, or auth.control_token would go while the control port is off
+ *   loopback: nothing changes; counted, logged with the loader's message;
+ * - refused: a setting without the table's .live mark changed (listen addresses, workers,
+ *   most limits, history, redis, ...: each is held by a part built at start): nothing
+ *   changes; counted, logged naming each such key ("needs a restart");
+ * - applied: the live settings take effect: the log level and format (atomics), the auth
+ *   generation (auth.h: keys, anonymous_subscribe, control_token, leeway, allowed_origins;
+ *   swapped, the old one freed by its last reader), the topic rules and limits.max_topics
+ *   of topics created from now on (hub.h: swapped under the registry lock). Counted,
+ *   logged with the changed keys. Connections, subscriptions and their cursors are not
+ *   touched.
+ * All or nothing keeps "the file on disk" and "what runs" comparable: after an applied
+ * reload they agree; after a refused one the log says which key stands between them.
+ * The new config is owned here (app->reloaded) and freed by the main thread when the next
+ * reload replaces it (after lg_hub_set_rules() returned: the hub reads rules only under its
+ * lock) or at exit after the hub is gone. No lock is held across the file reads.
+ */
+
+struct reload_diff {
+    char changed[512], restart[512]; /* comma-separated key lists, cut at their size */
+    size_t changed_count, restart_count;
+};
+
+static void list_add(char *list, size_t cap, const char *key)
+{
+    size_t len = strlen(list);
+    if (len + 1 < cap)
+        snprintf(list + len, cap - len, "%s%s", len ? ", " : "", key);
+}
+
+static void note_change(const char *key, bool live, void *arg)
+{
+    struct reload_diff *d = arg;
+    if (live) {
+        list_add(d->changed, sizeof d->changed, key);
+        d->changed_count++;
+    } else {
+        list_add(d->restart, sizeof d->restart, key);
+        d->restart_count++;
+    }
+}
+
+static void reload_failed(struct lg_config *next, const char *why)
+{
+    LG_STAT_ADD(config_reloads_failed, 1);
+    lg_err("reload failed: %s; the running configuration is kept", why);
+    lg_config_release(next);
+    free(next);
+}
+
+static void reload(struct lg_app *app)
+{
+    char err[LG_CONFIG_ERR_MAX];
+    struct lg_config *next = calloc(1, sizeof *next);
+    if (!next) {
+        LG_STAT_ADD(config_reloads_failed, 1);
+        lg_err("reload failed: out of memory; the running configuration is kept");
+        return;
+    }
+    if (lg_cli_build_config(app->cli, next, err) != 0) {
+        reload_failed(next, err);
+        return;
+    }
+    struct reload_diff d = {0};
+    if (lg_config_diff(app->loaded, next, note_change, &d) < 0) {
+        reload_failed(next, "out of memory");
+        return;
+    }
+    if (d.restart_count) {
+        LG_STAT_ADD(config_reloads_refused, 1);
+        lg_err("reload refused: %s changed, which needs a restart; nothing was applied "
+               "(restore %s, or restart)", d.restart, d.restart_count > 1 ? "them" : "it");
+        lg_config_release(next);
+        free(next);
+        return;
+    }
+    /* The start's check still holds: a control port off loopback keeps its token. Key files
+     * are re-read even when no setting changed: a rotated JWKS is a reload. */
+    char aerr[LG_CONFIG_ERR_MAX];
+    if (lg_control_check_bind(next, aerr, sizeof aerr) != 0 ||
+        lg_auth_reload(app->auth, next, aerr, sizeof aerr) != 0) {
+        reload_failed(next, aerr);
+        return;
+    }
+    lg_log_set_level(next->log_level);
+    lg_log_set_format(next->log_format);
+    lg_hub_set_rules(app->hub, next);
+    if (app->reloaded) {
+        lg_config_release(app->reloaded); /* the hub dropped it in lg_hub_set_rules() */
+        free(app->reloaded);
+    }
+    app->reloaded = next;
+    app->loaded = next;
+    LG_STAT_ADD(config_reloads_applied, 1);
+    lg_log_lifecycle("reload applied: %s", d.changed_count ? d.changed : "no setting changed "
+                     "(key files re-read)");
+    if (d.changed_count)
+        warn_if_open(app->auth, next);
+}
+
+/* Wait for SIGINT/SIGTERM (SIGHUP reloads; SIGUSR1/2 are logged and ignored); once a second
+ * meanwhile (on a fixed cadence, whatever signals arrive), publish $sys/stats and expire
+ * history. */
 static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
 {
     lg_sys_stats_init(&app->sys_stats);
@@ -234,9 +356,14 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
                              sig == SIGINT ? "SIGINT" : "SIGTERM", app->cfg->drain_timeout_ms);
             return;
         }
-        if (sig > 0)
-            lg_log_lifecycle("received %s: ignored (only SIGINT and SIGTERM stop the gateway)",
-                             sig == SIGHUP ? "SIGHUP" : sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+        if (sig == SIGHUP) {
+            lg_log_lifecycle("received SIGHUP: reloading %s",
+                             app->cli->config_path ? app->cli->config_path : "(no --config)");
+            reload(app);
+        } else if (sig > 0) {
+            lg_log_lifecycle("received %s: ignored (SIGHUP reloads; SIGINT and SIGTERM stop)",
+                             sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+        }
         if (lg_mono_ms() < next_tick)
             continue; /* another signal */
         next_tick += 1000;
@@ -308,13 +435,20 @@ static void stop(struct lg_app *app)
     app->clients = NULL;
     lg_hub_destroy(app->hub);
     app->hub = NULL;
+    if (app->reloaded) { /* the hub, its only reader, is gone */
+        lg_config_release(app->reloaded);
+        free(app->reloaded);
+        app->reloaded = NULL;
+    }
 }
 
-int lg_app_run(const struct lg_config *cfg)
+int lg_app_run(const struct lg_config *cfg, const struct lg_cli *cli)
 {
     static struct lg_app app; /* one per process; static keeps it off the stack */
     memset(&app, 0, sizeof app);
     app.cfg = cfg;
+    app.cli = cli;
+    app.loaded = cfg;
     app.worker_count = worker_count(cfg);
     atomic_store(&app.lifecycle, LG_LIFECYCLE_STARTING);
     resolve_static_dir(&app);

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         lg_log_set_level(cfg.log_level);
         lg_log_set_format(cfg.log_format);
         tune_allocator();
-        rc = lg_app_run(&cfg);
+        rc = lg_app_run(&cfg, &cli);
     }
     lg_config_release(&cfg);
     return rc;

@@ -20,6 +20,12 @@
 // SSE is read with fetch(), not EventSource: it works in Node, sends no header that would need
 // a CORS preflight, sees the heartbeat comments (needed to tell a quiet stream from a buffering
 // proxy) and leaves reconnecting to this file instead of the browser.
+// Tabs: the subscriptions of one origin to the same topics at the same baseUrl share one
+// connection (shared() below): one tab, holding a Web Lock, connects and relays what it gets on
+// a BroadcastChannel; each tab keeps its own cursor and drops what is not past it, so when the
+// leader's tab closes the next tab to get the lock connects from its cursor and no tab loses or
+// repeats an event. Where either API is missing, with {shareTabs: false}, or with `since`, a
+// subscription has its own connection.
 
 const MAX_LINE_BUFFER = 1 << 20;
 const FATAL_HTTP = [400, 401, 403, 404];
@@ -50,12 +56,76 @@ function parseCursor(cursor) {
   return (cursor || "").split(",").map(parseEntry).filter(Boolean);
 }
 
+const baseOf = (opts) => new URL(opts.baseUrl || new URL(".", import.meta.url), globalThis.location && location.href);
+const cursorOf = (pos) => [...pos.values()].map((e) => `${e.topic}@${e.epoch}:${e.seq}`).join(",");
+const caller = (opts) => (name, arg) => { try { opts[name] && opts[name](arg); } catch (e) { setTimeout(() => { throw e; }); } };
+
 export function subscribe(topics, opts = {}) {
+  const g = globalThis;
+  return opts.shareTabs !== false && !opts.since && g.navigator && navigator.locks && g.BroadcastChannel
+    ? shared([].concat(topics), opts) : own(topics, opts);
+}
+
+// One tab's share of a connection. Messages on the channel: {k: callback name, a: its
+// argument, c: the leader's cursor}, and {k: "hello"} (a new tab asks the leader's state and
+// cursor). A tab learns from c the position of a topic it has none for yet, so the tab that
+// takes over connects from a position for every topic.
+function shared(topics, opts) {
+  const name = `livegate ${baseOf(opts)} ${[...topics].sort()}`;
+  const ch = new BroadcastChannel(name), pos = new Map(), quit = new AbortController(), call = caller(opts);
+  const sub = { state: "connecting", transport: null, error: null, role: "follower", cursor: () => cursorOf(pos) };
+  let inner = null, stopped = false, release;
+  const learn = (c) => { for (const e of parseCursor(c)) if (!pos.has(e.topic) && topics.includes(e.topic)) pos.set(e.topic, e); };
+  function take({ k, a, c }) {
+    if (stopped) return;
+    if (k === "onState") {
+      if (a.state === "closed") return;  // the leader closed: its onEnd says whether all ends
+      Object.assign(sub, { state: a.state, transport: a.transport, error: a.error });
+    } else if (k === "onEnd") {
+      if (a.reason === "closed") return;
+      if (a.topic) topics = topics.filter((t) => t !== a.topic), pos.delete(a.topic);
+      else stop(), sub.state = "closed";
+    } else if (k === "onEvent" || k === "onGap" || k === "onReset") {
+      const p = parseEntry(a.id), had = pos.get(p.topic);
+      if (k !== "onReset" && had && had.epoch === p.epoch && p.seq <= had.seq) return;
+      pos.set(p.topic, p);
+    }
+    learn(c);
+    call(k, a);
+  }
+  // A tab that asks is told the leader's state and cursor.
+  ch.onmessage = ({ data }) => {
+    if (data.k !== "hello") take(data);
+    else if (inner) ch.postMessage({ k: "onState", a: { state: sub.state, transport: sub.transport, attempt: 0, error: sub.error }, c: inner.cursor() });
+  };
+  ch.postMessage({ k: "hello" });
+  // The lock is held until this tab closes the subscription, or the tab goes.
+  navigator.locks.request(name, { signal: quit.signal }, () => new Promise((done) => {
+    if (stopped) return done();
+    release = done;
+    sub.role = "leader";
+    // Posted before taken: taking an onEnd may close the channel.
+    const relay = (k) => (a) => { const m = { k, a, c: inner.cursor() }; if (!stopped) ch.postMessage(m); take(m); };
+    inner = own(topics, Object.assign({}, opts, { since: cursorOf(pos) || undefined,
+      onEvent: relay("onEvent"), onGap: relay("onGap"), onReset: relay("onReset"), onState: relay("onState"), onEnd: relay("onEnd") }));
+  })).catch(() => {});
+  function stop() {
+    stopped = true;
+    quit.abort();
+    if (inner) inner.close();  // its last callbacks are not relayed (stopped)
+    ch.close();
+    if (release) release();
+  }
+  sub.close = () => { if (stopped) return; stop(); Object.assign(sub, { state: "closed" }); call("onEnd", { reason: "closed" }); };
+  return sub;
+}
+
+function own(topics, opts) {
   topics = [].concat(topics);
   const WS = opts.WebSocket || globalThis.WebSocket;
   const order = (opts.transports || ["websocket", "sse", "poll"])
     .filter((t) => t !== "websocket" || WS);
-  const base = new URL(opts.baseUrl || new URL(".", import.meta.url), globalThis.location && location.href);
+  const base = baseOf(opts);
   const heartbeatMs = opts.heartbeatMs || 15000;
   const minMs = opts.minBackoffMs || 250, maxMs = opts.maxBackoffMs || 15000;
   const pollTimeoutS = opts.pollTimeoutS ?? 25;
@@ -68,12 +138,12 @@ export function subscribe(topics, opts = {}) {
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
   const sub = { state: "connecting", transport: order[0], error: null };
 
-  const call = (name, arg) => { try { opts[name] && opts[name](arg); } catch (e) { setTimeout(() => { throw e; }); } };
+  const call = caller(opts);
   const setState = (state, extra) => {
     Object.assign(sub, { state }, extra);
     call("onState", { state, transport: sub.transport, attempt, error: sub.error });
   };
-  const cursorText = () => [...cursor.values()].map((e) => `${e.topic}@${e.epoch}:${e.seq}`).join(",");
+  const cursorText = () => cursorOf(cursor);
   sub.cursor = cursorText;
 
   function url(path, cursorParam, extra) {

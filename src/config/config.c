@@ -155,6 +155,7 @@ bool lg_config_auth_enabled(const struct lg_config *cfg)
 {
     return (cfg->auth.hs256_secret && cfg->auth.hs256_secret[0]) ||
            (cfg->auth.rs256_public_key_file && cfg->auth.rs256_public_key_file[0]) ||
+           (cfg->auth.jwks_file && cfg->auth.jwks_file[0]) ||
            cfg->auth.anonymous_subscribe.count > 0;
 }
 
@@ -357,6 +358,59 @@ static json_t *lg_config__parent(json_t *root, const char *key, const char **lea
     return obj;
 }
 
+/* One setting's value as --print-config writes it. Return value: a new reference, or NULL
+ * when out of memory. */
+static json_t *lg_config__setting_json(const struct lg_config *cfg, const struct lg_setting *s)
+{
+    const void *field = (const char *)cfg + s->offset;
+    switch (s->type) {
+    case LG_SETTING_U32: return json_integer(*(const uint32_t *)field);
+    case LG_SETTING_U64: return json_integer((json_int_t) * (const uint64_t *)field);
+    case LG_SETTING_BOOL: return json_boolean(*(const bool *)field);
+    case LG_SETTING_STRING: return json_string(*(char *const *)field);
+    case LG_SETTING_ADDR: return lg_config__addr_json(field);
+    case LG_SETTING_RULES: return lg_topic_rules_json(cfg->topic_rules, cfg->topic_rule_count);
+    case LG_SETTING_LIST: {
+        const struct lg_string_list *l = field;
+        json_t *v = json_array();
+        for (size_t j = 0; v != NULL && j < l->count; j++)
+            if (json_array_append_new(v, json_string(l->items[j])) != 0) {
+                json_decref(v);
+                v = NULL;
+            }
+        return v;
+    }
+    case LG_SETTING_ENUM: {
+        unsigned value;
+        memcpy(&value, field, sizeof(value));
+        return json_string(s->names[value]);
+    }
+    }
+    return NULL;
+}
+
+int lg_config_diff(const struct lg_config *a, const struct lg_config *b,
+                   void (*visit)(const char *key, bool live, void *ctx), void *ctx)
+{
+    size_t count;
+    const struct lg_setting *settings = lg_config__settings(&count);
+    int changed = 0;
+    for (size_t i = 0; i < count; i++) {
+        json_t *va = lg_config__setting_json(a, &settings[i]);
+        json_t *vb = lg_config__setting_json(b, &settings[i]);
+        bool same = va && vb && json_equal(va, vb);
+        json_decref(va);
+        json_decref(vb);
+        if (!va || !vb)
+            return -1;
+        if (!same) {
+            visit(settings[i].key, settings[i].live, ctx);
+            changed++;
+        }
+    }
+    return changed;
+}
+
 char *lg_config_to_json(const struct lg_config *cfg)
 {
     json_t *root = json_object();
@@ -364,34 +418,7 @@ char *lg_config_to_json(const struct lg_config *cfg)
     const struct lg_setting *settings = lg_config__settings(&count);
     for (size_t i = 0; root != NULL && i < count; i++) {
         const struct lg_setting *s = &settings[i];
-        const void *field = (const char *)cfg + s->offset;
-        json_t *v = NULL;
-        switch (s->type) {
-        case LG_SETTING_U32: v = json_integer(*(const uint32_t *)field); break;
-        case LG_SETTING_U64: v = json_integer((json_int_t) * (const uint64_t *)field); break;
-        case LG_SETTING_BOOL: v = json_boolean(*(const bool *)field); break;
-        case LG_SETTING_STRING: v = json_string(*(char *const *)field); break;
-        case LG_SETTING_ADDR: v = lg_config__addr_json(field); break;
-        case LG_SETTING_RULES:
-            v = lg_topic_rules_json(cfg->topic_rules, cfg->topic_rule_count);
-            break;
-        case LG_SETTING_LIST: {
-            const struct lg_string_list *l = field;
-            v = json_array();
-            for (size_t j = 0; v != NULL && j < l->count; j++)
-                if (json_array_append_new(v, json_string(l->items[j])) != 0) {
-                    json_decref(v);
-                    v = NULL;
-                }
-            break;
-        }
-        case LG_SETTING_ENUM: {
-            unsigned value;
-            memcpy(&value, field, sizeof(value));
-            v = json_string(s->names[value]);
-            break;
-        }
-        }
+        json_t *v = lg_config__setting_json(cfg, s);
         const char *leaf;
         json_t *parent = lg_config__parent(root, s->key, &leaf);
         if (v == NULL || parent == NULL || json_object_set_new(parent, leaf, v) != 0) {
@@ -426,6 +453,7 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->redis.key_prefix);
     free(cfg->auth.hs256_secret);
     free(cfg->auth.rs256_public_key_file);
+    free(cfg->auth.jwks_file);
     free(cfg->auth.control_token);
     free(cfg->auth.cookie);
     lg_string_list_free(&cfg->auth.anonymous_subscribe);

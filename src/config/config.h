@@ -4,8 +4,9 @@
  * Owns:    struct lg_config, a tree of plain C values (no json_t escapes this module).
  * Frees:   lg_config_release() frees what lg_config_load*() allocated (strings, and the topic
  *          rules through lg_topic_rules_free()).
- * Threads: built once on the main thread before any other thread starts; read-only afterwards,
- *          so every thread may read it without a lock.
+ * Threads: built on the main thread: once before any other thread starts, and again for each
+ *          SIGHUP reload (app.c). A built config is never written again, so every thread may
+ *          read one without a lock; app.c says which thread frees a reloaded one, and when.
  * Bounds:  every numeric setting has a documented [min, max] range; docs/configuration.md and
  *          config/livegate.json list them with their defaults.
  */
@@ -114,11 +115,13 @@ struct lg_config {
     } redis;
 
     /* "auth" (docs/security.md): subscribing and publishing are authorized when a key is set
-     * (hs256_secret or rs256_public_key_file, not both) or anonymous_subscribe is not empty;
+     * (hs256_secret or rs256_public_key_file, not both, and/or jwks_file) or anonymous_subscribe
+     * is not empty;
      * the control port asks for a token when control_token is set or subscribing is. */
     struct {
         char *hs256_secret;             /* HS256 key; "" = none */
         char *rs256_public_key_file;    /* PEM file of the RS256 public key; "" = none */
+        char *jwks_file;                /* JWKS file of keys chosen by the token's kid; "" = none */
         struct lg_string_list anonymous_subscribe; /* topic globs anyone may subscribe to */
         char *control_token;            /* the control port's bearer token; "" = none */
         char *cookie;                   /* cookie that may carry the token */
@@ -165,6 +168,15 @@ int lg_config_parse_addr(const char *text, struct lg_listen_addr *out, char err[
  * defaults print byte for byte as config/livegate.json. Return value: malloc'd text the
  * caller frees, or NULL when out of memory. */
 char *lg_config_to_json(const struct lg_config *cfg);
+
+/*
+ * Compare a and b setting by setting (as --print-config renders them): visit(key, live, ctx)
+ * is called for each setting whose value differs, in table order; live tells whether a SIGHUP
+ * reload may change it (the table's .live column).
+ * Return value: how many settings differ, or -1 when out of memory.
+ */
+int lg_config_diff(const struct lg_config *a, const struct lg_config *b,
+                   void (*visit)(const char *key, bool live, void *ctx), void *ctx);
 
 /* Free what cfg holds and zero it, so releasing twice is harmless. */
 void lg_config_release(struct lg_config *cfg);

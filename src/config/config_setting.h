@@ -54,6 +54,7 @@ struct lg_setting {
     const char *const *names;  /* enums: NULL-terminated, indexed by the enum value */
     const char *doc;           /* one line, the same words as docs/configuration.md */
     lg_list_item_check *check; /* LIST: each item's check (NULL = any non-empty string) */
+    bool live;                 /* a SIGHUP reload may change it (docs/operations.md "Reload") */
 };
 
 /* Longest key path we build, e.g. "topic_rules[1023].history.max_events" or a user's typo. */

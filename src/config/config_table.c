@@ -90,6 +90,9 @@ static const char *lg_config__origin_problem(const char *item, size_t len)
 }
 
 #define LG_LIST(k, f, check_, doc_) LG_LIST_UPTO(k, f, LG_LIST_MAX, check_, doc_)
+#define LG_LIVE_LIST(k, f, check_, doc_)                                                           \
+    { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = LG_LIST_MAX,        \
+      .check = check_, .doc = doc_, .live = true }
 #define LG_LIST_UPTO(k, f, max_, check_, doc_)                                                     \
     { .key = k, .type = LG_SETTING_LIST, .offset = LG_OFF(f), .min = 0, .max = max_,               \
       .check = check_, .doc = doc_ }
@@ -102,10 +105,11 @@ static const struct lg_setting lg_settings[] = {
       .def_text = "127.0.0.1:8081", .doc = "control listener (publish API, stats)" },
     LG_U32("workers", workers, 0, LG_MAX_WORKERS, 0, "worker threads; 0 = one per online CPU"),
     { .key = "log_level", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_level),
-      .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged" },
+      .def = LG_LOG_INFO, .names = lg_log_level_names, .doc = "least severe level logged",
+      .live = true },
     { .key = "log_format", .type = LG_SETTING_ENUM, .offset = LG_OFF(log_format),
       .def = LG_LOG_TEXT, .names = lg_log_format_names,
-      .doc = "log lines: text, or json (one object a line)" },
+      .doc = "log lines: text, or json (one object a line)", .live = true },
     { .key = "static_dir", .type = LG_SETTING_STRING, .offset = LG_OFF(static_dir), .min = 0,
       .max = 4095, .def_text = "",
       .doc = "static files directory; \"\" = the installed share/livegate/static, else "
@@ -131,7 +135,8 @@ static const struct lg_setting lg_settings[] = {
       .doc = "what happens to a slow client (topic_rules may override per topic)" },
 
     { .key = "topic_rules", .type = LG_SETTING_RULES, .offset = LG_OFF(topic_rules),
-      .doc = "per-topic overrides of on_slow and history; first matching rule wins" },
+      .doc = "per-topic overrides of on_slow and history; first matching rule wins (a reload "
+             "applies to topics created after it)", .live = true },
 
     LG_U32_IN(sse, retry_ms, 100, LG_HOUR_MS, 3000,
               "SSE retry: hint sent at the start of a stream and at shutdown"),
@@ -160,7 +165,9 @@ static const struct lg_setting lg_settings[] = {
               "largest published event body (413 above)"),
     LG_U32_IN(limits, max_batch_bytes, 1, LG_MIB(256), LG_MIB(1),
               "largest batch publish request body (413 above)"),
-    LG_U32_IN(limits, max_topics, 1, 100000000, 100000, "topics the hub will create (503 above)"),
+    { .key = "limits.max_topics", .type = LG_SETTING_U32, .offset = LG_OFF(limits.max_topics),
+      .min = 1, .max = 100000000, .def = 100000, .live = true,
+      .doc = "topics the hub will create (503 above)" },
     LG_U32_IN(limits, max_topics_per_client, 1, 64, 64,
               "topics in one subscription (a cursor holds at most 64)"),
     LG_U32_IN(limits, topic_creations_per_s, 0, 1000000, 16,
@@ -231,20 +238,26 @@ static const struct lg_setting lg_settings[] = {
 
     { .key = "auth.hs256_secret", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.hs256_secret),
       .min = 0, .max = 4096, .def_text = "",
-      .doc = "HS256 key tokens are signed with; \"\" = none" },
+      .doc = "HS256 key tokens are signed with; \"\" = none", .live = true },
     { .key = "auth.rs256_public_key_file", .type = LG_SETTING_STRING,
       .offset = LG_OFF(auth.rs256_public_key_file), .min = 0, .max = 4095, .def_text = "",
-      .doc = "PEM file of the RS256 public key tokens are verified with; \"\" = none" },
-    LG_LIST("auth.anonymous_subscribe", auth.anonymous_subscribe, lg_config__pattern_problem,
-            "topic globs anyone may subscribe to without a token"),
+      .doc = "PEM file of the RS256 public key tokens are verified with; \"\" = none",
+      .live = true },
+    { .key = "auth.jwks_file", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.jwks_file),
+      .min = 0, .max = 4095, .def_text = "", .live = true,
+      .doc = "JWKS file of verification keys (HS256, RS256, ES256) chosen by the token's kid; "
+             "re-read at every reload; \"\" = none" },
+    LG_LIVE_LIST("auth.anonymous_subscribe", auth.anonymous_subscribe, lg_config__pattern_problem,
+                 "topic globs anyone may subscribe to without a token"),
     { .key = "auth.control_token", .type = LG_SETTING_STRING,
       .offset = LG_OFF(auth.control_token), .min = 0, .max = 4096, .def_text = "",
-      .doc = "bearer token the control port takes for everything; \"\" = none" },
+      .doc = "bearer token the control port takes for everything; \"\" = none", .live = true },
     { .key = "auth.cookie", .type = LG_SETTING_STRING, .offset = LG_OFF(auth.cookie), .min = 1,
       .max = 128, .def_text = "livegate_token", .doc = "cookie that may carry the token" },
-    LG_U32_IN(auth, leeway_s, 0, 3600, 0, "clock skew allowed on exp and nbf"),
-    LG_LIST("allowed_origins", allowed_origins, lg_config__origin_problem,
-            "Origins that get CORS headers and may open WebSockets; [] = any, no CORS"),
+    { .key = "auth.leeway_s", .type = LG_SETTING_U32, .offset = LG_OFF(auth.leeway_s), .min = 0,
+      .max = 3600, .def = 0, .doc = "clock skew allowed on exp and nbf", .live = true },
+    LG_LIVE_LIST("allowed_origins", allowed_origins, lg_config__origin_problem,
+                 "Origins that get CORS headers and may open WebSockets; [] = any, no CORS"),
     LG_LIST_UPTO("metrics.topics", metrics_topics, LG_METRICS_TOPIC_PATTERNS_MAX,
                  lg_config__pattern_problem,
                  "topic globs (* and ?) whose topics get their own /metrics series"),

@@ -551,7 +551,8 @@ static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ip
 }
 
 struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *hub,
-                                    struct lg_pacer *pacer, const _Atomic int *lifecycle,
+                                    struct lg_pacer *pacer, const struct lg_auth *auth,
+                                    const _Atomic int *lifecycle,
                                     uint16_t *bound_port, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
@@ -563,11 +564,7 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
         snprintf(err, errlen, "out of memory starting the control port");
         return NULL;
     }
-    c->auth = lg_auth_create(cfg, err, errlen);
-    if (c->auth == NULL) {
-        free(c);
-        return NULL;
-    }
+    c->auth = auth;
     c->cfg = cfg;
     c->hub = hub;
     c->pacer = pacer;
@@ -642,6 +639,5 @@ void lg_control_stop(struct lg_control *c)
     lg_ctl_deadlines_destroy(c->deadlines);
     pthread_mutex_destroy(&c->err_lock);
     pthread_mutex_destroy(&c->admin_lock);
-    lg_auth_destroy(c->auth);
     free(c);
 }

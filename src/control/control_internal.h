@@ -55,7 +55,8 @@ struct lg_control {
     struct lg_hub *hub;           /* borrowed */
     struct lg_pacer *pacer;       /* borrowed: publishes waiting for a worker's room */
     const _Atomic int *lifecycle; /* borrowed; enum lg_lifecycle, loaded atomically */
-    struct lg_auth *auth;         /* the control port's verifier (auth.h), immutable */
+    const struct lg_auth *auth;   /* the app's verifier (auth.h), borrowed; its keys change
+                                     only by a reload, which any thread may see at once */
     pthread_mutex_t err_lock;
     bool capturing;               /* {err_lock} lg_control_start() is running */
     char start_err[512];          /* {err_lock} the last MHD message while capturing */

@@ -84,6 +84,7 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         {"auth_refused_not_yet_valid", &lg_stats.auth_refused_not_yet_valid},
         {"auth_refused_bad_signature", &lg_stats.auth_refused_bad_signature},
         {"auth_refused_wrong_algorithm", &lg_stats.auth_refused_wrong_algorithm},
+        {"auth_refused_unknown_key", &lg_stats.auth_refused_unknown_key},
         {"auth_refused_topic", &lg_stats.auth_refused_topic},
         {"auth_refused_origin", &lg_stats.auth_refused_origin},
         {"auth_refused_control_token", &lg_stats.auth_refused_control_token},

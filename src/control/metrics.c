@@ -78,6 +78,9 @@ static const char auth_refused_help[] =
     "Requests, connections and subscriptions refused by authorization, by reason.";
 static const char refused_pub_help[] = "Publishes refused with 503, by reason.";
 static const char notices_help[] = "Notices written to clients, by kind.";
+static const char reloads_help[] =
+    "SIGHUP reloads of the config file, by result (applied; refused: a key that needs a "
+    "restart changed, nothing applied; failed: invalid file or key file, nothing applied).";
 
 
 /* The families: one name, one help text, a label per row. */
@@ -92,6 +95,7 @@ static const char notices_help[] = "Notices written to clients, by kind.";
     FAMILY("livegate_events_delivered_total", delivered_help, "transport", v, f)
 #define DROPPED(v, f) FAMILY("livegate_events_dropped_total", dropped_help, "reason", v, f)
 #define NOTICES(v, f) FAMILY("livegate_notices_sent_total", notices_help, "kind", v, f)
+#define RELOADS(v, f) FAMILY("livegate_config_reloads_total", reloads_help, "result", v, f)
 #define AUTH_REFUSED(v, f) \
     FAMILY("livegate_auth_refused_total", auth_refused_help, "reason", v, f)
 
@@ -195,9 +199,13 @@ static const struct metric_row rows[] = {
     AUTH_REFUSED("not_yet_valid", auth_refused_not_yet_valid),
     AUTH_REFUSED("bad_signature", auth_refused_bad_signature),
     AUTH_REFUSED("wrong_algorithm", auth_refused_wrong_algorithm),
+    AUTH_REFUSED("unknown_key", auth_refused_unknown_key),
     AUTH_REFUSED("topic", auth_refused_topic),
     AUTH_REFUSED("origin", auth_refused_origin),
     AUTH_REFUSED("control_token_required", auth_refused_control_token),
+    RELOADS("applied", config_reloads_applied),
+    RELOADS("refused", config_reloads_refused),
+    RELOADS("failed", config_reloads_failed),
     COUNTER("livegate_auth_streams_expired_total",
             "Connections ended when their token reached exp (SSE error event, WebSocket 4003, "
             "poll answered).", NULL, auth_streams_expired),

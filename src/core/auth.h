@@ -4,9 +4,11 @@
  * carries a token (Authorization header, access_token query parameter, cookie).
  *
  * DESIGN
- * The algorithm is pinned by the configured key (HS256 with auth.hs256_secret, RS256 with
- * auth.rs256_public_key_file), never taken from the token: a header naming another algorithm
- * ("none", HS256 against an RSA key) is refused before any signature check. The signature is
+ * The algorithm is pinned by the key, never taken from the token: a header naming another
+ * algorithm ("none", HS256 against an RSA key) is refused before any signature check. Keys:
+ * an unnamed one (auth.hs256_secret or auth.rs256_public_key_file) and the named ones of
+ * auth.jwks_file (HS256, RS256, ES256), chosen by the token's "kid" (key_for() in auth.c
+ * states the rule for tokens without one). The signature is
  * checked with OpenSSL (HMAC-SHA256 compared in constant time; EVP_DigestVerify on an
  * EVP_PKEY parsed once, here, at start); the claims are read with jansson. libjwt 1.10.2 is
  * not on this path: it re-parses the PEM key on every call (shared/notes/platform-facts.md)
@@ -14,12 +16,26 @@
  * Claims: "exp" (required), "nbf" (optional), both with auth.leeway_s of slack, and
  * "livegate": {"subscribe": [globs], "publish": [globs]} (topic_rules' glob grammar).
  *
- * Owns:    struct lg_auth: the key (secret bytes or EVP_PKEY) and copies of the settings it
- *          needs; a struct lg_grant is one malloc'd block owned by whoever verify() gave it to.
- * Frees:   lg_auth_destroy() (after every thread using it stopped); lg_grant_free().
- * Threads: lg_auth is immutable after lg_auth_create() (main thread, before workers and the
- *          control port start), so every thread may verify with it at once without a lock.
- *          A grant belongs to one connection (or one control request) and its thread.
+ * RELOAD
+ * struct lg_auth is a stable handle over the current generation of the "auth" settings (keys,
+ * anonymous_subscribe, control_token, leeway_s, and allowed_origins, which the Origin checks
+ * read here): an immutable, refcounted block. Each call
+ * below takes a reference to the current generation (a mutex held for a pointer load and an
+ * increment, never across I/O or a signature check), works on it, and drops it.
+ * lg_auth_reload() (main thread, on SIGHUP) builds the next generation, key files read before
+ * the lock, and swaps it in; the previous one is freed by whichever thread drops its last
+ * reference. So a verification in flight finishes on the keys it started with, and the next
+ * one sees the new keys. auth.cookie is fixed at start (restart to change it).
+ *
+ * Owns:    struct lg_auth: the current generation (keys: secret bytes or EVP_PKEYs, and copies
+ *          of the settings it needs) and the cookie name; a struct lg_grant is one malloc'd
+ *          block owned by whoever verify() gave it to.
+ * Frees:   lg_auth_destroy() (after every thread using it stopped); a replaced generation:
+ *          the thread dropping its last reference; lg_grant_free().
+ * Threads: any thread may call every function at once, except lg_auth_reload() (main thread)
+ *          and lg_auth_create()/lg_auth_destroy(). A grant belongs to one connection (or one
+ *          control request) and its thread; it outlives a reload that removes its key (the
+ *          connection ends at the token's exp, as before).
  * Bounds:  a token is at most LG_AUTH_TOKEN_MAX bytes; a grant holds at most
  *          LG_GRANT_PATTERNS_MAX patterns per list, each at most 128 bytes (a glob match costs
  *          at most len(pattern) * len(topic) steps). Verification does no I/O.
@@ -35,6 +51,7 @@ struct lg_config;
 
 #define LG_AUTH_TOKEN_MAX 4096
 #define LG_GRANT_PATTERNS_MAX 64
+#define LG_AUTH_KEYS_MAX 64 /* keys of auth.jwks_file */
 /* exp and nbf are clamped to +-this (9999-12-31T23:59:59Z): a later exp means "never expires"
  * and the times derived from it (plus auth.leeway_s, in milliseconds) stay in int64_t. */
 #define LG_NUMERIC_DATE_MAX INT64_C(253402300799)
@@ -48,6 +65,7 @@ enum lg_auth_result {
     LG_AUTH_NOT_YET_VALID,  /* now < nbf - leeway */
     LG_AUTH_BAD_SIGNATURE,  /* the signature does not verify with the configured key */
     LG_AUTH_WRONG_ALGORITHM,/* the header's alg is not the configured one (none, confusion) */
+    LG_AUTH_UNKNOWN_KEY,    /* the kid names no key, or no kid and several named keys */
     LG_AUTH_RESULT_COUNT_
 };
 
@@ -62,11 +80,14 @@ struct lg_grant {
 
 struct lg_auth;
 
-/* Build the verifier from cfg->auth: reads and parses the RS256 key file now. Auth off
- * (lg_config_auth_enabled() false) still gives a verifier: it allows every subscription.
- * Return value: the verifier, or NULL with err filled (unreadable key file, not an RSA
- * public key of at least 2048 bits, out of memory). */
+/* Build the verifier from cfg->auth: reads and parses the RS256 key file and the JWKS now.
+ * Auth off (lg_config_auth_enabled() false) still gives a verifier: it allows every
+ * subscription. Return value: the verifier, or NULL with err filled (unreadable key file, not
+ * an RSA public key of at least 2048 bits, a JWKS entry refused, out of memory). */
 struct lg_auth *lg_auth_create(const struct lg_config *cfg, char *err, size_t errlen);
+/* Replace the keys and settings with cfg's (re-reading the key files). On failure nothing
+ * changes. Main thread only. Return value: 0, or -1 with err filled as lg_auth_create(). */
+int lg_auth_reload(struct lg_auth *a, const struct lg_config *cfg, char *err, size_t errlen);
 void lg_auth_destroy(struct lg_auth *a);
 
 /* Whether subscriptions are authorized at all (else every topic is open, as without auth). */
@@ -124,5 +145,7 @@ struct lg_string_list;
  * case-sensitive comparison (browsers send the serialized origin). */
 enum lg_origin_verdict lg_origin_check(const struct lg_string_list *allowed, const char *o,
                                        size_t len);
+/* The same against the allowed_origins in force (a reload may change them). */
+enum lg_origin_verdict lg_auth_origin(const struct lg_auth *a, const char *o, size_t len);
 
 #endif

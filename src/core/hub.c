@@ -64,6 +64,7 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
     if (!hub)
         return NULL;
     hub->cfg = cfg;
+    hub->rules = cfg;
     hub->workers = workers;
     bool remote = (cfg->redis.url && cfg->redis.url[0]) || cfg->redis.shards.count > 0 ||
                   cfg->redis.sentinels.count > 0;
@@ -179,7 +180,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
     if (t) {
         lg_topic_ref(t);
     } else {
-        if (hub->topic_count >= hub->cfg->limits.max_topics) {
+        if (hub->topic_count >= hub->rules->limits.max_topics) {
             *problem = topic_limit_problem;
         } else {
             char copy[LG_TOPIC_NAME_MAX + 1];
@@ -188,8 +189,8 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
             /* The gateway's own topics stay on this node: no other node publishes them. */
             struct lg_store *store = name[0] == '$' ? hub->local : hub->store;
             struct lg_stream *stream = store->ops->stream_open(
-                store, name, len, lg_config_history_for(hub->cfg, copy));
-            t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->cfg, copy), stream,
+                store, name, len, lg_config_history_for(hub->rules, copy));
+            t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->rules, copy), stream,
                                          hub->workers)
                        : NULL;
             if (t) {
@@ -207,6 +208,13 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
     }
     pthread_rwlock_unlock(&hub->registry_lock);
     return t;
+}
+
+void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules)
+{
+    pthread_rwlock_wrlock(&hub->registry_lock);
+    hub->rules = rules;
+    pthread_rwlock_unlock(&hub->registry_lock);
 }
 
 void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t)

@@ -83,6 +83,14 @@ struct lg_publish_result {
 struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers);
 void lg_hub_destroy(struct lg_hub *hub);
 
+/* A SIGHUP reload's topic rules: topics created from now on take rules->topic_rules (and its
+ * history and on_slow defaults), and rules->limits.max_topics bounds their creation; topics
+ * that exist keep theirs (lowering the bound removes none). The hub reads rules only
+ * under its registry lock, so once this returns it holds no pointer into the previous one:
+ * the caller (app.c, main thread) may free that. rules must outlive the hub or the next
+ * call. */
+void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules);
+
 /* Register worker w's inbox and how to wake it (before any publish). */
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg);

@@ -27,6 +27,10 @@ struct lg_worker_link {
 
 struct lg_hub {
     const struct lg_config *cfg;
+    const struct lg_config *rules;  /* {registry_lock} whose topic_rules (and history and
+                                       on_slow defaults) a new topic takes, and whose
+                                       limits.max_topics bounds creating one: cfg, or the
+                                       config of the last reload (lg_hub_set_rules()) */
     uint32_t workers;
     struct lg_worker_link *links;   /* [workers], set before publishing starts */
     lg_room_proc *room;             /* set before publishing starts */

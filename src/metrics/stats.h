@@ -58,11 +58,17 @@ struct lg_stats {
     _Atomic uint64_t auth_refused_not_yet_valid; /* nbf not reached */
     _Atomic uint64_t auth_refused_bad_signature; /* signature does not verify */
     _Atomic uint64_t auth_refused_wrong_algorithm; /* alg not the configured one (none, confusion) */
+    _Atomic uint64_t auth_refused_unknown_key;   /* kid of no key (or no kid, several keys) */
     _Atomic uint64_t auth_refused_topic;         /* 403 / WS error: topic outside the claims */
     _Atomic uint64_t auth_refused_origin;        /* 403: Origin not in allowed_origins */
     _Atomic uint64_t auth_refused_control_token; /* 403: a JWT on an admin control route */
     _Atomic uint64_t auth_streams_expired;       /* connections ended at their token's exp */
     _Atomic uint64_t auth_refreshed;             /* WebSocket auth/refresh messages accepted */
+    /* SIGHUP reloads (app.c): applied whole, refused (a restart-only key changed: nothing
+     * applied), failed (the file did not load or validate, or a key file: nothing applied) */
+    _Atomic uint64_t config_reloads_applied;
+    _Atomic uint64_t config_reloads_refused;
+    _Atomic uint64_t config_reloads_failed;
     /* the gateway's own topics (sys_stats.h) */
     _Atomic uint64_t sys_stats_published;    /* $sys/stats events published */
     _Atomic uint64_t sys_stats_skipped;      /* ticks not published (workers behind, OOM) */

@@ -58,6 +58,7 @@ struct lg_acceptor {
     bool fds_taken;                     /* the owner closes listen_fd and heads_fd */
     int spare_fd;                       /* /dev/null, given up to refuse at EMFILE */
     const struct lg_client_address *trusted; /* borrowed, immutable: trusted proxies */
+    const struct lg_auth *auth;         /* borrowed: allowed_origins in force (auth.h) */
     size_t trusted_count;
     struct lg_dlist pending;            /* struct lg_pending, oldest first */
     struct lg_dlist lingering;          /* refused struct lg_pending, oldest first */
@@ -241,7 +242,8 @@ static void pending_refuse_retryable(struct lg_acceptor *a, struct lg_pending *p
     char cors[LG_CORS_LINES_MAX] = "";
     const struct lg_slice *origin = &p->req.headers[LG_HDR_ORIGIN];
     if (complete)
-        (void)lg_cors_lines(&a->cfg->allowed_origins, p->buf + origin->off, origin->len, cors);
+        (void)lg_cors_lines_for(lg_auth_origin(a->auth, p->buf + origin->off, origin->len),
+                                p->buf + origin->off, origin->len, cors);
     struct lg_buf b;
     lg_buf_init(&b);
     lg_sse_refusal(&b, a->cfg->sse.retry_ms, status, code, message, cors);
@@ -426,8 +428,7 @@ static bool refuse_bad_handshake(struct lg_acceptor *a, struct lg_pending *p)
     const struct lg_slice *protocol = &req->headers[LG_HDR_SEC_WEBSOCKET_PROTOCOL];
     const struct lg_slice *origin = &req->headers[LG_HDR_ORIGIN];
     char problem[160];
-    if (lg_origin_check(&a->cfg->allowed_origins, p->buf + origin->off, origin->len) ==
-        LG_ORIGIN_REFUSED) {
+    if (lg_auth_origin(a->auth, p->buf + origin->off, origin->len) == LG_ORIGIN_REFUSED) {
         /* A browser's cross-site upgrade (cross-site WebSocket hijacking): no frame is sent. */
         LG_STAT_ADD(auth_refused_origin, 1);
         pending_refuse(a, p, 403, "origin_not_allowed", "this Origin is not in allowed_origins",
@@ -557,7 +558,8 @@ void lg_acceptor_expire(struct lg_acceptor *a, uint64_t now_ms)
 struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *port,
                                        const struct lg_acceptor_ops *ops, void *owner,
                                        const struct lg_client_address *trusted,
-                                       size_t trusted_count, char *err, size_t errlen)
+                                       size_t trusted_count, const struct lg_auth *auth,
+                                       char *err, size_t errlen)
 {
     struct lg_acceptor *a = calloc(1, sizeof *a);
     if (!a) {
@@ -565,7 +567,8 @@ struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *po
         return NULL;
     }
     *a = (struct lg_acceptor){.cfg = cfg, .ops = ops, .owner = owner, .trusted = trusted,
-                              .trusted_count = trusted_count, .listen_fd = -1, .heads_fd = -1};
+                              .trusted_count = trusted_count, .auth = auth, .listen_fd = -1,
+                              .heads_fd = -1};
     a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     a->listen_fd = open_listener(&cfg->public_addr, *port, err, errlen);
     if (a->listen_fd < 0) {

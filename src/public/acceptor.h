@@ -34,6 +34,7 @@
 #include "http_request.h"
 
 struct lg_acceptor;
+struct lg_auth;
 
 /* A refused client may still be sending: after the answer, stop sending (SHUT_WR), read and
  * discard for at most this long / this many bytes, then close, so the close does not send a
@@ -70,12 +71,14 @@ struct lg_acceptor_ops {
 int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, size_t errlen);
 
 /* Bind cfg->public_addr (port *port; 0 = let the kernel pick, then *port is set). trusted:
- * the trusted proxies (borrowed, immutable), for the client address of each connection.
+ * the trusted proxies (borrowed, immutable), for the client address of each connection; auth:
+ * the verifier (borrowed), whose allowed_origins a reload may change (auth.h).
  * Return value: the acceptor, or NULL with err filled. */
 struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *port,
                                        const struct lg_acceptor_ops *ops, void *owner,
                                        const struct lg_client_address *trusted,
-                                       size_t trusted_count, char *err, size_t errlen);
+                                       size_t trusted_count, const struct lg_auth *auth,
+                                       char *err, size_t errlen);
 void lg_acceptor_destroy(struct lg_acceptor *a); /* closes pending sockets (and the fds, unless taken) */
 
 int lg_acceptor_listen_fd(const struct lg_acceptor *a);

@@ -57,12 +57,12 @@ char *lg_conn_request_token(const char *buf, const struct lg_http_request *req,
 /* Set c->http.cors for an allowed Origin. Return value: false when the origin is refused. */
 static bool check_origin(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
 {
-    const struct lg_config *cfg = c->home->cfg;
     const struct lg_slice *o = &req->headers[LG_HDR_ORIGIN];
     char lines[LG_CORS_LINES_MAX];
     free(c->http.cors);
     c->http.cors = NULL;
-    if (!lg_cors_lines(&cfg->allowed_origins, buf + o->off, o->len, lines))
+    if (!lg_cors_lines_for(lg_auth_origin(c->home->auth, buf + o->off, o->len), buf + o->off,
+                           o->len, lines))
         return false;
     if (lines[0])
         c->http.cors = strdup(lines);

@@ -45,8 +45,13 @@ void lg_sse_refusal(struct lg_buf *b, uint32_t sse_retry_ms, int status, const c
 
 bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, size_t len, char *out)
 {
+    return lg_cors_lines_for(lg_origin_check(allowed, origin, len), origin, len, out);
+}
+
+bool lg_cors_lines_for(enum lg_origin_verdict verdict, const char *origin, size_t len, char *out)
+{
     out[0] = '\0';
-    switch (lg_origin_check(allowed, origin, len)) {
+    switch (verdict) {
     case LG_ORIGIN_REFUSED:
         return false;
     case LG_ORIGIN_ANY:

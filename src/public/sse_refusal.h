@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"   /* enum lg_origin_verdict */
 #include "config.h"
 #include "encode.h"
 #include "http_request.h"
@@ -51,5 +52,7 @@ void lg_sse_refusal(struct lg_buf *b, uint32_t sse_retry_ms, int status, const c
  * none), written to out (LG_CORS_LINES_MAX bytes; "" when no CORS header is due).
  * Return value: false when allowed_origins refuses the origin (out is "" then). */
 bool lg_cors_lines(const struct lg_string_list *allowed, const char *origin, size_t len, char *out);
+/* The same for a verdict already made (lg_auth_origin(): the allowed_origins in force). */
+bool lg_cors_lines_for(enum lg_origin_verdict verdict, const char *origin, size_t len, char *out);
 
 #endif

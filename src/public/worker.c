@@ -424,7 +424,7 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
         return NULL;
     }
     w->acceptor = lg_acceptor_create(shared->cfg, port, &adopt_ops, w, shared->trusted,
-                                     shared->trusted_count, err, errlen);
+                                     shared->trusted_count, shared->auth, err, errlen);
     if (!w->acceptor || create_context(w, err, errlen) != 0)
         goto fail;
     w->listen_wsi = adopt_file(w, lg_acceptor_listen_fd(w->acceptor), &tag_listener);

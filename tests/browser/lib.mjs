@@ -135,6 +135,18 @@ export function deployConf({ port, gw, prefix = "", extraHttp = "" }) {
   return conf.replace(/http \{/, `http { ${temps} access_log off; ${extraHttp}`);
 }
 
+// deployConf() with docs/deploy/nginx-h2.conf's server block added to its http block: TLS and
+// HTTP/2 on h2Port with the certificate and key files given (the port-80 server stays on port).
+export function deployH2Conf({ port, h2Port, gw, prefix, cert, key }) {
+  const block = readFileSync(path.join(sourceDir, "docs/deploy/nginx-h2.conf"), "utf8")
+    .replace(/listen 443 ssl http2;/, `listen 127.0.0.1:${h2Port} ssl http2;`)
+    .replace(/\/etc\/livegate\/tls\/fullchain\.pem/, cert)
+    .replace(/\/etc\/livegate\/tls\/privkey\.pem/, key);
+  const conf = deployConf({ port, gw, prefix });
+  const end = conf.lastIndexOf("}"); // the http block's
+  return `${conf.slice(0, end)}${block}\n}\n`;
+}
+
 // Headless Debian Chromium through playwright-core.
 // extraArgs: more Chromium switches (test_security_doc maps host names to loopback with them).
 export async function launchBrowser(extraArgs = []) {

@@ -20,6 +20,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
+#include <openssl/bn.h>
 
 #define LG_TOKEN_UNUSED __attribute__((unused))
 
@@ -125,10 +126,10 @@ static LG_TOKEN_UNUSED char *lg_token_claims(long exp_in, const long *nbf_in, co
     return text;
 }
 
-/* A well-formed token minted by libjwt: HS256 with secret (rsa NULL) or RS256 with rsa's PEM
- * private key text (rsa_pem). exp = now + exp_in; livegate as above. */
-static LG_TOKEN_UNUSED char *lg_token_libjwt(const char *secret, const char *rsa_pem,
-                                             long exp_in, const char *livegate)
+/* A token minted by libjwt with a "kid" header (kid NULL: none): alg is JWT_ALG_HS256 with
+ * key the secret, or JWT_ALG_RS256 / JWT_ALG_ES256 with key the private PEM text. */
+static LG_TOKEN_UNUSED char *lg_token_kid(jwt_alg_t alg, const char *key, size_t key_len,
+                                          const char *kid, long exp_in, const char *livegate)
 {
     jwt_t *jwt = NULL;
     if (jwt_new(&jwt) != 0)
@@ -136,19 +137,77 @@ static LG_TOKEN_UNUSED char *lg_token_libjwt(const char *secret, const char *rsa
     jwt_add_grant_int(jwt, "exp", (long)time(NULL) + exp_in);
     char claims[1024];
     snprintf(claims, sizeof claims, "{\"livegate\":%s}", livegate);
-    if (jwt_add_grants_json(jwt, claims) != 0)
-        abort();
-    int rc = rsa_pem ? jwt_set_alg(jwt, JWT_ALG_RS256, (const unsigned char *)rsa_pem,
-                                   (int)strlen(rsa_pem))
-                     : jwt_set_alg(jwt, JWT_ALG_HS256, (const unsigned char *)secret,
-                                   (int)strlen(secret));
-    if (rc != 0)
+    if (jwt_add_grants_json(jwt, claims) != 0 || (kid && jwt_add_header(jwt, "kid", kid) != 0) ||
+        jwt_set_alg(jwt, alg, (const unsigned char *)key, (int)key_len) != 0)
         abort();
     char *token = jwt_encode_str(jwt); /* malloc'd (libjwt 1.10 has no jwt_free_str) */
     jwt_free(jwt);
     if (!token)
         abort();
     return token;
+}
+
+/* A well-formed token minted by libjwt: HS256 with secret (rsa NULL) or RS256 with rsa's PEM
+ * private key text (rsa_pem). exp = now + exp_in; livegate as above. */
+static LG_TOKEN_UNUSED char *lg_token_libjwt(const char *secret, const char *rsa_pem,
+                                             long exp_in, const char *livegate)
+{
+    const char *key = rsa_pem ? rsa_pem : secret;
+    return lg_token_kid(rsa_pem ? JWT_ALG_RS256 : JWT_ALG_HS256, key, strlen(key), NULL, exp_in,
+                        livegate);
+}
+
+/* The JWK (a JSON object text, malloc'd) of key's public half named kid: RSA (n, e) or EC
+ * P-256 (x, y); or, key NULL, an oct key of secret (k). */
+static LG_TOKEN_UNUSED char *lg_token_jwk(EVP_PKEY *key, const char *secret, const char *kid)
+{
+    char *out = malloc(4096);
+    if (!key) {
+        char *k = lg_token_b64url((const unsigned char *)secret, strlen(secret));
+        snprintf(out, 4096, "{\"kty\":\"oct\",\"kid\":\"%s\",\"alg\":\"HS256\",\"k\":\"%s\"}",
+                 kid, k);
+        free(k);
+    } else if (EVP_PKEY_base_id(key) == EVP_PKEY_RSA) {
+        BIGNUM *n = NULL, *e = NULL;
+        unsigned char nb[1024], eb[16];
+        if (EVP_PKEY_get_bn_param(key, "n", &n) != 1 || EVP_PKEY_get_bn_param(key, "e", &e) != 1)
+            abort();
+        int nl = BN_bn2bin(n, nb), el = BN_bn2bin(e, eb);
+        char *n64 = lg_token_b64url(nb, (size_t)nl), *e64 = lg_token_b64url(eb, (size_t)el);
+        snprintf(out, 4096, "{\"kty\":\"RSA\",\"kid\":\"%s\",\"use\":\"sig\",\"n\":\"%s\","
+                 "\"e\":\"%s\"}", kid, n64, e64);
+        free(n64), free(e64);
+        BN_free(n), BN_free(e);
+    } else {
+        unsigned char pt[65];
+        size_t len = 0;
+        if (EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", pt, sizeof pt, &len) != 1 ||
+            len != 65)
+            abort();
+        char *x = lg_token_b64url(pt + 1, 32), *y = lg_token_b64url(pt + 33, 32);
+        snprintf(out, 4096, "{\"kty\":\"EC\",\"kid\":\"%s\",\"crv\":\"P-256\",\"x\":\"%s\","
+                 "\"y\":\"%s\"}", kid, x, y);
+        free(x), free(y);
+    }
+    return out;
+}
+
+/* Write {"keys":[jwks...]} (count JWK texts) to path. */
+static LG_TOKEN_UNUSED void lg_token_write_jwks(const char *path, const char *const *jwks,
+                                                size_t count)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        abort();
+    fputs("{\"keys\":[", f);
+    for (size_t i = 0; i < count; i++)
+        fprintf(f, "%s%s", i ? "," : "", jwks[i]);
+    fputs("]}\n", f);
+    fclose(f);
+    if (rename(tmp, path) != 0) /* whole or not at all, as an operator's deploy would */
+        abort();
 }
 
 /* The PEM text of key's private half (malloc'd), for lg_token_libjwt. */

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,7 @@ START_TEST(test_refusal_texts)
 {
     static const char *const codes[] = {"ok", "token_missing", "token_malformed", "token_expired",
                                         "token_not_yet_valid", "token_bad_signature",
-                                        "token_wrong_algorithm"};
+                                        "token_wrong_algorithm", "token_unknown_key"};
     for (int r = 0; r < LG_AUTH_RESULT_COUNT_; r++) {
         ck_assert_str_eq(lg_auth_result_code((enum lg_auth_result)r), codes[r]);
         if (r)
@@ -398,12 +399,134 @@ START_TEST(test_concurrent_verify)
 }
 END_TEST
 
+/* A verifier over {"auth":{"jwks_file": a file of these JWKS entries}}: NULL with the
+ * message in err when it is refused. */
+static struct lg_auth *jwks_auth(const char *entries, char *err, size_t cap)
+{
+    char path[64], json[256];
+    snprintf(path, sizeof path, "/tmp/lg-auth-unit-%d.jwks", (int)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"keys\":[%s]}", entries);
+    fclose(f);
+    snprintf(json, sizeof json, "{\"auth\":{\"jwks_file\":\"%s\"}}", path);
+    struct lg_config cfg;
+    char cerr[LG_CONFIG_ERR_MAX];
+    lg_config_init_defaults(&cfg);
+    ck_assert_msg(lg_config_load_string(&cfg, json, cerr) == 0, "%s", cerr);
+    struct lg_auth *a = lg_auth_create(&cfg, err, cap);
+    lg_config_release(&cfg);
+    unlink(path);
+    return a;
+}
+
+/* Each JWKS entry the reader refuses, with the entry and the reason in the message. */
+START_TEST(test_jwks_refused)
+{
+    static const struct {
+        const char *entries, *message;
+    } rows[] = {
+        {"{\"kty\":\"oct\",\"k\":\"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA\"}",
+         "keys[0]: \"kid\" is required"},
+        {"{\"kty\":\"oct\",\"kid\":\"a\",\"k\":\"c2hvcnQ\"}", "keys[0]: an oct key needs"},
+        {"{\"kty\":\"oct\",\"kid\":\"a\",\"k\":\"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA\"},"
+         "{\"kty\":\"oct\",\"kid\":\"a\",\"k\":\"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA\"}",
+         "keys[1]: this \"kid\" is used twice"},
+        {"{\"kty\":\"oct\",\"kid\":\"a\",\"alg\":\"RS256\","
+         "\"k\":\"c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA\"}",
+         "keys[0]: \"alg\" does not match"},
+        {"{\"kty\":\"OKP\",\"kid\":\"a\"}", "keys[0]: \"kty\" must be oct, RSA or EC"},
+        {"{\"kty\":\"RSA\",\"kid\":\"a\",\"n\":\"AQAB\",\"e\":\"AQAB\"}",
+         "keys[0]: an RSA key needs"},
+        {"{\"kty\":\"EC\",\"kid\":\"a\",\"crv\":\"P-384\",\"x\":\"AA\",\"y\":\"AA\"}",
+         "keys[0]: an EC key needs"},
+        {"{\"kty\":\"oct\",\"kid\":\"a\",\"use\":\"enc\"}", "keys[0]: \"use\" must be"},
+        {"", "not a JWKS"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char err[256] = "";
+        struct lg_auth *a = jwks_auth(rows[i].entries, err, sizeof err);
+        ck_assert_msg(a == NULL, "row %zu accepted", i);
+        ck_assert_msg(strstr(err, rows[i].message) != NULL, "row %zu: %s", i, err);
+    }
+}
+END_TEST
+
+/* Reloads while threads verify (TSan runs this): a token of a key kept in every generation
+ * always verifies; the refcounted generations are freed by whoever drops them last. */
+struct reload_job {
+    struct lg_auth *auth;
+    const char *token;
+    _Atomic bool *stop;
+    int ok, other;
+};
+
+static void *verify_until_stopped(void *arg)
+{
+    struct reload_job *j = arg;
+    while (!atomic_load(j->stop)) {
+        struct lg_grant *g;
+        if (lg_auth_verify(j->auth, j->token, strlen(j->token), time(NULL), &g) == LG_AUTH_OK)
+            j->ok++;
+        else
+            j->other++;
+        lg_grant_free(g);
+        (void)lg_auth_may_subscribe(j->auth, NULL, "news/a");
+    }
+    return NULL;
+}
+
+START_TEST(test_reload_while_verifying)
+{
+    struct lg_auth *a = hs_auth();
+    char *good = mint(K_HAND_HS);
+    _Atomic bool stop = false;
+    pthread_t t[3];
+    struct reload_job jobs[3];
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = (struct reload_job){.auth = a, .token = good, .stop = &stop};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, verify_until_stopped, &jobs[i]), 0);
+    }
+    for (int r = 0; r < 200; r++) {
+        struct lg_config cfg;
+        char err[LG_CONFIG_ERR_MAX], aerr[256];
+        lg_config_init_defaults(&cfg);
+        ck_assert(lg_config_load_string(&cfg, r % 2 ? "{\"auth\":{\"hs256_secret\":\"" SECRET
+                                                      "\",\"leeway_s\":5}}"
+                                                    : "{\"auth\":{\"hs256_secret\":\"" SECRET
+                                                      "\",\"anonymous_subscribe\":[\"x\"]}}",
+                                        err) == 0);
+        ck_assert_msg(lg_auth_reload(a, &cfg, aerr, sizeof aerr) == 0, "%s", aerr);
+        lg_config_release(&cfg);
+    }
+    /* A failed reload changes nothing. */
+    struct lg_config cfg;
+    char err[LG_CONFIG_ERR_MAX], aerr[256];
+    lg_config_init_defaults(&cfg);
+    ck_assert(lg_config_load_string(&cfg, "{\"auth\":{\"rs256_public_key_file\":\"/nonexistent\"}}",
+                                    err) == 0);
+    ck_assert_int_eq(lg_auth_reload(a, &cfg, aerr, sizeof aerr), -1);
+    lg_config_release(&cfg);
+    atomic_store(&stop, true);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        ck_assert_int_eq(jobs[i].other, 0);
+    }
+    struct lg_grant *g;
+    ck_assert_int_eq(lg_auth_verify(a, good, strlen(good), time(NULL), &g), LG_AUTH_OK);
+    lg_grant_free(g);
+    free(good);
+    lg_auth_destroy(a);
+}
+END_TEST
+
 static Suite *lg_auth_suite(void)
 {
     Suite *s = suite_create("auth");
     TCase *tc = LG_TCASE(s, "verify", NULL, NULL, test_refusal_texts,
                          test_anonymous_and_off, test_control_token, test_sources, test_origins,
-                         test_bad_key_file, test_concurrent_verify);
+                         test_bad_key_file, test_concurrent_verify, test_jwks_refused,
+                         test_reload_while_verifying);
     tcase_add_unchecked_fixture(tc, keys_setup, keys_teardown); /* one RSA key for all */
     tcase_add_loop_test(tc, test_verify_table, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, test_numeric_date_extremes);

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "config.h"
 #include "control.h"
 #include "event.h"
@@ -38,6 +39,7 @@ static struct lg_pacer *pacer;
 /* The control port has no thread of its own: this one serves its daemon, as a worker's loop
  * does (loop_guest.h), looking every 20 ms instead of being woken (its host has no wake()). */
 static pthread_t host;
+static struct lg_auth *auth; /* the control port borrows it */
 static _Atomic bool host_stop;
 
 static void *host_main(void *arg)
@@ -69,7 +71,9 @@ static void start(uint32_t max_topics)
     pacer = lg_pacer_start(cfg.limits.control_max_connections);
     ck_assert_ptr_nonnull(pacer);
     lg_hub_on_room(hub, lg_pacer_room, pacer);
-    ctl = lg_control_start(&cfg, hub, pacer, &lifecycle, &port, err, sizeof err);
+    auth = lg_auth_create(&cfg, err, sizeof err);
+    ck_assert_msg(auth != NULL, "lg_auth_create: %s", err);
+    ctl = lg_control_start(&cfg, hub, pacer, auth, &lifecycle, &port, err, sizeof err);
     ck_assert_msg(ctl != NULL, "lg_control_start: %s", err);
     ck_assert_uint_ne(port, 0);
     atomic_store(&host_stop, false);
@@ -86,6 +90,7 @@ static void teardown(void)
     pthread_join(host, NULL);
     lg_control_stop(ctl);
     lg_pacer_destroy(pacer);
+    lg_auth_destroy(auth);
     lg_hub_destroy(hub);
     lg_config_release(&cfg);
 }
