@@ -34,15 +34,16 @@ layers_in_order="app public control core store config proto metrics util"
 # worker_timers) and the header they share, the hub's (hub, hub_admin, hub_remote,
 # hub_internal), the control port's (control, control_admin, control_auth, control_publish,
 # control_status, metrics, sharing control_internal), a connection base's (conn,
-# conn_report), the plain HTTP transport's (transport_http, static_files) and the Redis
-# store's (store_redis, redis_feed, store_redis_internal).
+# conn_report), the plain HTTP transport's (transport_http, static_files), the token
+# verifier's (auth, auth_jwks, sharing auth_internal) and the Redis store's (store_redis,
+# redis_feed, store_redis_internal).
 declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=config
                   [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
                   [worker_timers]=worker
                   [hub_internal]=hub [hub_admin]=hub [hub_remote]=hub [conn_report]=conn
                   [control_internal]=control [control_admin]=control [control_auth]=control
                   [control_publish]=control [control_status]=control [metrics]=control
-                  [static_files]=transport_http
+                  [static_files]=transport_http [auth_jwks]=auth [auth_internal]=auth
                   [store_redis_internal]=store_redis [redis_feed]=store_redis)
 # The module of file $1, in REPLY (no subshell: this runs for every include and object).
 module_of() { local m=${1%.*}; REPLY=${part_of[$m]:-$m}; }
