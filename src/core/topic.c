@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "event.h"
 #include "stats.h"
 
@@ -24,6 +25,7 @@ struct lg_topic *lg_topic_create(const char *name, size_t len, enum lg_slow_poli
     if (pthread_mutex_init(&t->lock, NULL) != 0)
         goto err;
     t->name_len = len;
+    t->unwanted_since_ns = lg_mono_ns(); /* made for a publish: counts as unwanted from now */
     atomic_init(&t->refs, 1);
     t->policy = policy;
     t->stream = stream;

@@ -980,20 +980,20 @@ static void schedule_tick(struct redis_shard *sh, uint32_t ms)
 static void unlist(struct redis_shard *sh, struct redis_stream *s)
 {
     struct redis_stream **pp, *prev = NULL;
-    for (pp = &sh->queue_head; *pp && *pp != s; prev = *pp, pp = &(*pp)->queue_next)
+    for (pp = &sh->queue_head; s->queued && *pp && *pp != s; prev = *pp, pp = &(*pp)->queue_next)
         ;
-    if (*pp) {
+    if (s->queued && *pp) {
         *pp = s->queue_next;
         if (sh->queue_tail == s)
             sh->queue_tail = prev;
     }
-    for (pp = &sh->linger; *pp && *pp != s; pp = &(*pp)->linger_next)
+    for (pp = &sh->linger; s->lingering && *pp && *pp != s; pp = &(*pp)->linger_next)
         ;
-    if (*pp)
+    if (s->lingering && *pp)
         *pp = s->linger_next;
-    for (pp = &sh->stalled; *pp && *pp != s; pp = &(*pp)->stalled_next)
+    for (pp = &sh->stalled; s->stalled && *pp && *pp != s; pp = &(*pp)->stalled_next)
         ;
-    if (*pp)
+    if (s->stalled && *pp)
         *pp = s->stalled_next;
 }
 

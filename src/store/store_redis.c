@@ -349,6 +349,8 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
     }
     s->id = ++sh->next_id;
     s->next = sh->streams;
+    if (s->next)
+        s->next->prev = s;
     sh->streams = s;
     pthread_mutex_unlock(&sh->streams_lock);
     if (s->wanted)
@@ -359,12 +361,12 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
 void lg_redis__stream_free(struct redis_stream *s)
 {
     struct redis_shard *sh = s->shard;
-    for (struct redis_stream **pp = &sh->streams; *pp; pp = &(*pp)->next) {
-        if (*pp == s) {
-            *pp = s->next;
-            break;
-        }
-    }
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        sh->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
     lg_redis__index_remove(sh, s);
     stream_free(s);
 }

@@ -71,7 +71,7 @@ struct redis_stream {
     struct redis_stream *taken_next; /* the marked list as the bridge took it */
     struct redis_stream *closing_next; /* {interest_lock} on the shard's closing list */
     uint64_t id;                /* {shard->streams_lock} what a read in flight names it by */
-    struct redis_stream *next;  /* {shard->streams_lock} every open stream of its shard */
+    struct redis_stream *next, *prev; /* {shard->streams_lock} every open stream of its shard */
     struct redis_stream *next_by_channel; /* {shard->streams_lock} the channel index's chain */
 };
 
