@@ -135,9 +135,11 @@ static struct redis_stream *stream_by_channel(struct redis_shard *sh, const redi
 
 static struct redis_stream *stream_by_id(struct redis_shard *sh, uint64_t id)
 {
-    for (struct redis_stream *s = sh->streams; s; s = s->next)
+    for (struct lg_dlink *l = sh->streams.first; l; l = l->next) {
+        struct redis_stream *s = lg_redis__stream_of(l);
         if (s->id == id)
             return s;
+    }
     return NULL;
 }
 
@@ -1116,9 +1118,11 @@ static void resubscribe(struct redis_shard *sh)
     pthread_mutex_lock(&sh->streams_lock);
     take_closing(sh);
     take_marked(sh, now);
-    for (struct redis_stream *s = sh->streams; s; s = s->next)
+    for (struct lg_dlink *l = sh->streams.first; l; l = l->next) {
+        struct redis_stream *s = lg_redis__stream_of(l);
         if (s->sub == REDIS_SUB_NONE && listening(s, now))
             subscribe(s); /* then a catch-up (or the load) once Redis confirms it */
+    }
     pthread_mutex_unlock(&sh->streams_lock);
 }
 
@@ -1134,7 +1138,8 @@ void lg_redis__on_feed_lost(void *arg)
     struct redis_shard *sh = arg;
     pthread_mutex_lock(&sh->streams_lock);
     sh->linger = NULL;
-    for (struct redis_stream *s = sh->streams; s; s = s->next) {
+    for (struct lg_dlink *l = sh->streams.first; l; l = l->next) {
+        struct redis_stream *s = lg_redis__stream_of(l);
         s->sub = REDIS_SUB_NONE; /* reads in flight complete as usual */
         s->lingering = false;
     }
@@ -1154,7 +1159,8 @@ void lg_redis__on_down(void *arg)
     sh->queue_head = sh->queue_tail = NULL;
     sh->linger = sh->stalled = NULL;
     sh->reads_in_flight = 0;
-    for (struct redis_stream *s = sh->streams; s; s = s->next) {
+    for (struct lg_dlink *l = sh->streams.first; l; l = l->next) {
+        struct redis_stream *s = lg_redis__stream_of(l);
         s->sub = REDIS_SUB_NONE;
         s->loading = s->catching = s->queued = s->stalled = s->lingering = false;
         lg_redis__release_held(s); /* what the connection lost is read from the streams */

@@ -348,10 +348,7 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
         return NULL;
     }
     s->id = ++sh->next_id;
-    s->next = sh->streams;
-    if (s->next)
-        s->next->prev = s;
-    sh->streams = s;
+    lg_dlist_push_tail(&sh->streams, &s->link);
     pthread_mutex_unlock(&sh->streams_lock);
     if (s->wanted)
         lg_redis__mark(s, false);
@@ -361,12 +358,7 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
 void lg_redis__stream_free(struct redis_stream *s)
 {
     struct redis_shard *sh = s->shard;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        sh->streams = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    lg_dlist_remove(&sh->streams, &s->link);
     lg_redis__index_remove(sh, s);
     stream_free(s);
 }

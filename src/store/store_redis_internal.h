@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dlist.h"
 #include "history.h"
 #include "store_redis.h"
 
@@ -71,7 +72,7 @@ struct redis_stream {
     struct redis_stream *taken_next; /* the marked list as the bridge took it */
     struct redis_stream *closing_next; /* {interest_lock} on the shard's closing list */
     uint64_t id;                /* {shard->streams_lock} what a read in flight names it by */
-    struct redis_stream *next, *prev; /* {shard->streams_lock} every open stream of its shard */
+    struct lg_dlink link;       /* {shard->streams_lock} on its shard's list of open streams */
     struct redis_stream *next_by_channel; /* {shard->streams_lock} the channel index's chain */
 };
 
@@ -86,7 +87,7 @@ struct redis_shard {
     struct redis_store *store;
     struct lg_redis_bridge *bridge;
     pthread_mutex_t streams_lock;
-    struct redis_stream *streams;     /* {streams_lock} every open stream */
+    struct lg_dlist streams;          /* {streams_lock} every open stream, by its link */
     struct redis_stream **by_channel; /* {streams_lock} index by key_channel, chained */
     size_t by_channel_mask;           /* {streams_lock} buckets - 1 (a power of two) */
     size_t stream_count;              /* {streams_lock} */
@@ -154,5 +155,10 @@ void lg_redis__release_held(struct redis_stream *s);
 /* Unlink s from its shard's list and channel index and free it (streams_lock held, and no
  * thread can reach s any more: the bridge thread, or the bridge stopped). */
 void lg_redis__stream_free(struct redis_stream *s);
+/* The stream linked by l on a shard's list. */
+static inline struct redis_stream *lg_redis__stream_of(struct lg_dlink *l)
+{
+    return lg_dlist_entry(l, struct redis_stream, link);
+}
 
 #endif
