@@ -406,21 +406,29 @@ static void after_read(struct redis_stream *s, size_t entries)
     need_read(s);
 }
 
+/* A read's answer of n elements: its stream, no longer reading, with streams_lock held; NULL
+ * (the lock released) when the stream was closed meanwhile or the answer has another shape. */
+static struct redis_stream *answered_read(void *priv, const redisReply *r, size_t n,
+                                          struct redis_shard **sh)
+{
+    struct redis_stream *s = end_read(priv, sh);
+    if (s)
+        s->loading = s->catching = false; /* one read in flight per stream */
+    if (!s || !read_answered(s, r, n)) {
+        end_read_unlock(*sh);
+        return NULL;
+    }
+    return s;
+}
+
 /* The answer of the load script: {epoch, counter, newest entries first}. */
 static void on_load_reply(void *reply, void *priv)
 {
     struct redis_shard *sh;
-    struct redis_stream *s = end_read(priv, &sh);
+    struct redis_stream *s = answered_read(priv, reply, 3, &sh);
+    if (!s)
+        return;
     redisReply *r = reply;
-    if (!s) {
-        end_read_unlock(sh);
-        return;
-    }
-    s->loading = false;
-    if (!read_answered(s, r, 3)) {
-        end_read_unlock(sh);
-        return;
-    }
     uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
     uint64_t counter = r->element[1]->type == REDIS_REPLY_STRING
                            ? strtoull(r->element[1]->str, NULL, 10) : 0;
@@ -676,17 +684,10 @@ static void stall(struct redis_stream *s)
 static void on_catch_up_reply(void *reply, void *priv)
 {
     struct redis_shard *sh;
-    struct redis_stream *s = end_read(priv, &sh);
+    struct redis_stream *s = answered_read(priv, reply, 2, &sh);
+    if (!s)
+        return;
     redisReply *r = reply;
-    if (!s) {
-        end_read_unlock(sh);
-        return;
-    }
-    s->catching = false;
-    if (!read_answered(s, r, 2)) {
-        end_read_unlock(sh);
-        return;
-    }
     uint32_t epoch = (uint32_t)strtoul(r->element[0]->str, NULL, 10);
     pthread_mutex_lock(&s->lock);
     bool same_life = epoch == s->epoch;
