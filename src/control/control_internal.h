@@ -67,7 +67,8 @@ struct lg_control {
      * whoever takes a request off the list (the call's completion, the sweep at its deadline,
      * the stop) resumes it. */
     pthread_mutex_t admin_lock;
-    struct lg_dlist admin_waiting; /* {admin_lock} of struct lg_ctl_request, by admin_link */
+    struct lg_dlist admin_waiting; /* {admin_lock} of struct lg_ctl_request, by admin_link: at
+                                      most one per control connection */
 };
 
 /* The publish routes' histograms (control_publish.c writes them from every worker's daemon with

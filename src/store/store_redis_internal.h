@@ -94,8 +94,9 @@ struct redis_shard {
     uint64_t next_id;                 /* {streams_lock} */
     pthread_mutex_t interest_lock;    /* a leaf lock: the hub takes it under a topic lock */
     struct redis_stream *marked;      /* {interest_lock} streams whose interest changed */
-    struct redis_stream *closing;     /* {interest_lock} streams whose topic went: the bridge
-                                         leaves their channels and frees them */
+    struct redis_stream *closing;     /* {interest_lock} streams whose topic went (each once,
+                                         so at most the open streams): the bridge leaves their
+                                         channels and frees them */
     struct lg_redis_job kick;         /* take the changed interests and closings, subscribe,
                                          load */
     _Atomic bool kick_queued;
