@@ -36,6 +36,7 @@ struct lg_redis_bridge {
     struct lg_redis_bridge_user user;
 
     pthread_t thread;
+    _Atomic pthread_t loop_thread; /* the same, set by the thread itself: read by post() */
     bool thread_started;
     struct ev_loop *loop;
     ev_async wake;
@@ -555,6 +556,16 @@ void lg_redis_bridge_later(struct lg_redis_bridge *b, uint32_t ms, void (*fn)(vo
 
 /* ---- Jobs and the thread ---------------------------------------------------------------- */
 
+/* From the bridge's own thread (a publish taken by the control port it hosts) the wake joins
+ * the pass being dispatched: an ev_async sent there would cost a poll of its own first. */
+static void wake_bridge(struct lg_redis_bridge *b)
+{
+    if (pthread_equal(pthread_self(), atomic_load_explicit(&b->loop_thread, memory_order_relaxed)))
+        ev_feed_event(b->loop, &b->wake, EV_ASYNC);
+    else
+        ev_async_send(b->loop, &b->wake);
+}
+
 bool lg_redis_bridge_post(struct lg_redis_bridge *b, struct lg_redis_job *job)
 {
     job->next = NULL;
@@ -571,7 +582,7 @@ bool lg_redis_bridge_post(struct lg_redis_bridge *b, struct lg_redis_job *job)
     }
     pthread_mutex_unlock(&b->lock);
     if (ok)
-        ev_async_send(b->loop, &b->wake);
+        wake_bridge(b);
     return ok;
 }
 
@@ -650,6 +661,7 @@ static void *bridge_main(void *arg)
 {
     struct lg_redis_bridge *b = arg;
     pthread_setname_np(pthread_self(), "lg-redis");
+    atomic_store_explicit(&b->loop_thread, pthread_self(), memory_order_relaxed);
     connect_now(b);
     ev_run(b->loop, 0); /* returns once on_wake stopped every watcher */
     return NULL;

@@ -38,7 +38,10 @@ static void on_woken(struct ev_loop *loop, ev_async *w, int revents)
 static void wake(void *arg)
 {
     struct lg_ev_host *h = arg;
-    ev_async_send(h->loop, &h->woken);
+    if (pthread_equal(pthread_self(), atomic_load_explicit(&h->thread, memory_order_relaxed)))
+        ev_feed_event(h->loop, &h->woken, EV_ASYNC);
+    else
+        ev_async_send(h->loop, &h->woken);
 }
 
 void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
@@ -51,6 +54,7 @@ void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
     ev_timer_init(&h->tick, on_timer, TICK_S, TICK_S);
     ev_async_init(&h->woken, on_woken);
     h->ready.data = h->again.data = h->tick.data = h->woken.data = h;
+    atomic_store_explicit(&h->thread, pthread_self(), memory_order_relaxed);
     ev_io_start(loop, &h->ready);
     ev_timer_start(loop, &h->tick);
     ev_async_start(loop, &h->woken);

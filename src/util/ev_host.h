@@ -15,6 +15,8 @@
 #define LG_EV_HOST_H
 
 #include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "loop_guest.h"
 
@@ -24,10 +26,12 @@ struct lg_ev_host {
     ev_io ready;     /* the guest's descriptor is readable */
     ev_timer again;  /* serve() said work is left: the next pass */
     ev_timer tick;   /* once a second: the guest's own timeouts */
-    ev_async woken;  /* wake(): a connection resumed from another thread */
+    ev_async woken;  /* wake(): a connection resumed */
+    _Atomic pthread_t thread; /* the loop's: set by lg_ev_host_start(), read by wake() */
 };
 
-/* Start serving guest on loop and tell the guest how to wake it (guest->hosted). */
+/* Start serving guest on loop and tell the guest how to wake it (guest->hosted). On the loop's
+ * thread. */
 void lg_ev_host_start(struct lg_ev_host *h, struct ev_loop *loop,
                       const struct lg_loop_guest *guest);
 
