@@ -40,6 +40,7 @@ struct lg_pending {
                                            deadline order, or lingering list: refusal order =
                                            deadline order */
     bool lingering;                     /* answered and half-closed: discarding what comes */
+    bool watched;                       /* in heads_fd's set */
     bool over_limit;                    /* accepted past limits.max_connections: its head is
                                            read only to word the 503 (sse_refusal.h) */
     uint32_t discarded;
@@ -158,7 +159,8 @@ static struct lg_pending *oldest_lingering(const struct lg_acceptor *a)
 /* Stop watching p (its socket stays open). */
 static void pending_detach(struct lg_acceptor *a, struct lg_pending *p)
 {
-    epoll_ctl(a->heads_fd, EPOLL_CTL_DEL, p->fd, NULL);
+    if (p->watched)
+        epoll_ctl(a->heads_fd, EPOLL_CTL_DEL, p->fd, NULL);
     lg_dlist_remove(p->lingering ? &a->lingering : p->over_limit ? &a->over_limit : &a->pending,
                     &p->link);
 }
@@ -184,11 +186,11 @@ static void pending_linger(struct lg_acceptor *a, struct lg_pending *p)
     lg_dlist_remove(p->over_limit ? &a->over_limit : &a->pending, &p->link);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
     if (shutdown(p->fd, SHUT_WR) != 0 ||
-        (epoll_ctl(a->heads_fd, EPOLL_CTL_MOD, p->fd, &ev) != 0 &&
-         epoll_ctl(a->heads_fd, EPOLL_CTL_ADD, p->fd, &ev) != 0)) {
+        epoll_ctl(a->heads_fd, p->watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, p->fd, &ev) != 0) {
         pending_finish(a, p, true);
         return;
     }
+    p->watched = true;
     p->lingering = true;
     p->discarded = 0;
     p->deadline_ms = lg_mono_ms() + LG_LINGER_MS;
@@ -258,6 +260,8 @@ static void refuse_over_limit(struct lg_acceptor *a, struct lg_pending *p)
                              "Retry-After: 1\r\n");
 }
 
+static bool read_pending(struct lg_acceptor *a, struct lg_pending *p);
+
 static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *peer)
 {
     const struct lg_config *cfg = a->cfg;
@@ -282,6 +286,7 @@ static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *pee
     lg_http_request_init(&p->req);
     p->link = (struct lg_dlink){0};
     p->lingering = false;
+    p->watched = false;
     p->discarded = 0;
     /* Refused, but only once its head says whether it is an SSE subscription, whose refusal
      * must be worded so a browser's EventSource retries (refuse_over_limit); held no longer
@@ -292,9 +297,16 @@ static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *pee
         p->deadline_ms = lg_mono_ms() + LG_LINGER_MS;
     }
     lg_dlist_push_tail(p->over_limit ? &a->over_limit : &a->pending, &p->link);
+    /* A client sends its head right after connecting, so under a burst of connections it is
+     * usually here by the time the socket is accepted: read it now, and watch the socket
+     * only when it is not (the epoll set's add, wait and remove saved otherwise). */
+    if (!read_pending(a, p))
+        return;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
     if (epoll_ctl(a->heads_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
         pending_finish(a, p, true);
+    else
+        p->watched = true;
 }
 
 /*
@@ -498,26 +510,29 @@ static void read_lingering(struct lg_acceptor *a, struct lg_pending *p)
         pending_finish(a, p, true);
 }
 
-static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
+/* Read what came of p's head and act on it. Return value: true when p is still waiting for
+ * the rest of its head (p is then untouched otherwise); false when p was handed on, refused
+ * or closed (it may be freed). */
+static bool read_pending(struct lg_acceptor *a, struct lg_pending *p)
 {
     if (p->lingering) {
         read_lingering(a, p);
-        return;
+        return false;
     }
     uint32_t cap = a->cfg->limits.max_request_head_bytes;
     ssize_t n = recv(p->fd, p->buf + p->len, cap - p->len, 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         pending_finish(a, p, true);
-        return;
+        return false;
     }
     if (n < 0)
-        return;
+        return true;
     p->len += (uint32_t)n;
     const char *problem = NULL;
     int rc = lg_http_request_feed(&p->req, p->buf, p->len, &problem);
     if (p->over_limit && (rc != 0 || p->len == cap)) {
         refuse_over_limit(a, p);
-        return;
+        return false;
     }
     if (rc == 1) {
         classify_complete(a, p);
@@ -529,7 +544,10 @@ static void read_pending(struct lg_acceptor *a, struct lg_pending *p)
         pending_refuse(a, p, 414, "uri_too_long", LG_URI_TOO_LONG_MESSAGE, NULL);
     } else if (p->len == cap) {
         pending_refuse(a, p, 431, "headers_too_large", LG_HEAD_TOO_LARGE_MESSAGE, NULL);
+    } else {
+        return true;
     }
+    return false;
 }
 
 void lg_acceptor_heads_ready(struct lg_acceptor *a)
