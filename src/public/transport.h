@@ -61,8 +61,9 @@ struct lg_transport {
     /* Bytes from the peer (raw role; the ws role reassembles messages itself). Return value:
      * 0, or -1 to close. NULL: ignored. */
     int (*receive)(struct lg_conn *c, const char *in, size_t len);
-    /* stream: write queued events now (outside any lws callback), as many write_batch_bytes
-     * writes as the socket takes without blocking. Return value: 0, or -1 if the socket failed. */
+    /* Write queued events now (outside any lws callback): a stream as many write_batch_bytes
+     * writes as the socket takes without blocking, a long-poll its answer. NULL: only from the
+     * writable callback. Return value: 0, or -1 if the socket failed. */
     int (*write_events)(struct lg_conn *c);
     /* lws says the socket can take more (raw connections: after their pending `out` is sent).
      * Return value: 0, or -1 to close. NULL: nothing more to send. */
@@ -87,6 +88,10 @@ extern const struct lg_transport lg_transport_sse;
 extern const struct lg_transport lg_transport_poll;
 extern const struct lg_transport lg_transport_ws;
 extern const struct lg_transport lg_transport_http;
+
+/* lg_transport_http's answer of c, already in c->out, handed to the socket now where it can
+ * be (transport_http.c). Return value: 0, or -1 if the socket failed. */
+int lg_http_send_answer(struct lg_conn *c);
 
 /* The render tables of the transports with a subscriber (their files). */
 extern const struct lg_render_ops lg_sse_render;

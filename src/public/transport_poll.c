@@ -21,7 +21,8 @@
 
 /* ---- The request and its answer ---------------------------------------------------------- */
 
-static void answer_poll(struct lg_conn *c)
+/* Return value: 0, or -1 if the socket failed (lg_http_send_answer()). */
+static int answer_poll(struct lg_conn *c)
 {
     struct lg_buf body;
     lg_buf_init(&body);
@@ -39,7 +40,16 @@ static void answer_poll(struct lg_conn *c)
     lg_buf_append(&c->out, body.data, body.len);
     lg_buf_release(&body);
     c->closing = !c->http.keep_alive;
-    lg_conn_want_write(c);
+    return lg_http_send_answer(c);
+}
+
+/* The answer could not be handed to the socket: lws closes it on its next pass. */
+static void answer_poll_or_close(struct lg_conn *c)
+{
+    if (answer_poll(c) != 0) {
+        c->report.close_reason = "error";
+        lg_conn_close_soon(c);
+    }
 }
 
 static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
@@ -68,7 +78,7 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
     bool loading = lg_subscriber_pending(&c->sub);
     if ((timeout_ms == 0 && !loading) || lg_subscriber_has_output(&c->sub) ||
         lg_conn_home_draining(c->home)) {
-        answer_poll(c);
+        answer_poll_or_close(c);
         return;
     }
     if (timeout_ms == 0)
@@ -79,18 +89,16 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 
 /* ---- A held poll ------------------------------------------------------------------------- */
 
-static int poll_writable(struct lg_conn *c)
+/* Events came (the sweep, or the writable callback): the answer goes now. */
+static int poll_write_events(struct lg_conn *c)
 {
-    if (lg_subscriber_has_output(&c->sub))
-        answer_poll(c);
-    return 0;
+    return lg_subscriber_has_output(&c->sub) ? answer_poll(c) : 0;
 }
 
 /* Its deadline: answered with what it has (nothing). */
 static int poll_deadline(struct lg_conn *c)
 {
-    answer_poll(c);
-    return 0;
+    return answer_poll(c);
 }
 
 /* Bytes of the next request while held: buffered, read once the answer is out. */
@@ -116,7 +124,7 @@ static void poll_drain(struct lg_conn *c, const struct lg_drain *how)
 {
     (void)how;
     c->http.keep_alive = false;
-    answer_poll(c);
+    answer_poll_or_close(c);
 }
 
 /* ---- Rendering: {"events":[notices..., events...],"cursor":"..."} ------------------------ */
@@ -169,7 +177,8 @@ const struct lg_transport lg_transport_poll = {
     .path = "/poll",
     .serve = poll_serve,
     .receive = poll_receive,
-    .writable = poll_writable,
+    .write_events = poll_write_events,
+    .writable = poll_write_events,
     .timer = poll_deadline,
     .kick = poll_kick,
     .drain = poll_drain,
