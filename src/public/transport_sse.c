@@ -64,7 +64,7 @@ static void sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_r
             lg_subscriber_cursor(&c->sub, &c->out);
             lg_buf_append_str(&c->out, "\n\n");
         }
-        lg_conn_want_write(c);
+        lg_conn_write_now(c); /* the head (and any replay) now: no POLLOUT round for it */
     }
     free(p);
 }

@@ -107,7 +107,7 @@ static int reply(struct lg_conn *c, json_t *obj)
         lg_buf_reset(&c->out); /* it would not read them */
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "client does not read replies");
     }
-    lg_conn_want_write(c);
+    lg_conn_write_now(c); /* with any events owed after it: no POLLOUT round */
     return 0;
 }
 
@@ -216,8 +216,6 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
     json_t *obj = message("subscribed");
     json_object_set_new(obj, "topics", topic_array(p));
     json_object_set_new(obj, "cursor", cursor_string(c));
-    if (lg_subscriber_has_output(&c->sub))
-        lg_conn_want_write(c);
     return reply(c, obj);
 }
 
