@@ -265,6 +265,12 @@ fanout_sse_1k_max_stalled100|all|--transport sse --subscribers 1000 --stalled 10
 fanout_ws_1k_max_stalled100|all|--transport ws --subscribers 1000 --stalled 100 --pub-conns 1 --rate max --events 8000 --duration 5|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
 fanout_sse_5k_max_stalled100|all|--transport sse --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
 fanout_ws_5k_max_stalled100|all|--transport ws --subscribers 5000 --stalled 100 --pub-conns 1 --rate max --events 200 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery stalled_made
+fanout_sse_1k_150hz|all|--transport sse --subscribers 1000 --pub-conns 1 --rate 150 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_ws_1k_150hz|all|--transport ws --subscribers 1000 --pub-conns 1 --rate 150 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_sse_1k_1000hz|all|--transport sse --subscribers 1000 --pub-conns 1 --rate 1000 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_ws_1k_1000hz|all|--transport ws --subscribers 1000 --pub-conns 1 --rate 1000 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_sse_5k_150hz|all|--transport sse --subscribers 5000 --pub-conns 1 --rate 150 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
+fanout_ws_5k_150hz|all|--transport ws --subscribers 5000 --pub-conns 1 --rate 150 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
 fanout_sse_1k_10hz|all|--transport sse --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
 fanout_ws_1k_10hz|all|--transport ws --subscribers 1000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
 fanout_sse_5k_10hz|all|--transport sse --subscribers 5000 --pub-conns 1 --rate 10 --duration 3|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct
