@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "stats.h"
 #include "hub.h"
+#include "live_limits.h"
 #include "log.h"
 #include "loop_guest.h"
 #include "publish_pacer.h"
@@ -35,6 +36,8 @@ struct lg_app {
                                                 main's, or `reloaded`; reloads diff against it */
     struct lg_config *reloaded;              /* the last applied reload's config (NULL: none):
                                                 owned here, read by the hub for topic rules */
+    struct lg_live_limits live;              /* the limits a reload changes (live_limits.h):
+                                                written here, read by workers and daemons */
     _Atomic int lifecycle;                   /* enum lg_lifecycle, read by the control port */
     char static_dir[PATH_MAX];
     struct lg_hub *hub;
@@ -196,7 +199,9 @@ static int start(struct lg_app *app)
         return -1;
     }
     warn_if_open(app->auth, app->cfg);
-    struct lg_worker_shared shared = {.cfg = app->cfg, .hub = app->hub, .auth = app->auth,
+    lg_live_limits_store(&app->live, app->cfg);
+    struct lg_worker_shared shared = {.cfg = app->cfg, .live = &app->live, .hub = app->hub,
+                                      .auth = app->auth,
                                       .static_dir = app->static_dir, .clients = app->clients,
                                       .trusted = app->trusted,
                                       .trusted_count = app->trusted_count};
@@ -209,8 +214,8 @@ static int start(struct lg_app *app)
         }
     }
     app->public_port = port;
-    app->control = lg_control_start(app->cfg, app->hub, app->pacer, app->auth, &app->lifecycle,
-                                    &app->control_port, err, sizeof err);
+    app->control = lg_control_start(app->cfg, &app->live, app->hub, app->pacer, app->auth,
+                                    &app->lifecycle, &app->control_port, err, sizeof err);
     if (!app->control) {
         lg_err("%s", err);
         return -1;
@@ -325,6 +330,8 @@ static void reload(struct lg_app *app)
     lg_log_set_level(next->log_level);
     lg_log_set_format(next->log_format);
     lg_hub_set_rules(app->hub, next);
+    lg_live_limits_store(&app->live, next);
+    lg_client_addresses_set_per_address(app->clients, next->limits.max_connections_per_address);
     if (app->reloaded) {
         lg_config_release(app->reloaded); /* the hub dropped it in lg_hub_set_rules() */
         free(app->reloaded);

@@ -48,6 +48,10 @@ static const char *const lg_log_format_names[] = {
 #define LG_U64(k, f, lo, hi, d, doc_)                                                              \
     { .key = k, .type = LG_SETTING_U64, .offset = LG_OFF(f), .min = lo, .max = hi, .def = d,       \
       .doc = doc_ }
+/* A number a reload changes: it only bounds work that starts after it (live_limits.h). */
+#define LG_LIVE_U32_IN(section, name, lo, hi, d, doc_)                                             \
+    { .key = #section "." #name, .type = LG_SETTING_U32, .offset = LG_OFF(section.name),           \
+      .min = lo, .max = hi, .def = d, .doc = doc_, .live = true }
 
 /* A list item of auth.anonymous_subscribe and metrics.topics: a topic_rules glob. */
 static const char *lg_config__pattern_problem(const char *item, size_t len)
@@ -155,42 +159,53 @@ static const struct lg_setting lg_settings[] = {
               "control messages a client may send per second (a burst of as many); past it, "
               "close 1008; 0 = no bound"),
 
-    LG_U32_IN(poll, default_timeout_ms, 0, LG_HOUR_MS, 25000,
-              "long-poll hold time when the request names none"),
-    LG_U32_IN(poll, max_timeout_ms, 0, LG_HOUR_MS, 60000,
-              "cap on the hold time a request may ask for"),
+    LG_LIVE_U32_IN(poll, default_timeout_ms, 0, LG_HOUR_MS, 25000,
+                   "long-poll hold time when the request names none"),
+    LG_LIVE_U32_IN(poll, max_timeout_ms, 0, LG_HOUR_MS, 60000,
+                   "cap on the hold time a request may ask for"),
     LG_U32_IN(poll, max_batch, 1, 10000, 100, "events per long-poll response"),
 
-    LG_U32_IN(limits, max_event_bytes, 1, LG_MIB(16), LG_KIB(64),
-              "largest published event body (413 above)"),
-    LG_U32_IN(limits, max_batch_bytes, 1, LG_MIB(256), LG_MIB(1),
-              "largest batch publish request body (413 above)"),
+    /* limits: live when it bounds only work that starts after the reload; else the comment
+     * above the row names what was built from it at start. */
+    LG_LIVE_U32_IN(limits, max_event_bytes, 1, LG_MIB(16), LG_KIB(64),
+                   "largest published event body (413 above)"),
+    LG_LIVE_U32_IN(limits, max_batch_bytes, 1, LG_MIB(256), LG_MIB(1),
+                   "largest batch publish request body (413 above)"),
     { .key = "limits.max_topics", .type = LG_SETTING_U32, .offset = LG_OFF(limits.max_topics),
       .min = 1, .max = 100000000, .def = 100000, .live = true,
       .doc = "topics the hub will create (503 above)" },
-    LG_U32_IN(limits, max_topics_per_client, 1, 64, 64,
-              "topics in one subscription (a cursor holds at most 64)"),
-    LG_U32_IN(limits, topic_creations_per_s, 0, 1000000, 16,
-              "new topics one subscriber connection may create per second (a burst of "
-              "max_topics_per_client); 0 = no bound"),
+    LG_LIVE_U32_IN(limits, max_topics_per_client, 1, 64, 64,
+                   "topics in one subscription (a cursor holds at most 64)"),
+    LG_LIVE_U32_IN(limits, topic_creations_per_s, 0, 1000000, 16,
+                   "new topics one subscriber connection may create per second (a burst of "
+                   "max_topics_per_client); 0 = no bound"),
+    /* Restart: the client address table has one entry per connection, allocated at start,
+     * and the descriptor limit was checked against it. */
     LG_U32_IN(limits, max_connections, 1, 10000000, 19400,
               "public-port connections per process (503 above)"),
-    LG_U32_IN(limits, max_connections_per_address, 0,
-              10000000, 1024, "connections per client address (429 above); 0 = no bound"),
+    LG_LIVE_U32_IN(limits, max_connections_per_address, 0,
+                   10000000, 1024, "connections per client address (429 above); 0 = no bound"),
+    /* Restart: each connection's request buffer was allocated with this size. */
     LG_U32_IN(limits, max_request_head_bytes, 1024, LG_MIB(1),
               LG_KIB(8), "request line + headers on the public port (431 above)"),
+    /* Restart: each worker's libwebsockets context took its timeout from it at start. */
     LG_U32_IN(limits, request_timeout_ms, 100, LG_HOUR_MS, 10000,
               "a request head must arrive within this (408 after)"),
-    LG_U32_IN(limits, keepalive_timeout_ms, 100, LG_HOUR_MS, 10000,
-              "an idle keep-alive connection is closed after this"),
+    LG_LIVE_U32_IN(limits, keepalive_timeout_ms, 100, LG_HOUR_MS, 10000,
+                   "an idle keep-alive connection is closed after this"),
+    /* Restart: it bounds what is retained already (lowered, the next publish would evict
+     * existing history that cursors resume from), not only new work. */
     LG_U64_IN(limits, max_retained_bytes, LG_MIB(1), LG_GIB(1024),
               LG_GIB(1), "bytes of all live events, history and queues together"),
+    /* Restart: each worker's inbox ring was allocated with this many slots. */
     LG_U32_IN(limits, worker_inbox_events, 2, LG_MIB(16), 8,
               "events accepted for one worker and not yet taken by it (publishes wait above)"),
-    LG_U32_IN(limits, publish_wait_ms, 0, 600000, 2000,
-              "longest a publish waits for a worker's room before 503"),
+    LG_LIVE_U32_IN(limits, publish_wait_ms, 0, 600000, 2000,
+                   "longest a publish waits for a worker's room before 503"),
+    /* Restart: libmicrohttpd's connection limit and the publish pacer were sized by it. */
     LG_U32_IN(limits, control_max_connections, 1, 65536, 512,
               "concurrent control-port connections"),
+    /* Restart: libmicrohttpd's connection timeout was set from it when its daemons started. */
     LG_U32_IN(limits, control_idle_timeout_ms, 1000, LG_HOUR_MS,
               30000, "an idle control-port connection is closed after this"),
 

@@ -49,10 +49,18 @@
 
 /* ---- Routing and the MHD callbacks ---------------------------------------------------------- */
 
-static uint32_t limit_event(const struct lg_config *cfg) { return cfg->limits.max_event_bytes; }
-static uint32_t limit_batch(const struct lg_config *cfg) { return cfg->limits.max_batch_bytes; }
+static uint32_t limit_event(const struct lg_live_limits *live)
+{
+    return lg_live(&live->max_event_bytes);
+}
+
+static uint32_t limit_batch(const struct lg_live_limits *live)
+{
+    return lg_live(&live->max_batch_bytes);
+}
+
 /* Admin routes that wait for the workers keep per-request state, as body routes do: no body. */
-static uint32_t limit_none(const struct lg_config *cfg) { (void)cfg; return 0; }
+static uint32_t limit_none(const struct lg_live_limits *live) { (void)live; return 0; }
 
 static const struct lg_ctl_route routes[] = {
     {.access = LG_CTL_PUBLISH, .prefix = "/v1/topics/", .suffix = "/events", .method = "POST",
@@ -265,7 +273,7 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
     if (rt->limit_of == NULL)
         return rt->handle(c, conn, url, NULL);
 
-    uint32_t limit = rt->limit_of(c->cfg);
+    uint32_t limit = rt->limit_of(c->live);
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long declared = cl != NULL ? strtoull(cl, NULL, 10) : 0;
@@ -550,7 +558,8 @@ static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ip
     return 0;
 }
 
-struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *hub,
+struct lg_control *lg_control_start(const struct lg_config *cfg,
+                                    const struct lg_live_limits *live, struct lg_hub *hub,
                                     struct lg_pacer *pacer, const struct lg_auth *auth,
                                     const _Atomic int *lifecycle,
                                     uint16_t *bound_port, char *err, size_t errlen)
@@ -566,6 +575,7 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     }
     c->auth = auth;
     c->cfg = cfg;
+    c->live = live;
     c->hub = hub;
     c->pacer = pacer;
     c->lifecycle = lifecycle;
@@ -575,7 +585,7 @@ struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *
     pthread_mutex_init(&c->admin_lock, NULL);
     c->deadlines = lg_ctl_deadlines_create((struct lg_ctl_deadline_limits){
         .head_ms = cfg->limits.request_timeout_ms,
-        .body_ms = cfg->limits.request_timeout_ms + cfg->limits.publish_wait_ms,
+        .publish_wait_ms = &live->publish_wait_ms,
         .idle_ms = cfg->limits.control_idle_timeout_ms});
     int listen_fd = c->deadlines != NULL ? listen_on(&cfg->control_addr, &ss, err, errlen) : -1;
     if (c->deadlines == NULL)

@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "live_limits.h"
 
 struct lg_hub;
 struct lg_pacer;
@@ -59,14 +60,16 @@ enum lg_lifecycle {
 
 /*
  * Start listening on cfg->control_addr (numeric IPv4, numeric IPv6 or "localhost"; port 0 = let
- * the kernel pick). cfg, hub, pacer, auth and lifecycle are borrowed and must outlive the
- * control port (auth is the app's verifier, whose keys a SIGHUP reload replaces: auth.h); pacer holds the publishes that find no room (publish_pacer.h; the caller has it
+ * the kernel pick). cfg, live, hub, pacer, auth and lifecycle are borrowed and must outlive
+ * the control port (auth is the app's verifier, whose keys a SIGHUP reload replaces: auth.h;
+ * live the limits a reload changes, read per request: live_limits.h); pacer holds the publishes that find no room (publish_pacer.h; the caller has it
  * called by the hub with lg_hub_on_room()).
  * Return value: the running control port with *bound_port set to the real port, or NULL with
  * a message in err (nothing is left running).
  */
 struct lg_auth;
-struct lg_control *lg_control_start(const struct lg_config *cfg, struct lg_hub *hub,
+struct lg_control *lg_control_start(const struct lg_config *cfg,
+                                    const struct lg_live_limits *live, struct lg_hub *hub,
                                     struct lg_pacer *pacer, const struct lg_auth *auth,
                                     const _Atomic int *lifecycle,
                                     uint16_t *bound_port, char *err, size_t errlen);

@@ -71,7 +71,8 @@ void lg_ctl_deadline_head_in(struct lg_ctl_deadlines *d, struct lg_ctl_deadline 
                              uint64_t now_ms)
 {
     if (e != NULL)
-        set_due(d, e, now_ms + d->limits.body_ms);
+        set_due(d, e, now_ms + d->limits.head_ms +
+                          atomic_load_explicit(d->limits.publish_wait_ms, memory_order_relaxed));
 }
 
 void lg_ctl_deadline_answered(struct lg_ctl_deadlines *d, struct lg_ctl_deadline *e,

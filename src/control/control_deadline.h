@@ -27,6 +27,7 @@
 #ifndef LG_CONTROL_DEADLINE_H
 #define LG_CONTROL_DEADLINE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,7 +36,9 @@ struct lg_ctl_deadline;
 
 struct lg_ctl_deadline_limits {
     uint32_t head_ms; /* a request head must be in this long after the connection is idle */
-    uint32_t body_ms; /* the body, and an overload hold, this long after the head */
+    /* the body, and an overload hold, head_ms + this long after the head: read at each head,
+     * as a reload may change it (live_limits.h; it outlives the table) */
+    const _Atomic uint32_t *publish_wait_ms;
     uint32_t idle_ms; /* a connection may sit idle this long between requests */
 };
 

@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "histogram.h"
+#include "live_limits.h"
 #include "hub.h"
 #include "loop_guest.h"
 #include "publish_pacer.h"
@@ -52,6 +53,7 @@ struct lg_control {
                                                      with Redis all on the store's thread */
     struct lg_ctl_deadlines *deadlines; /* owned: every connection's request deadline */
     const struct lg_config *cfg;  /* borrowed, immutable */
+    const struct lg_live_limits *live; /* borrowed: the limits a reload changes */
     struct lg_hub *hub;           /* borrowed */
     struct lg_pacer *pacer;       /* borrowed: publishes waiting for a worker's room */
     const _Atomic int *lifecycle; /* borrowed; enum lg_lifecycle, loaded atomically */
@@ -140,7 +142,7 @@ struct lg_ctl_route {
     const char *allow;       /* Allow header of a 405 */
     const char *body_what;   /* body routes: what the body is, for the 413 message */
     const char *limit_name;  /* body routes: the config key of the limit */
-    uint32_t (*limit_of)(const struct lg_config *cfg); /* NULL = no body expected */
+    uint32_t (*limit_of)(const struct lg_live_limits *live); /* NULL = no body expected */
     lg_ctl_handler *handle;
 };
 

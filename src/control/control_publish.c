@@ -52,13 +52,13 @@ static int refusal(const struct lg_control *c, enum lg_publish_status s, const c
         lg_ctl_fail(e, 503, "unavailable",
              "topic \"%.*s\" cannot be created: the gateway holds %u topics, the limit "
              "(limits.max_topics); publish to an existing topic or raise the limit",
-             tl, topic, cfg->limits.max_topics);
+             tl, topic, lg_live(&c->live->max_topics));
         break;
     case LG_PUBLISH_WORKERS_BEHIND:
         lg_ctl_fail(e, 503, "overloaded",
              "subscribers' workers are behind: the publish waited %u ms "
              "(limits.publish_wait_ms) for room and nothing was published; retry later or "
-             "publish more slowly", cfg->limits.publish_wait_ms);
+             "publish more slowly", lg_live(&c->live->publish_wait_ms));
         break;
     case LG_PUBLISH_MEMORY_FULL:
         lg_ctl_fail(e, 503, "unavailable",
@@ -148,7 +148,7 @@ static bool hold_for_room(struct lg_control *c, struct MHD_Connection *conn,
                           struct lg_ctl_request *r, uint64_t generation)
 {
     uint64_t now = lg_mono_ms();
-    uint32_t wait_ms = c->cfg->limits.publish_wait_ms;
+    uint32_t wait_ms = lg_live(&c->live->publish_wait_ms);
     if (r->held_since_ms == 0) {
         r->held_since_ms = now ? now : 1;
         LG_STAT_ADD(publishes_held, 1);
@@ -285,7 +285,7 @@ int lg_ctl_handle_topic_event(struct lg_control *c, struct MHD_Connection *conn,
     struct lg_publish_result res;
     int rc;
     enum lg_publish_status answer;
-    if (lg_parse_event(&in, c->cfg->limits.max_event_bytes, &ev, &e) != 0 ||
+    if (lg_parse_event(&in, (uint32_t)r->limit, &ev, &e) != 0 ||
         !lg_ctl_may_publish(r, ev.req.topic, ev.req.topic_len, &e)) {
         rc = lg_ctl_reply_error(conn, &e, NULL);
     } else if (!remote_answered(r) && refuse_draining(c, &e)) {
@@ -445,7 +445,7 @@ int lg_ctl_handle_batch(struct lg_control *c, struct MHD_Connection *conn, const
     struct lg_parsed_batch b;
     uint64_t started = lg_mono_ns();
     int rc;
-    bool parsed = lg_parse_batch(r->body, r->len, c->cfg->limits.max_event_bytes, &b, &e) == 0;
+    bool parsed = lg_parse_batch(r->body, r->len, lg_live(&c->live->max_event_bytes), &b, &e) == 0;
     for (size_t i = 0; parsed && r->batch_done == 0 && i < b.n; i++)
         if (!lg_ctl_may_publish(r, b.reqs[i].topic, b.reqs[i].topic_len, &e)) {
             e.index = (long)i; /* all or nothing: no item is published */

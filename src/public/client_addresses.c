@@ -15,7 +15,7 @@ struct entry {
 
 struct lg_client_addresses {
     pthread_mutex_t lock;
-    uint32_t per_address;       /* immutable; 0 = no bound */
+    uint32_t per_address;       /* {lock} 0 = no bound */
     uint32_t capacity;          /* immutable: entries */
     uint32_t mask;              /* immutable: buckets - 1 */
     uint32_t *buckets;          /* {lock} entry index, or NO_ENTRY */
@@ -57,6 +57,21 @@ void lg_client_addresses_destroy(struct lg_client_addresses *t)
     free(t->buckets);
     free(t->entries);
     free(t);
+}
+
+void lg_client_addresses_set_per_address(struct lg_client_addresses *t, uint32_t per_address)
+{
+    pthread_mutex_lock(&t->lock);
+    t->per_address = per_address;
+    pthread_mutex_unlock(&t->lock);
+}
+
+uint32_t lg_client_addresses_per_address(struct lg_client_addresses *t)
+{
+    pthread_mutex_lock(&t->lock);
+    uint32_t per_address = t->per_address;
+    pthread_mutex_unlock(&t->lock);
+    return per_address;
 }
 
 static uint32_t hash_address(const struct lg_client_address *a)

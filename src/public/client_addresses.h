@@ -11,8 +11,10 @@
  *          entry holds at least one connection) and its hash buckets, allocated at create.
  * Frees:   lg_client_addresses_destroy(), after every worker was joined.
  * Threads: any worker thread; `lock` is held only for one lookup (no I/O, no allocation).
+ *          The main thread changes the bound per address at a reload, under the same lock.
  * Bounds:  entries <= limits.max_connections; connections per address <=
- *          limits.max_connections_per_address (0 = no bound).
+ *          limits.max_connections_per_address (0 = no bound; a lowered bound refuses new
+ *          connections of an address above it and closes none).
  */
 #ifndef LG_CLIENT_ADDRESSES_H
 #define LG_CLIENT_ADDRESSES_H
@@ -27,6 +29,11 @@ struct lg_client_addresses;
 /* Return value: the table, or NULL (out of memory). */
 struct lg_client_addresses *lg_client_addresses_create(uint32_t max_entries, uint32_t per_address);
 void lg_client_addresses_destroy(struct lg_client_addresses *t);
+
+/* A reload's new bound per address (0 = none), for the connections counted from now on. */
+void lg_client_addresses_set_per_address(struct lg_client_addresses *t, uint32_t per_address);
+/* The bound per address now (for messages). */
+uint32_t lg_client_addresses_per_address(struct lg_client_addresses *t);
 
 /* Count one more connection against a. Return value: true, or false when a already holds
  * per_address connections (or the table is full): nothing was counted. */

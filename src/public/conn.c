@@ -90,9 +90,8 @@ void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_conn_home *home,
     c->report.opened_unix_ms = lg_unix_ms();
     c->report.opened_mono_ms = now_ms;
     peer_of(wsi, c->report.peer, sizeof c->report.peer);
-    const struct lg_config *cfg = home->cfg;
-    lg_rate_init(&c->topic_creations, cfg->limits.topic_creations_per_s,
-                 cfg->limits.max_topics_per_client, now_ms);
+    lg_rate_init(&c->topic_creations, lg_live(&home->live->topic_creations_per_s),
+                 lg_live(&home->live->max_topics_per_client), now_ms);
     lg_buf_init(&c->out);
     lg_dlist_push_tail(&home->conns, &c->links.all);
 }
@@ -411,7 +410,6 @@ int lg_conn_http_params(struct lg_conn *c, const char *buf, const struct lg_http
                         const char *cursor_param, struct lg_subscribe_params *p)
 {
     char problem[256];
-    const struct lg_config *cfg = c->home->cfg;
     const char *header = NULL;
     size_t header_len = 0;
     if (req && strcmp(cursor_param, "last_event_id") == 0 &&
@@ -421,7 +419,8 @@ int lg_conn_http_params(struct lg_conn *c, const char *buf, const struct lg_http
     }
     const char *code = lg_subscribe_params_parse(p, buf + req->query.off, req->query.len,
                                                  cursor_param, header, header_len,
-                                                 cfg->limits.max_topics_per_client, problem,
+                                                 lg_live(&c->home->live->max_topics_per_client),
+                                                 problem,
                                                  sizeof problem);
     if (!code && p->topic_count == 0) {
         snprintf(problem, sizeof problem, "at least one topic=NAME parameter is required");

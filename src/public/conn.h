@@ -41,6 +41,7 @@
 #include "encode.h"
 #include "http_request.h"
 #include "http_response.h"
+#include "live_limits.h"
 #include "min_heap.h"
 #include "rate.h"
 #include "subscriber.h"
@@ -67,6 +68,7 @@ struct lg_ws_upgrade {
  */
 struct lg_conn_home {
     const struct lg_config *cfg;
+    const struct lg_live_limits *live;  /* the limits a reload changes (live_limits.h) */
     struct lg_hub *hub;
     uint32_t index;                     /* the worker's: its slot in every topic and the stats */
     const char *static_dir;             /* resolved absolute directory of static files */

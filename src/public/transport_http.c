@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "acceptor.h" /* LG_LINGER_MS, LG_LINGER_BYTES: one lingering close for both */
+#include "client_addresses.h"
 #include "config.h"
 #include "conn.h"
 #include "conn_auth.h"
@@ -130,7 +131,7 @@ static void next_request(struct lg_conn *c)
 {
     const struct lg_config *cfg = c->home->cfg;
     if (!c->http.rx || c->http.rx->len == 0) {
-        lg_conn_deadline_in(c, cfg->limits.keepalive_timeout_ms);
+        lg_conn_deadline_in(c, lg_live(&c->home->live->keepalive_timeout_ms));
         return;
     }
     struct lg_rx *rx = c->http.rx;
@@ -262,7 +263,7 @@ static int http_timer(struct lg_conn *c)
     }
     if (!idle(c) && (c->out.len || lws_partial_buffered(c->wsi))) {
         /* its answer is still being sent: an idle connection only once it is out */
-        lg_conn_deadline_in(c, c->home->cfg->limits.keepalive_timeout_ms);
+        lg_conn_deadline_in(c, lg_live(&c->home->live->keepalive_timeout_ms));
         return 0;
     }
     static struct lg_ratelimit rl;
@@ -315,11 +316,10 @@ const struct lg_transport lg_transport_http = {
 /* The client address of c already holds limits.max_connections_per_address connections. */
 static void refuse_per_address(struct lg_conn *c)
 {
-    const struct lg_config *cfg = c->home->cfg;
     char msg[160];
     snprintf(msg, sizeof msg,
              "your address holds %u connections, the limit (limits.max_connections_per_address); "
-             "close one or retry later", cfg->limits.max_connections_per_address);
+             "close one or retry later", lg_client_addresses_per_address(c->home->clients));
     LG_STAT_ADD(connections_refused_address, 1);
     lg_conn_http_error(c, 429, "too_many_connections", msg, "Retry-After: 1\r\n");
 }

@@ -67,9 +67,11 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
         free(p);
         return;
     }
-    uint64_t timeout_ms = p->has_timeout ? p->timeout_ms : cfg->poll.default_timeout_ms;
-    if (timeout_ms > cfg->poll.max_timeout_ms)
-        timeout_ms = cfg->poll.max_timeout_ms;
+    const struct lg_live_limits *live = c->home->live;
+    uint64_t timeout_ms = p->has_timeout ? p->timeout_ms : lg_live(&live->poll_default_timeout_ms);
+    uint32_t max_timeout_ms = lg_live(&live->poll_max_timeout_ms);
+    if (timeout_ms > max_timeout_ms)
+        timeout_ms = max_timeout_ms;
     if (timeout_ms > lg_conn_token_ms_left(c))
         timeout_ms = lg_conn_token_ms_left(c); /* a held poll does not outlive its token */
     free(p);

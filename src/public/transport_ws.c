@@ -166,7 +166,6 @@ static void unsubscribe_added(struct lg_conn *c, const struct lg_subscribe_param
  * when one topic is refused (a bad cursor, no room for a new topic), none of them is added. */
 static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
-    const struct lg_config *cfg = c->home->cfg;
     struct lg_hub *hub = c->home->hub;
     for (size_t i = 0; i < p->topic_count; i++) {
         if (lg_auth_may_subscribe(c->home->auth, c->grant, p->topics[i]))
@@ -190,10 +189,11 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
         fresh += !had[i];
         lg_hub_topic_done(hub, t);
     }
-    if (c->sub.sub_count + fresh > cfg->limits.max_topics_per_client) {
+    uint32_t max_topics = lg_live(&c->home->live->max_topics_per_client);
+    if (c->sub.sub_count + fresh > max_topics) {
         char text[128];
         snprintf(text, sizeof text, "at most %u topics per connection (limits.max_topics_per_client)",
-                 cfg->limits.max_topics_per_client);
+                 max_topics);
         return reply_error(c, "too_many_topics", text);
     }
     struct lg_subscribe_failure why;
@@ -336,11 +336,11 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
     struct lg_subscribe_params *p = malloc(sizeof *p);
     if (p == NULL)
         return -1;
-    const struct lg_config *cfg = c->home->cfg;
     struct lg_ws_message m;
     bool malformed;
     char problem[256];
-    const char *code = lg_ws_message_parse(text, len, cfg->limits.max_topics_per_client, &m, p,
+    const char *code = lg_ws_message_parse(text, len,
+                                           lg_live(&c->home->live->max_topics_per_client), &m, p,
                                            &malformed, problem, sizeof problem);
     int rc;
     if (code != NULL && malformed) {
@@ -421,7 +421,8 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     if (query && p) {
         char problem[256];
         const char *code = lg_subscribe_params_parse(p, query, strlen(query), "since", NULL, 0,
-                                                     cfg->limits.max_topics_per_client, problem,
+                                                     lg_live(&c->home->live->max_topics_per_client),
+                                                     problem,
                                                      sizeof problem);
         if (code)
             rc = reply_error(c, code, problem);

@@ -413,7 +413,8 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
         return NULL;
     }
     w->shared = *shared;
-    w->home = (struct lg_conn_home){.cfg = shared->cfg, .hub = shared->hub, .index = index,
+    w->home = (struct lg_conn_home){.cfg = shared->cfg, .live = shared->live, .hub = shared->hub,
+                                    .index = index,
                                     .static_dir = shared->static_dir, .auth = shared->auth,
                                     .clients = shared->clients,
                                     .deadlines_moved = lg_worker_deadlines_moved};

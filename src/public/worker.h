@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "live_limits.h"
 
 struct lg_worker;
 struct lg_hub;
@@ -61,6 +62,7 @@ struct lg_loop_guest;
 
 struct lg_worker_shared {
     const struct lg_config *cfg;
+    const struct lg_live_limits *live; /* the limits a reload changes; outlives the workers */
     struct lg_hub *hub;
     const char *static_dir;  /* resolved absolute directory of static files */
     struct lg_client_addresses *clients; /* connections per client address (every worker) */

@@ -30,6 +30,7 @@
 #define IO_TIMEOUT_MS 5000
 
 static struct lg_config cfg;
+static struct lg_live_limits live; /* the control port reads its body limits here */
 static struct lg_hub *hub;
 static struct lg_control *ctl;
 static _Atomic int lifecycle;
@@ -73,7 +74,8 @@ static void start(uint32_t max_topics)
     lg_hub_on_room(hub, lg_pacer_room, pacer);
     auth = lg_auth_create(&cfg, err, sizeof err);
     ck_assert_msg(auth != NULL, "lg_auth_create: %s", err);
-    ctl = lg_control_start(&cfg, hub, pacer, auth, &lifecycle, &port, err, sizeof err);
+    lg_live_limits_store(&live, &cfg);
+    ctl = lg_control_start(&cfg, &live, hub, pacer, auth, &lifecycle, &port, err, sizeof err);
     ck_assert_msg(ctl != NULL, "lg_control_start: %s", err);
     ck_assert_uint_ne(port, 0);
     atomic_store(&host_stop, false);
