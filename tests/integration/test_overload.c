@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -179,13 +180,14 @@ static void open_stream(struct lg_sse_client *c, const struct lg_server *s, cons
     ck_assert_int_eq(c->status, 200);
 }
 
-/* Start a server whose worker inboxes hold 2 events, subscribe to topic, freeze the
- * subscriber's worker, connect k and publish seq 1 and 2 on it (both accepted: the inbox is now
- * full). Return value: the frozen worker's thread id. */
+/* Start a server whose worker inboxes hold 2 events (config NULL: s runs already), subscribe
+ * to topic, freeze the subscriber's worker, connect k and publish seq 1 and 2 on it (both
+ * accepted: the inbox is now full). Return value: the frozen worker's thread id. */
 static pid_t fill_frozen_inbox(struct lg_server *s, const char *config, const char *topic,
                                struct lg_sse_client *sub, struct lg_stall_ka *k)
 {
-    lg_server_must_start(s, config);
+    if (config)
+        lg_server_must_start(s, config);
     open_stream(sub, s, topic);
     ck_assert(lg_wait_stat(s->control_port, "clients_sse", 1, 5000));
     pid_t tid = freeze_worker(s, busy_worker(s));
@@ -237,6 +239,48 @@ START_TEST(test_held_then_refused_after_the_wait)
     lg_stall_ka_close(&k);
     lg_sse_close(&sub);
     lg_server_must_stop(&s);
+}
+END_TEST
+
+/* limits.publish_wait_ms changes on SIGHUP: a publish held after the reload waits the new
+ * time (test_reload.c has the other live limits). */
+START_TEST(test_publish_wait_changes_on_reload)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/lg-overload-%d.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(FROZEN_CONFIG, f);
+    fclose(f);
+    struct lg_server s;
+    const char *args[] = {"--config", path, NULL};
+    ck_assert_msg(lg_server_start(&s, NULL, args) == 0, "server did not start");
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"workers\":2,\"limits\":{\"worker_inbox_events\":2,\"publish_wait_ms\":1200}}", f);
+    fclose(f);
+    ck_assert_int_eq(kill(s.pid, SIGHUP), 0);
+    ck_assert(lg_metric_wait(s.control_port, "livegate_config_reloads_total{result=\"applied\"}",
+                             1, 5000));
+    ck_assert(lg_server_wait_log(&s, "reload applied: limits.publish_wait_ms", 5000));
+
+    struct lg_sse_client sub;
+    struct lg_stall_ka k;
+    pid_t tid = fill_frozen_inbox(&s, NULL, "frozen", &sub, &k);
+    struct answer a;
+    publish(&k, "frozen", "three", &a);
+    ck_assert_int_eq(a.status, 503);
+    ck_assert_str_eq(a.error, "overloaded");
+    ck_assert_msg(a.took_ms >= 1190, "refused after %" PRId64 " ms, before the 1200 ms wait",
+                  a.took_ms);
+    thaw_worker(tid);
+    expect_seq(&sub, 1);
+    expect_seq(&sub, 2);
+    lg_sse_expect_no_event(&sub, 200);
+    lg_stall_ka_close(&k);
+    lg_sse_close(&sub);
+    lg_server_must_stop(&s);
+    unlink(path);
 }
 END_TEST
 
@@ -509,6 +553,7 @@ START_TEST(test_stalled_subscriber_keeps_its_policy)
 END_TEST
 
 LG_CHECK_MAIN_TCASE("overload", "pacing", 120, test_held_then_refused_after_the_wait,
+                    test_publish_wait_changes_on_reload,
                     test_held_publish_is_accepted_when_the_worker_catches_up,
                     test_paced_batch_reaches_every_subscriber,
                     test_progressing_batch_outlives_its_first_deadline,

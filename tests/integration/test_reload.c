@@ -5,17 +5,25 @@
  * token_unknown_key) once removed; an invalid file, and an invalid JWKS, refused with the
  * running configuration kept (old key still works, counter and log line); a restart-only key
  * refused by name with nothing applied; a control token kept off loopback; an origin added to allowed_origins by a reload;
- * limits.max_topics lowered to bound new topics; a subscriber on each of SSE and WebSocket
+ * limits.max_topics lowered to bound new topics; every other live limit (limits.max_event_bytes,
+ * max_batch_bytes, max_topics_per_client, topic_creations_per_s, max_connections_per_address,
+ * keepalive_timeout_ms, poll.default_timeout_ms, poll.max_timeout_ms; publish_wait_ms is in
+ * test_overload.c, which can freeze a worker) enforced on new work after a reload while a
+ * connection opened before it streams on, and an invalid limit refused with the running one
+ * kept; a subscriber on each of SSE and WebSocket
  * streaming across three reloads receiving exactly every id; and every credential case of the
  * kid rule (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with
  * one, kid on a single unnamed key, expired, wrong alg). Each step waits on the reload counter
  * of /metrics, never on a sleep.
  */
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "lg_test.h"
@@ -242,12 +250,16 @@ START_TEST(test_restart_key_refused)
     struct lg_server s;
     write_config("{\"workers\":1,\"log_level\":\"info\"}");
     start(&s);
-    write_config("{\"workers\":1,\"log_level\":\"debug\",\"limits\":{\"max_connections\":5},"
-                 "\"sse\":{\"retry_ms\":500}}");
+    /* Live limits beside restart-only ones: none applied. */
+    write_config("{\"workers\":1,\"log_level\":\"debug\",\"limits\":{\"max_connections\":5,"
+                 "\"max_event_bytes\":1,\"worker_inbox_events\":4,\"request_timeout_ms\":500,"
+                 "\"max_request_head_bytes\":2048},\"sse\":{\"retry_ms\":500}}");
     hup(&s, REFUSED, 1);
-    ck_assert(lg_server_wait_log(&s, "reload refused: sse.retry_ms, limits.max_connections "
-                                     "changed, which needs a restart; nothing was applied "
-                                     "(restore them, or restart)", WAIT_MS));
+    ck_assert(lg_server_wait_log(&s, "reload refused: sse.retry_ms, limits.max_connections, "
+                                     "limits.max_request_head_bytes, limits.request_timeout_ms, "
+                                     "limits.worker_inbox_events changed, which needs a restart; "
+                                     "nothing was applied (restore them, or restart)", WAIT_MS));
+    ck_assert_int_eq(lg_publish(s.control_port, "r", "two bytes", NULL, 0), 201);
     /* Nothing applied: the level stayed info. */
     struct lg_http_response r;
     ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/v1/nowhere", NULL, NULL, 0, &r,
@@ -305,6 +317,258 @@ START_TEST(test_max_topics_live)
     ck_assert_int_eq(lg_publish(s.control_port, "t3", "d", NULL, 0), 503);
     ck_assert_int_eq(lg_publish(s.control_port, "t1", "d", NULL, 0), 201); /* it exists */
     ck_assert_int_eq(lg_server_stat(&s, "topics"), topics + 1);
+    stop(&s);
+}
+END_TEST
+
+/* The next event on c is a message carrying data (its id into id when not NULL). */
+static void expect_event(struct lg_sse_client *c, const char *data, const char *id)
+{
+    struct lg_sse_event ev;
+    ck_assert_int_eq(lg_sse_next(c, &ev, WAIT_MS), 1);
+    ck_assert_str_eq(ev.data, data);
+    if (id)
+        ck_assert_str_eq(ev.id, id);
+    lg_sse_event_free(&ev);
+}
+
+/* POST body to path on the control port: the answer must be status (and carry message). */
+static void expect_publish(const struct lg_server *s, const char *path, const char *body,
+                           size_t len, int status, const char *message)
+{
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s->control_port, "POST", path, NULL, body, len, &r, WAIT_MS),
+                     0);
+    if (status == 201 || status == 200)
+        ck_assert_msg(r.status == status, "%s: %d %s", path, r.status, r.body);
+    else
+        lg_expect_error_named(path, &r, status, "payload_too_large", LG_ERROR_ONLY_KEYS);
+    if (message)
+        ck_assert_msg(strstr(r.body, message), "%s: %s", path, r.body);
+    lg_http_response_free(&r);
+}
+
+/* limits.max_event_bytes and max_batch_bytes bound the publishes after a reload; a stream
+ * opened before it receives exactly what was accepted; an invalid limit is refused whole. */
+START_TEST(test_publish_limits_live)
+{
+    paths();
+    struct lg_server s;
+    write_config("{\"workers\":1}");
+    start(&s);
+    struct lg_sse_client sub;
+    lg_sse_must_open(&sub, s.public_port, "/sse?topic=lim", NULL);
+    char big[201], small[101], id_big[128], id_small[128];
+    memset(big, 'b', 200), big[200] = '\0';
+    memset(small, 's', 100), small[100] = '\0';
+    ck_assert_int_eq(lg_publish(s.control_port, "lim", big, id_big, sizeof id_big), 201);
+    char batch[201];
+    memset(batch, ' ', 200), batch[200] = '\0';
+    memcpy(batch, "[{\"topic\":\"lim\",\"data\":\"x\"}", 27);
+    batch[199] = ']';
+
+    write_config("{\"workers\":1,\"limits\":{\"max_event_bytes\":100,\"max_batch_bytes\":150}}");
+    hup(&s, APPLIED, 1);
+    ck_assert(lg_server_wait_log(&s, "reload applied: limits.max_event_bytes, "
+                                     "limits.max_batch_bytes", WAIT_MS));
+    expect_publish(&s, "/v1/topics/lim/events", big, 200, 413,
+                   "\"event body is 200 bytes; the limit is 100 (limits.max_event_bytes)\"");
+    expect_publish(&s, "/v1/publish", batch, 200, 413,
+                   "\"batch body is 200 bytes; the limit is 150 (limits.max_batch_bytes)\"");
+    ck_assert_int_eq(lg_publish(s.control_port, "lim", small, id_small, sizeof id_small), 201);
+
+    /* Out of range, and event > batch: refused whole, the limits of the reload above kept. */
+    write_config("{\"workers\":1,\"limits\":{\"max_event_bytes\":0,\"max_batch_bytes\":150}}");
+    hup(&s, FAILED, 1);
+    ck_assert(lg_server_wait_log(&s, "limits.max_event_bytes: 0 is out of range (allowed "
+                                     "1..16777216); the running configuration is kept", WAIT_MS));
+    write_config("{\"workers\":1,\"limits\":{\"max_event_bytes\":1000,\"max_batch_bytes\":150}}");
+    hup(&s, FAILED, 2);
+    ck_assert(lg_server_wait_log(&s, "limits.max_event_bytes (1000) must not exceed "
+                                     "limits.max_batch_bytes (150); the running configuration "
+                                     "is kept", WAIT_MS));
+    expect_publish(&s, "/v1/topics/lim/events", big, 200, 413,
+                   "the limit is 100 (limits.max_event_bytes)");
+
+    expect_event(&sub, big, id_big);
+    expect_event(&sub, small, id_small);
+    lg_sse_expect_quiet(&sub, 200);
+    ck_assert_double_eq(lg_metric(s.control_port, APPLIED), 1);
+    lg_sse_close(&sub);
+    stop(&s);
+}
+END_TEST
+
+/* Send text on c; the answer must be exactly want, or start with {"type":"<want>" when want
+ * is a bare type name. */
+static void ws_expect(struct lg_ws_client *c, const char *text, const char *want)
+{
+    ck_assert_int_eq(lg_ws_send_text(c, text, strlen(text)), 0);
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(c, &m, WAIT_MS), 1);
+    if (want[0] == '{') {
+        ck_assert_str_eq(m, want);
+    } else {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "{\"type\":\"%s\"", want);
+        ck_assert_msg(strncmp(m, prefix, strlen(prefix)) == 0, "answer %s, want %s", m, want);
+    }
+    free(m);
+}
+
+/* The next WebSocket message on c is the event of topic with id. */
+static void ws_expect_event(struct lg_ws_client *c, const char *topic, const char *id)
+{
+    char *m = NULL;
+    ck_assert_int_eq(lg_ws_next(c, &m, WAIT_MS), 1);
+    char want_topic[160], want_id[160];
+    snprintf(want_topic, sizeof want_topic, "\"topic\":\"%s\"", topic);
+    snprintf(want_id, sizeof want_id, "\"id\":\"%s\"", id);
+    ck_assert_msg(strstr(m, "\"type\":\"event\"") && strstr(m, want_topic) && strstr(m, want_id),
+                  "%s", m);
+    free(m);
+}
+
+#define SUB_LIMITS_BEFORE "{\"workers\":1,\"trusted_proxies\":\"127.0.0.1\"}"
+#define SUB_LIMITS_AFTER                                                                           \
+    "{\"workers\":1,\"trusted_proxies\":\"127.0.0.1\",\"limits\":{"                               \
+    "\"max_topics_per_client\":2,\"topic_creations_per_s\":1,\"max_connections_per_address\":1}}"
+
+/* limits.max_topics_per_client, topic_creations_per_s and max_connections_per_address bound
+ * the subscriptions and connections after a reload; those opened before it keep what they
+ * hold and stream on. */
+START_TEST(test_subscribe_limits_live)
+{
+    paths();
+    struct lg_server s;
+    write_config(SUB_LIMITS_BEFORE);
+    start(&s);
+    const char *client = "X-Forwarded-For: 203.0.113.7\r\n";
+    struct lg_sse_client held;
+    lg_sse_must_open(&held, s.public_port, "/sse?topic=a", client);
+    struct lg_ws_client ws;
+    lg_ws_must_subscribe(&ws, s.public_port, "/ws?topic=a&topic=b&topic=c", NULL, NULL, 0);
+
+    write_config(SUB_LIMITS_AFTER);
+    hup(&s, APPLIED, 1);
+    ck_assert(lg_server_wait_log(&s, "reload applied: limits.max_topics_per_client, "
+                                     "limits.topic_creations_per_s, "
+                                     "limits.max_connections_per_address", WAIT_MS));
+    /* The address holds one connection already: a second is refused (SSE: a refused event). */
+    struct lg_sse_client second;
+    ck_assert_int_eq(lg_sse_open(&second, s.public_port, "/sse?topic=a", client), 0);
+    ck_assert_msg(strstr(second.headers, "X-Livegate-Refused: 429 too_many_connections\r\n"),
+                  "%s", second.headers);
+    ck_assert(lg_sse_wait_eof(&second, WAIT_MS));
+    ck_assert_msg(strstr(second.raw, "\"your address holds 1 connections, the limit "
+                                     "(limits.max_connections_per_address); close one or retry "
+                                     "later\""), "%s", second.raw);
+    lg_sse_close(&second);
+
+    /* The WebSocket holds three topics: it keeps them, and may add none. */
+    ws_expect(&ws, "{\"op\":\"subscribe\",\"topics\":[\"d\"]}",
+              "{\"type\":\"error\",\"v\":1,\"code\":\"too_many_topics\",\"message\":\"at most 2 "
+              "topics per connection (limits.max_topics_per_client)\"}");
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.public_port, "GET",
+                                     "/poll?topic=a&topic=b&topic=c&timeout=0", NULL, NULL, 0,
+                                     &r, WAIT_MS), 0);
+    lg_expect_error_named("three topics in a poll", &r, 400, "bad_request", 0);
+    ck_assert_msg(strstr(r.body, "\"at most 2 topics per subscription "
+                                 "(limits.max_topics_per_client)\""), "%s", r.body);
+    lg_http_response_free(&r);
+
+    /* A new connection creates topics at 1 a second, after a burst of 2. */
+    struct lg_ws_client fresh;
+    lg_ws_must_open(&fresh, s.public_port, "/ws", "livegate.v1");
+    ws_expect(&fresh, "{\"op\":\"subscribe\",\"topics\":[\"n0\",\"n1\"]}", "subscribed");
+    ws_expect(&fresh, "{\"op\":\"unsubscribe\",\"topics\":[\"n0\",\"n1\"]}", "unsubscribed");
+    ws_expect(&fresh, "{\"op\":\"subscribe\",\"topics\":[\"n2\",\"n3\"]}",
+              "{\"type\":\"error\",\"v\":1,\"code\":\"too_many_new_topics\",\"message\":\"this "
+              "connection creates new topics faster than limits.topic_creations_per_s allows; "
+              "retry shortly\"}");
+    lg_ws_close(&fresh);
+
+    /* The connections of before stream on, every topic they held. */
+    char id_a[128], id_c[128];
+    ck_assert_int_eq(lg_publish(s.control_port, "a", "to-a", id_a, sizeof id_a), 201);
+    ck_assert_int_eq(lg_publish(s.control_port, "c", "to-c", id_c, sizeof id_c), 201);
+    expect_event(&held, "to-a", id_a);
+    ws_expect_event(&ws, "a", id_a);
+    ws_expect_event(&ws, "c", id_c);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_sse"), 1);
+    ck_assert_int_eq(lg_server_stat(&s, "clients_ws"), 1);
+    lg_sse_close(&held);
+    lg_ws_close(&ws);
+    stop(&s);
+}
+END_TEST
+
+/* A long-poll on p from the proxy's own address: its status, and how long it was held. */
+static int64_t poll_held_ms(const struct lg_server *s, const char *query)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/poll?topic=p%s", query);
+    struct lg_http_response r;
+    int64_t t0 = lg_now_ms();
+    ck_assert_int_eq(lg_http_request(s->public_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS), 0);
+    int64_t took = lg_now_ms() - t0;
+    ck_assert_msg(r.status == 200, "%s: %d %s", path, r.status, r.body);
+    lg_http_response_free(&r);
+    return took;
+}
+
+/* The peer closes fd within timeout_ms without sending a byte. */
+static void expect_quiet_close(int fd, int timeout_ms)
+{
+    int64_t deadline = lg_now_ms() + timeout_ms;
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 50 * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char byte;
+    ssize_t n = -1;
+    while (lg_left_ms(deadline) > 0) {
+        n = recv(fd, &byte, 1, 0);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            break;
+    }
+    ck_assert_msg(n == 0, "the idle keep-alive connection was not closed quietly (%zd)", n);
+}
+
+/* limits.keepalive_timeout_ms and the poll hold times bound the requests after a reload. */
+START_TEST(test_timeouts_live)
+{
+    paths();
+    struct lg_server s;
+    write_config("{\"workers\":1}");
+    start(&s);
+    struct lg_sse_client held;
+    lg_sse_must_open(&held, s.public_port, "/sse?topic=p", NULL);
+    write_config("{\"workers\":1,\"poll\":{\"default_timeout_ms\":300,\"max_timeout_ms\":400},"
+                 "\"limits\":{\"keepalive_timeout_ms\":300}}");
+    hup(&s, APPLIED, 1);
+    ck_assert(lg_server_wait_log(&s, "reload applied: poll.default_timeout_ms, "
+                                     "poll.max_timeout_ms, limits.keepalive_timeout_ms", WAIT_MS));
+    /* 60 s asked, 400 ms held (WAIT_MS would fail it at the old cap of 60 s); none asked, 300. */
+    int64_t capped = poll_held_ms(&s, "&timeout=60"), by_default = poll_held_ms(&s, "");
+    ck_assert_msg(capped >= 380, "held %lld ms, under the new cap", (long long)capped);
+    ck_assert_msg(by_default >= 280 && by_default < 2000, "held %lld ms", (long long)by_default);
+
+    /* An idle keep-alive connection is closed after 300 ms, not the 10 s of before. */
+    int fd = lg_tcp_connect(s.public_port);
+    ck_assert_int_ge(fd, 0);
+    const char *now = "GET /poll?topic=p&timeout=0 HTTP/1.1\r\nHost: x\r\n\r\n";
+    ck_assert_int_eq(lg_send_all(fd, now, strlen(now)), 0);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    lg_http_response_free(&r);
+    expect_quiet_close(fd, 3000);
+    close(fd);
+
+    char id[128];
+    ck_assert_int_eq(lg_publish(s.control_port, "p", "after", id, sizeof id), 201);
+    expect_event(&held, "after", id);
+    lg_sse_close(&held);
     stop(&s);
 }
 END_TEST
@@ -479,7 +743,9 @@ int main(void)
     TCase *tc = LG_TCASE(suite, "reload", NULL, NULL, test_log_level_and_format,
                          test_key_rotation, test_invalid_config_kept, test_restart_key_refused,
                          test_stream_across_reloads, test_credentials, test_origins_live,
-                         test_max_topics_live, test_control_token_kept_off_loopback);
+                         test_max_topics_live, test_control_token_kept_off_loopback,
+                         test_publish_limits_live, test_subscribe_limits_live,
+                         test_timeouts_live);
     tcase_set_timeout(tc, 60);
     return lg_check_run(suite);
 }
