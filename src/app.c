@@ -246,14 +246,16 @@ static void print_addr(char *out, size_t cap, const char *host, uint16_t port)
  *   jwks_file) does not read, or auth.control_token would go while the control port is off
  *   loopback: nothing changes; counted, logged with the loader's message;
  * - refused: a setting without the table's .live mark changed (listen addresses, workers,
- *   most limits, history, redis, ...: each is held by a part built at start): nothing
- *   changes; counted, logged naming each such key ("needs a restart");
+ *   the limits that size a structure built at start, redis, ...: config_table.c says why,
+ *   row by row): nothing changes; counted, logged naming each such key ("needs a restart");
  * - applied: the live settings take effect: the log level and format (atomics), the auth
  *   generation (auth.h: keys, anonymous_subscribe, control_token, leeway, allowed_origins;
- *   swapped, the old one freed by its last reader), the topic rules and limits.max_topics
- *   of topics created from now on (hub.h: swapped under the registry lock). Counted,
- *   logged with the changed keys. Connections, subscriptions and their cursors are not
- *   touched.
+ *   swapped, the old one freed by its last reader), the topic rules, history bounds and
+ *   limits.max_topics of topics created from now on (hub.h: swapped under the registry
+ *   lock), the limits that bound only new work (live_limits.h: relaxed atomics, read where
+ *   that work starts) and the bound per client address (client_addresses.h, under its
+ *   lock). Counted, logged with the changed keys. Connections, subscriptions and their
+ *   cursors are not touched.
  * All or nothing keeps "the file on disk" and "what runs" comparable: after an applied
  * reload they agree; after a refused one the log says which key stands between them.
  * The new config is owned here (app->reloaded) and freed by the main thread when the next

@@ -411,6 +411,14 @@ int lg_config_diff(const struct lg_config *a, const struct lg_config *b,
     return changed;
 }
 
+void lg_config_each_setting(void (*visit)(const char *key, bool live, void *ctx), void *ctx)
+{
+    size_t count;
+    const struct lg_setting *settings = lg_config__settings(&count);
+    for (size_t i = 0; i < count; i++)
+        visit(settings[i].key, settings[i].live, ctx);
+}
+
 char *lg_config_to_json(const struct lg_config *cfg)
 {
     json_t *root = json_object();

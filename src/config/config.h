@@ -178,6 +178,10 @@ char *lg_config_to_json(const struct lg_config *cfg);
 int lg_config_diff(const struct lg_config *a, const struct lg_config *b,
                    void (*visit)(const char *key, bool live, void *ctx), void *ctx);
 
+/* visit(key, live, ctx) for every setting, in table order (live as in lg_config_diff()): what
+ * the docs' lists of live and restart-only settings are checked against. */
+void lg_config_each_setting(void (*visit)(const char *key, bool live, void *ctx), void *ctx);
+
 /* Free what cfg holds and zero it, so releasing twice is harmless. */
 void lg_config_release(struct lg_config *cfg);
 

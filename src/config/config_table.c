@@ -52,6 +52,9 @@ static const char *const lg_log_format_names[] = {
 #define LG_LIVE_U32_IN(section, name, lo, hi, d, doc_)                                             \
     { .key = #section "." #name, .type = LG_SETTING_U32, .offset = LG_OFF(section.name),           \
       .min = lo, .max = hi, .def = d, .doc = doc_, .live = true }
+#define LG_LIVE_U64_IN(section, name, lo, hi, d, doc_)                                             \
+    { .key = #section "." #name, .type = LG_SETTING_U64, .offset = LG_OFF(section.name),           \
+      .min = lo, .max = hi, .def = d, .doc = doc_, .live = true }
 
 /* A list item of auth.anonymous_subscribe and metrics.topics: a topic_rules glob. */
 static const char *lg_config__pattern_problem(const char *item, size_t len)
@@ -122,11 +125,16 @@ static const struct lg_setting lg_settings[] = {
       .min = 0, .max = 4095, .def_text = "127.0.0.1, ::1",
       .doc = "proxies whose X-Forwarded-For names the client (numeric addresses, comma-separated)" },
 
-    LG_U32_IN(history, max_events, 1, 1000000, 1000, "events retained per topic for resume"),
-    LG_U64_IN(history, max_bytes, 1, LG_GIB(16), LG_MIB(4), "bytes retained per topic for resume"),
-    LG_U64_IN(history, max_age_ms, 0, 365ull * LG_DAY_MS, LG_HOUR_MS,
-              "retained events older than this are evicted; 0 = no age bound"),
+    /* Live as topic_rules: a topic copies its bounds when it is created (the hub reads the
+     * reloaded config for that); the topics there are keep theirs. */
+    LG_LIVE_U32_IN(history, max_events, 1, 1000000, 1000, "events retained per topic for resume"),
+    LG_LIVE_U64_IN(history, max_bytes, 1, LG_GIB(16), LG_MIB(4),
+                   "bytes retained per topic for resume"),
+    LG_LIVE_U64_IN(history, max_age_ms, 0, 365ull * LG_DAY_MS, LG_HOUR_MS,
+                   "retained events older than this are evicted; 0 = no age bound"),
 
+    /* Restart: each subscriber points at these bounds in the configuration of the start, and
+     * on_slow stays with them as one section (topic_rules sets new topics' policy live). */
     LG_U32_IN(client_queue, max_events, 1, 1000000, 1024,
               "events queued per client before on_slow fires"),
     LG_U64_IN(client_queue, max_bytes, 1, LG_GIB(4), LG_MIB(1),

@@ -3,18 +3,18 @@
  * "Reload" and "Key rotation"): a log level and format changed live; a key added to the JWKS
  * accepted after a reload while the old one still works, then the old one refused (401
  * token_unknown_key) once removed; an invalid file, and an invalid JWKS, refused with the
- * running configuration kept (old key still works, counter and log line); a restart-only key
- * refused by name with nothing applied; a control token kept off loopback; an origin added to allowed_origins by a reload;
- * limits.max_topics lowered to bound new topics; every other live limit (limits.max_event_bytes,
- * max_batch_bytes, max_topics_per_client, topic_creations_per_s, max_connections_per_address,
+ * running configuration kept (old key still works, counter and log line); restart-only keys
+ * refused by name with nothing applied; a control token kept off loopback; an origin added to
+ * allowed_origins by a reload; limits.max_topics lowered to bound new topics, and history.*
+ * the history of new ones; every other live limit (limits.max_event_bytes, max_batch_bytes,
+ * max_topics_per_client, topic_creations_per_s, max_connections_per_address,
  * keepalive_timeout_ms, poll.default_timeout_ms, poll.max_timeout_ms; publish_wait_ms is in
  * test_overload.c, which can freeze a worker) enforced on new work after a reload while a
  * connection opened before it streams on, and an invalid limit refused with the running one
- * kept; a subscriber on each of SSE and WebSocket
- * streaming across three reloads receiving exactly every id; and every credential case of the
- * kid rule (right kid for HS256, RS256 and ES256, wrong kid, no kid with several keys and with
- * one, kid on a single unnamed key, expired, wrong alg). Each step waits on the reload counter
- * of /metrics, never on a sleep.
+ * kept; a subscriber on each of SSE and WebSocket streaming across three reloads receiving
+ * exactly every id; and every credential case of the kid rule (right kid for HS256, RS256 and
+ * ES256, wrong kid, no kid with several keys and with one, kid on a single unnamed key,
+ * expired, wrong alg). Each step waits on the reload counter of /metrics, never on a sleep.
  */
 #include <check.h>
 #include <errno.h>
@@ -573,6 +573,40 @@ START_TEST(test_timeouts_live)
 }
 END_TEST
 
+/* GET /v1/topics/{topic}: the body must hold "retained_events":want. */
+static void expect_retained(const struct lg_server *s, const char *topic, int want)
+{
+    char path[128], needle[64];
+    snprintf(path, sizeof path, "/v1/topics/%s", topic);
+    snprintf(needle, sizeof needle, "\"retained_events\":%d,", want);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s->control_port, "GET", path, NULL, NULL, 0, &r, WAIT_MS),
+                     0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(strstr(r.body, needle), "%s: want %s in %s", topic, needle, r.body);
+    lg_http_response_free(&r);
+}
+
+/* history.* bounds the topics created after a reload, as topic_rules do; a topic of before
+ * keeps the bounds it was created with. */
+START_TEST(test_history_live)
+{
+    paths();
+    struct lg_server s;
+    write_config("{\"workers\":1}");
+    start(&s);
+    lg_publish_n(s.control_port, "h-old", 1, 5, NULL, 0);
+    write_config("{\"workers\":1,\"history\":{\"max_events\":2}}");
+    hup(&s, APPLIED, 1);
+    ck_assert(lg_server_wait_log(&s, "reload applied: history.max_events", WAIT_MS));
+    lg_publish_n(s.control_port, "h-old", 6, 8, NULL, 0);
+    lg_publish_n(s.control_port, "h-new", 1, 5, NULL, 0);
+    expect_retained(&s, "h-old", 8);
+    expect_retained(&s, "h-new", 2);
+    stop(&s);
+}
+END_TEST
+
 /* allowed_origins changes live: a WebSocket upgrade and a CORS answer from an origin added by
  * a reload, refused before it. */
 START_TEST(test_origins_live)
@@ -745,7 +779,7 @@ int main(void)
                          test_stream_across_reloads, test_credentials, test_origins_live,
                          test_max_topics_live, test_control_token_kept_off_loopback,
                          test_publish_limits_live, test_subscribe_limits_live,
-                         test_timeouts_live);
+                         test_timeouts_live, test_history_live);
     tcase_set_timeout(tc, 60);
     return lg_check_run(suite);
 }

@@ -271,6 +271,90 @@ START_TEST(test_docs_list_every_setting)
 }
 END_TEST
 
+/* The text of doc between the first `from` and the next `to` after it (malloc'd). */
+static char *lg_test_doc_part(const char *doc, const char *from, const char *to)
+{
+    const char *a = strstr(doc, from);
+    ck_assert_msg(a != NULL, "the docs lost \"%s\"", from);
+    const char *b = strstr(a + strlen(from), to);
+    ck_assert_msg(b != NULL, "nothing ends \"%s\" with \"%s\"", from, to);
+    return strndup(a, (size_t)(b - a));
+}
+
+struct lg_reload_docs {
+    const char *live, *restart, *summary; /* operations.md's two tables, configuration.md's */
+    char sections_with_live[16][32];      /* sections holding a live setting */
+    size_t section_count;
+};
+
+static bool lg_test_names(const char *text, const char *key)
+{
+    char needle[300];
+    snprintf(needle, sizeof needle, "`%.200s`", key);
+    return strstr(text, needle) != NULL;
+}
+
+static void lg_test_note_live_section(const char *key, bool live, void *ctx)
+{
+    struct lg_reload_docs *d = ctx;
+    const char *dot = strchr(key, '.');
+    if (!live || !dot)
+        return;
+    for (size_t i = 0; i < d->section_count; i++)
+        if (strncmp(d->sections_with_live[i], key, (size_t)(dot - key)) == 0 &&
+            d->sections_with_live[i][dot - key] == '\0')
+            return;
+    ck_assert_uint_lt(d->section_count, 16);
+    snprintf(d->sections_with_live[d->section_count++], 32, "%.*s", (int)(dot - key), key);
+}
+
+static void lg_test_check_reload_row(const char *key, bool live, void *ctx)
+{
+    const struct lg_reload_docs *d = ctx;
+    ck_assert_msg(lg_test_names(d->live, key) == live,
+                  "operations.md \"What changes live\" %s `%s`", live ? "misses" : "lists", key);
+    ck_assert_msg(lg_test_names(d->summary, key) == live,
+                  "configuration.md \"What a reload changes\" %s `%s`",
+                  live ? "misses" : "lists", key);
+    if (live) {
+        ck_assert_msg(!lg_test_names(d->restart, key), "operations.md lists live `%s` as "
+                      "needing a restart", key);
+        return;
+    }
+    const char *dot = strchr(key, '.');
+    char section[64], pattern[80];
+    snprintf(section, sizeof section, "%.*s", dot ? (int)(dot - key) : 0, key);
+    snprintf(pattern, sizeof pattern, "%s.*", section);
+    bool by_section = dot && lg_test_names(d->restart, pattern);
+    for (size_t i = 0; by_section && i < d->section_count; i++)
+        ck_assert_msg(strcmp(d->sections_with_live[i], section) != 0,
+                      "operations.md says `%s` needs a restart, but some of it is live", pattern);
+    ck_assert_msg(lg_test_names(d->restart, key) || by_section,
+                  "operations.md does not say `%s` needs a restart", key);
+}
+
+/* docs/operations.md's Reload and configuration.md's summary agree with the table's .live
+ * column, setting by setting: a key changes live in the docs exactly when it does in the
+ * binary, and every other key is listed as needing a restart (by name, or as `section.*`
+ * when nothing in the section is live). */
+START_TEST(test_docs_list_live_settings)
+{
+    char path[PATH_MAX];
+    char *ops = lg_test_repo_text("docs/operations.md", path, sizeof(path));
+    char *conf = lg_test_repo_text("docs/configuration.md", path, sizeof(path));
+    struct lg_reload_docs d = {
+        .live = lg_test_doc_part(ops, "**What changes live**", "**Everything else needs"),
+        .restart = lg_test_doc_part(ops, "**Everything else needs", "**How it is built.**"),
+        .summary = lg_test_doc_part(conf, "### What a reload changes", "\n## "),
+    };
+    lg_config_each_setting(lg_test_note_live_section, &d);
+    lg_config_each_setting(lg_test_check_reload_row, &d);
+    free((char *)d.live), free((char *)d.restart), free((char *)d.summary);
+    free(ops);
+    free(conf);
+}
+END_TEST
+
 /* ---- Valid files ----------------------------------------------------------------------------- */
 
 START_TEST(test_valid_config)
@@ -793,7 +877,7 @@ static Suite *lg_config_suite(void)
     Suite *s = suite_create("config");
 
     LG_TCASE(s, "defaults", NULL, NULL, test_defaults, test_defaults_match_repo_file,
-             test_docs_list_every_setting);
+             test_docs_list_every_setting, test_docs_list_live_settings);
     LG_TCASE(s, "load", NULL, NULL, test_valid_config, test_empty_object_keeps_defaults,
              test_load_file, test_load_file_errors);
     TCase *tc = LG_TCASE(s, "errors", NULL, NULL, test_static_dir_length,
