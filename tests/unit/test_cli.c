@@ -133,6 +133,8 @@ START_TEST(test_usage_text)
     ck_assert_ptr_nonnull(strstr(usage, "\n  0  "));
     ck_assert_ptr_nonnull(strstr(usage, "\n  1  runtime failure"));
     ck_assert_ptr_nonnull(strstr(usage, "\n  2  bad configuration or usage"));
+    ck_assert_ptr_nonnull(strstr(usage, "\n  SIGHUP           reload: "));
+    ck_assert_ptr_nonnull(strstr(usage, "A change to any other setting is refused"));
     /* One line per flag: nothing wider than a terminal. */
     for (const char *line = usage; *line != '\0';) {
         const char *end = strchr(line, '\n');

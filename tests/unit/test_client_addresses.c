@@ -44,6 +44,27 @@ START_TEST(each_address_holds_at_most_its_bound)
 }
 END_TEST
 
+/* A reload's new bound: connections counted before it stay, the next ones see it. */
+START_TEST(a_new_bound_applies_to_the_next_connections)
+{
+    struct lg_client_addresses *t = lg_client_addresses_create(10, 3);
+    struct lg_client_address a = addr("192.0.2.7");
+    ck_assert(lg_client_addresses_acquire(t, &a));
+    ck_assert(lg_client_addresses_acquire(t, &a));
+    lg_client_addresses_set_per_address(t, 1);
+    ck_assert_uint_eq(lg_client_addresses_per_address(t), 1);
+    ck_assert(!lg_client_addresses_acquire(t, &a)); /* holds 2, above the new bound */
+    ck_assert_uint_eq(lg_client_addresses_count(t, &a), 2);
+    lg_client_addresses_release(t, &a);
+    ck_assert(!lg_client_addresses_acquire(t, &a)); /* holds 1: at the bound */
+    lg_client_addresses_set_per_address(t, 0);      /* no bound */
+    for (int i = 0; i < 5; i++)
+        ck_assert(lg_client_addresses_acquire(t, &a));
+    ck_assert_uint_eq(lg_client_addresses_count(t, &a), 6);
+    lg_client_addresses_destroy(t);
+}
+END_TEST
+
 START_TEST(entries_are_given_back_and_the_table_is_bounded)
 {
     struct lg_client_addresses *t = lg_client_addresses_create(2, 0); /* 0: no per-address bound */
@@ -167,6 +188,7 @@ static Suite *client_addresses_suite(void)
     Suite *s = suite_create("client_addresses");
     TCase *tc = tcase_create("table");
     tcase_add_test(tc, each_address_holds_at_most_its_bound);
+    tcase_add_test(tc, a_new_bound_applies_to_the_next_connections);
     tcase_add_test(tc, entries_are_given_back_and_the_table_is_bounded);
     tcase_add_test(tc, addresses_parse_and_format_ipv4_mapped);
     tcase_add_test(tc, forwarded_addresses_count_only_through_trusted_proxies);
