@@ -26,9 +26,9 @@
  * or length-delimited or EOF-delimited body, unmasked server frames, masked pong/close) is
  * small and is implemented here, reading up to 64 KiB per recv.
  *
- * Bounds: every phase has a deadline (connect, settle, idle, publish, drain) and --max-runtime
- * caps the whole run; event counts are capped per topic (--events). Only 127.0.0.0/8 addresses
- * are accepted as targets or sources.
+ * Bounds: every phase has a deadline (connect, settle, idle, publish, drain, storm) and
+ * --max-runtime caps the whole run; event counts are capped per topic (--events). Only
+ * 127.0.0.0/8 addresses are accepted as targets or sources.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -609,8 +609,9 @@ static bool sub_send_request(struct conn *c)
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n"
                      "Cache-Control: no-cache\r\n%s%s%s\r\n",
-                     lg ? "/sse?topic=" : "/sub/", tn, G.host, port, resume ? "Last-Event-ID: " : "",
-                     resume ? c->last_id : "", resume ? "\r\n" : "");
+                     lg ? "/sse?topic=" : "/sub/", tn, G.host, port,
+                     resume ? "Last-Event-ID: " : "", resume ? c->last_id : "",
+                     resume ? "\r\n" : "");
     } else if (c->xport == X_WS) {
         char key[32];
         ws_key(c->idx, key);
@@ -1592,8 +1593,8 @@ static bool cond_storm_drained(uint64_t now)
     last = now;
     for (uint32_t i = 0; i < G.nsubs; i++) {
         const struct conn *c = &G.subs[i];
-        if ((c->storm == SM_BACK || c->storm == SM_RESUMED) && !c->dead && c->unique < G.acked[c->topic])
-            return false;
+        bool back = c->storm == SM_BACK || c->storm == SM_RESUMED;
+        if (back && !c->dead && c->unique < G.acked[c->topic]) return false;
     }
     return true;
 }
@@ -1606,7 +1607,8 @@ static bool cond_storm_drained(uint64_t now)
 static bool storm_run(void)
 {
     storm_disconnect_all();
-    for (uint32_t i = 0; i < G.pub_conns; i++) G.pubs[i].ev_cap += (uint64_t)G.pubs[i].ntopics * G.storm_events;
+    for (uint32_t i = 0; i < G.pub_conns; i++)
+        G.pubs[i].ev_cap += (uint64_t)G.pubs[i].ntopics * G.storm_events;
     G.phase = PH_PUBLISH;
     G.t_pub_end = lgb_now_ns() + (uint64_t)(G.duration_s * 1e9);
     loop_until(G.t_pub_end + 5000000000ull, cond_pub_done);
@@ -1675,7 +1677,7 @@ static void usage(void)
             "  [--poll-timeout S] [--max-runtime S] [--label NAME] [--json] [--quiet]\n"
             "  [--sub-query K=V (appended to livegate's /sse, /ws and /poll queries, e.g. a token)]\n"
             "  [--ready-file PATH (created when the connect phase is over: \"made N failed M\")]\n"
-            "  [--reconnect-storm K (SSE, --rate max: after the --events, all close, K more events\n"
+            "  [--reconnect-storm K (SSE, --rate max: after --events, all close, K more events\n"
             "   per topic are published, all reconnect at once with Last-Event-ID)]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
             "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n"
@@ -1811,7 +1813,8 @@ int main(int argc, char **argv)
     if (G.storm_events) {
         if (G.transport != X_SSE) die("--reconnect-storm: SSE only (--transport sse)");
         if (G.rate > 0) die("--reconnect-storm publishes in a closed loop (--rate max)");
-        if (!G.nsubs || !G.events_per_topic) die("--reconnect-storm needs --subscribers and --events >= 1");
+        if (!G.nsubs || !G.events_per_topic)
+            die("--reconnect-storm needs --subscribers and --events >= 1");
         if (G.storm_events > 1000000) die("--reconnect-storm must be <= 1000000");
         G.events_per_topic += G.storm_events; /* the seq range: both phases */
     }
@@ -1920,7 +1923,8 @@ int main(int argc, char **argv)
             pc->role = R_PUB;
             pc->idx = i;
             pc->ntopics = per + (i < extra ? 1 : 0);
-            pc->ev_cap = (uint64_t)pc->ntopics * (G.events_per_topic - G.storm_events); /* storm: phase 1 */
+            /* with --reconnect-storm, the events before the storm (storm_run adds the rest) */
+            pc->ev_cap = (uint64_t)pc->ntopics * (G.events_per_topic - G.storm_events);
             pc->q = calloc(G.pipeline, sizeof *pc->q);
             if (!pc->q) exit(3);
             pub_connect(pc);
@@ -2194,8 +2198,9 @@ int main(int argc, char **argv)
                 lgb_hist_quantile(&G.lat, 0.99));
     if (!G.quiet && G.storm_clients)
         fprintf(stderr,
-                "lg_loadgen %s: storm of %" PRIu32 " clients: reconnected %" PRIu64 " failed %" PRIu64
-                " first event p50 %" PRIu64 "us p99 %" PRIu64 "us last %" PRIu64 "us\n",
+                "lg_loadgen %s: storm of %" PRIu32 " clients: reconnected %" PRIu64
+                " failed %" PRIu64 " first event p50 %" PRIu64 "us p99 %" PRIu64 "us last %" PRIu64
+                "us\n",
                 G.label[0] ? G.label : "run", G.storm_clients, G.storm_reconnected,
                 G.storm_clients - G.storm_first.count, lgb_hist_quantile(&G.storm_first, 0.5),
                 lgb_hist_quantile(&G.storm_first, 0.99), G.storm_first.max_us);
