@@ -75,7 +75,8 @@ done
 # One block per scenario: its figures (median over the reps), publish_per_s labelled with the
 # offered rate (added when a scenario that published does not list it), then
 # "lost / dup / reord" (the worst rep of each server: a loss in one rep is not hidden by the
-# median) and, when any connection failed, "failed conns" (subscribers / stalled / idle).
+# median) and, when any connection failed, "failed conns" (subscribers / stalled / idle), and when
+# a reconnect storm's client never had its first event, that count (worst rep).
 spec=$(printf '%s\n' "$scen" | awk -F'|' 'NF >= 4 { printf "%s=%s;", $1, $4 }')
 table_json=$work/table.json
 table_md=$(awk -v spec="$spec" -v tj="$table_json" "$LGB_AWK_RESULTS"'
@@ -106,7 +107,7 @@ BEGIN {
         if (parts[i] == "") continue
         split(parts[i], kv, "="); order[++nsc] = kv[1]; figs[kv[1]] = kv[2]
     }
-    nchk = split("lost duplicated reordered conns_failed stalled_failed idle_failed published", chk, " ")
+    nchk = split("lost duplicated reordered conns_failed stalled_failed idle_failed storm_reconnect_failed published", chk, " ")
 }
 {
     sc = getf($0, "scenario"); tg = getf($0, "target")
@@ -174,6 +175,12 @@ END {
             row(sc, "failed conns: subs / stalled / idle (worst rep)")
             printf " %s | %s | |\n", fcell["livegate"], fcell["nchan"]
             jrow(sc, "conns_failed", "max", worst(sc, "livegate", "conns_failed"), worst(sc, "nchan", "conns_failed"), "null", "")
+        }
+        f = "storm_reconnect_failed" # clients of a reconnect storm that never had their first event
+        if (worst(sc, "livegate", f) + worst(sc, "nchan", f) > 0) {
+            row(sc, "storm clients without a first event (worst rep)")
+            printf " %s | %s | |\n", runs[sc, "livegate"] ? worst(sc, "livegate", f) : "n/a", runs[sc, "nchan"] ? worst(sc, "nchan", f) : "n/a"
+            jrow(sc, f, "max", worst(sc, "livegate", f), worst(sc, "nchan", f), "null", "")
         }
     }
     printf "]" > tj

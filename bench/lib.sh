@@ -252,6 +252,11 @@ lgb_stop() {
 # bench/livegate/isolation.json (socket_send_buffer_bytes 16384, client_queue.max_events 256),
 # so the stalled clients reach its drop-oldest ring policy within the run. The figure is
 # lat_p99_us(stalled) / lat_p99_us(base), target <= 1.5 (lgb_isolation_line).
+# storm_sse_10k (issue 32): 10,000 SSE subscribers on one topic get 5 events; all close at once,
+# 5 more are published while they are away, then all reconnect with Last-Event-ID (512
+# handshakes at a time, as the other large connect phases). The figure is the time from the
+# start of the reconnect to the last client's first event (storm_last_first_event_us), target
+# <= 0.7x Nchan's; each client must get exactly the 5 it missed (lost / dup / reord).
 
 lgb_scenarios_full() {
     cat <<'EOF'
@@ -289,6 +294,7 @@ ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 
 maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --pub-conns 1 --events 1 --settle-ms 1000 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us publish_per_s
 isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 1000 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us
 isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us stalled_made
+storm_sse_10k|all|--transport sse --subscribers 10000 --topics 1 --pub-conns 1 --rate max --events 5 --reconnect-storm 5 --settle-ms 1000 --connect-concurrency 512|storm_last_first_event_us storm_first_event_p50_us storm_first_event_p99_us storm_reconnect_failed storm_server_cpu_s
 fanout_sse_1k_max_scrape100ms|livegate|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 @SCRAPE=100@|deliveries_per_s publish_per_s lat_p99_us server_cpu_us_per_delivery scrapes
 EOF
 }
@@ -306,6 +312,7 @@ ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 
 ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 10 --rate max --duration 0.5 --settle-ms 0|publish_per_s
 isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 100 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|publish_per_s lat_p99_us
 isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 100 --stalled 10 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|publish_per_s lat_p99_us stalled_made
+storm_sse_200|all|--transport sse --subscribers 200 --topics 1 --pub-conns 1 --rate max --events 5 --reconnect-storm 5 --settle-ms 100|storm_last_first_event_us storm_first_event_p99_us storm_reconnect_failed
 EOF
 }
 
@@ -431,12 +438,12 @@ lgb_summary_line() {
         nf = split("scenario target conns_made conns_failed published deliveries lost duplicated reordered " \
                    "offered_rate publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn " \
                    "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound stalled_made idle_made idle_failed " \
-                   "events_dropped_overflow error", f, " ")
+                   "storm_clients storm_last_first_event_us storm_reconnect_failed events_dropped_overflow error", f, " ")
         out = ""
         for (i = 1; i <= nf; i++) {
             v = getf(f[i])
             if (v == "" || v == "null") continue
-            if ((f[i] == "stalled_made" || f[i] == "idle_made" || f[i] == "idle_failed" || f[i] == "events_dropped_overflow") && v == 0) continue
+            if ((f[i] == "stalled_made" || f[i] == "idle_made" || f[i] == "idle_failed" || f[i] ~ /^storm_(clients|reconnect_failed)$/ || f[i] == "events_dropped_overflow") && v == 0) continue
             out = out f[i] "=" v " "
         }
         print out

@@ -13,6 +13,11 @@
  * --idle N adds N SSE subscribers on topics of their own that nobody publishes to (a server
  * holding many idle connections while a few are active). Several --sub-port ports spread the
  * subscribers over nodes by topic (a cluster's nodes; bench/scaleout.sh).
+ * --reconnect-storm K (SSE): after the first --events are delivered, every subscriber closes at
+ * once, K more events per topic are published while they are away, then all of them reconnect
+ * at once with the last SSE id they saw in Last-Event-ID; the run reports the time from the
+ * start of that reconnect to each client's first event and checks that each one gets exactly
+ * what it missed (the storm_* fields).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see
@@ -21,9 +26,9 @@
  * or length-delimited or EOF-delimited body, unmasked server frames, masked pong/close) is
  * small and is implemented here, reading up to 64 KiB per recv.
  *
- * Bounds: every phase has a deadline (connect, settle, idle, publish, drain) and --max-runtime
- * caps the whole run; event counts are capped per topic (--events). Only 127.0.0.0/8 addresses
- * are accepted as targets or sources.
+ * Bounds: every phase has a deadline (connect, settle, idle, publish, drain, storm) and
+ * --max-runtime caps the whole run; event counts are capped per topic (--events). Only
+ * 127.0.0.0/8 addresses are accepted as targets or sources.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -59,6 +64,7 @@
 #define MAX_HEAD 16384
 #define MAX_CARRY (32u * 1024 * 1024)
 #define MAX_TOPIC_NAME 96
+#define MAX_SSE_ID 128 /* livegate: "<topic>@<epoch>:<seq>"; Nchan: "<time>:<tag>" */
 
 enum target { T_LIVEGATE, T_NCHAN };
 enum transport { X_SSE, X_WS, X_POLL, X_MIXED }; /* X_MIXED: the run only, never a conn */
@@ -70,7 +76,11 @@ enum cstate { CS_NONE, CS_CONNECTING, CS_HEAD, CS_BODY, CS_WS, CS_CLOSED };
 enum bmode { BM_NONE, BM_LEN, BM_CHUNK, BM_EOF };
 enum ckstate { CK_SIZE, CK_EXT, CK_DATA, CK_DATA_END, CK_TR_BOL, CK_TR_LINE };
 enum sse_type { SSE_MSG, SSE_GAP, SSE_ERR, SSE_RESET, SSE_OTHER };
-enum phase { PH_INIT, PH_CONNECT, PH_SETTLE, PH_PUBLISH, PH_DRAIN, PH_DONE };
+enum phase { PH_INIT, PH_CONNECT, PH_SETTLE, PH_PUBLISH, PH_DRAIN, PH_STORM, PH_DONE };
+/* A subscriber's part in --reconnect-storm: closed with the others (AWAY), reconnecting
+ * (handshake in flight), BACK (200 received, no event yet), then RESUMED at its first event, or
+ * FAILED (not re-established, or closed before its first event). */
+enum storm_state { SM_NONE, SM_AWAY, SM_RECONNECTING, SM_BACK, SM_RESUMED, SM_FAILED };
 
 struct pubreq {
     uint64_t ev0;   /* first event index (per publisher connection) in this request */
@@ -84,6 +94,7 @@ struct conn {
     uint8_t ready, conn_close, sse_type, sse_has;
     uint8_t ws_frag_op, upgraded, closing, dead;
     uint8_t xport;  /* subscriber's transport (X_SSE, X_WS or X_POLL) */
+    uint8_t storm;  /* enum storm_state */
     uint32_t idx;   /* subscriber index, or publisher connection index */
     uint32_t topic; /* subscriber's topic */
     uint64_t body_left;
@@ -93,6 +104,9 @@ struct conn {
     char *ob;        /* pending output */
     uint32_t olen, ooff, ocap;
     char *cursor;    /* long-poll cursor (livegate), or "Last-Modified\nEtag" (nchan) */
+    /* SSE ids (--reconnect-storm only), as EventSource keeps them: the id buffer set by each
+     * "id:" line, copied to last_id when a block is dispatched; last_id goes in Last-Event-ID */
+    char *id_buf, *last_id;
     /* subscriber accounting */
     uint8_t *seen;
     uint32_t max_seen, unique, dups, reord;
@@ -139,6 +153,7 @@ static struct {
     char topic_prefix[48];
     char sub_query[1536]; /* --sub-query: "&<it>" appended to livegate subscribe requests */
     char ready_file[256]; /* --ready-file: created once the connect phase is over */
+    uint64_t storm_events; /* --reconnect-storm K: events per topic published while away */
     uint32_t nonce;
 
     /* runtime */
@@ -174,6 +189,13 @@ static struct {
     uint64_t idle_made, idle_failed, idle_closed, idle_bytes_rx;
     bool aborted;
     const char *abort_reason;
+
+    /* --reconnect-storm */
+    uint32_t storm_clients, storm_next, storm_settled;
+    uint64_t storm_reconnected, t_storm0;
+    double storm_server_cpu_s; /* server CPU from the storm's start until every client settled */
+    double storm_loadgen_cpu_pct; /* this process's CPU over the same window, % of one core */
+    struct lg_hist storm_first; /* storm start -> each client's first event after it, us */
 } G;
 
 static volatile sig_atomic_t g_stop;
@@ -492,9 +514,23 @@ static size_t body_decode(struct conn *c, char *p, size_t n, size_t *used, bool 
 
 /* ------------------------------------------------------------------ deliveries */
 
+static void storm_settle(struct conn *c, enum storm_state how)
+{
+    c->storm = (uint8_t)how;
+    G.storm_settled++;
+}
+
+/* the storm's figure: any valid event counts as the first one (a duplicate shows as such) */
+static void storm_first_event(struct conn *c, uint64_t now)
+{
+    lgb_hist_add(&G.storm_first, (now - G.t_storm0) / 1000);
+    storm_settle(c, SM_RESUMED);
+}
+
 static void deliver(struct conn *c, uint32_t seq, uint64_t ns, uint64_t now)
 {
     if (seq == 0 || seq > G.events_per_topic) { G.invalid_total++; return; }
+    if (c->storm == SM_BACK) storm_first_event(c, now);
     if (!c->seen) c->seen = calloc((size_t)(G.events_per_topic / 8 + 1), 1);
     if (!c->seen) { fprintf(stderr, "lg_loadgen: out of memory\n"); exit(3); }
     uint32_t bit = seq - 1;
@@ -504,10 +540,11 @@ static void deliver(struct conn *c, uint32_t seq, uint64_t ns, uint64_t now)
     G.unique_total++;
     if (seq < c->max_seen) { c->reord++; G.reord_total++; }
     else c->max_seen = seq;
+    G.t_last_delivery = now;
+    if (c->storm != SM_NONE) return; /* a replayed event's age is not a delivery latency */
     uint64_t us = now > ns ? (now - ns) / 1000 : 0;
     lgb_hist_add(&G.lat, us);
     if (G.transport == X_MIXED) lgb_hist_add(&G.lat_x[c->xport], us);
-    G.t_last_delivery = now;
 }
 
 static void sub_mark_ready(struct conn *c);
@@ -568,10 +605,13 @@ static bool sub_send_request(struct conn *c)
     if (lg && G.sub_query[0]) /* the topic is the last thing before the query's end */
         snprintf(tn + strlen(tn), sizeof tn - strlen(tn), "%s", G.sub_query);
     if (c->xport == X_SSE) {
+        bool resume = c->storm == SM_RECONNECTING && c->last_id && c->last_id[0];
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nAccept: text/event-stream\r\n"
-                     "Cache-Control: no-cache\r\n\r\n",
-                     lg ? "/sse?topic=" : "/sub/", tn, G.host, port);
+                     "Cache-Control: no-cache\r\n%s%s%s\r\n",
+                     lg ? "/sse?topic=" : "/sub/", tn, G.host, port,
+                     resume ? "Last-Event-ID: " : "", resume ? c->last_id : "",
+                     resume ? "\r\n" : "");
     } else if (c->xport == X_WS) {
         char key[32];
         ws_key(c->idx, key);
@@ -612,13 +652,20 @@ static bool sub_send_request(struct conn *c)
 
 static void sub_fail(struct conn *c, uint64_t *reason)
 {
-    if (!c->ready) {
+    if (c->storm == SM_RECONNECTING) {
+        /* not re-established: what it missed counts as lost */
+        (*reason)++;
+        if (G.connecting) G.connecting--;
+        storm_settle(c, SM_FAILED);
+        sub_lost_accounting(c);
+    } else if (!c->ready) {
         (*reason)++;
         G.conns_failed++;
         if (G.connecting) G.connecting--;
         c->ready = 0;
         c->dead = 1;
     } else {
+        if (c->storm == SM_BACK) storm_settle(c, SM_FAILED); /* closed before its first event */
         G.sub_disconnects++;
         sub_lost_accounting(c);
     }
@@ -628,6 +675,12 @@ static void sub_fail(struct conn *c, uint64_t *reason)
 
 static void sub_mark_ready(struct conn *c)
 {
+    if (c->storm == SM_RECONNECTING) { /* back: it stays counted as the subscriber it was */
+        c->storm = SM_BACK;
+        G.storm_reconnected++;
+        if (G.connecting) G.connecting--;
+        return;
+    }
     if (c->ready) return;
     c->ready = 1;
     G.ready_on_topic[c->topic]++;
@@ -636,6 +689,19 @@ static void sub_mark_ready(struct conn *c)
 }
 
 /* ------------------------------------------------------------------ SSE */
+
+/* an "id:" line's value goes to the id buffer (an id longer than ours is not one we sent) */
+static void sse_id_line(struct conn *c, const char *v, size_t vl)
+{
+    if (vl >= MAX_SSE_ID) { G.invalid_total++; return; }
+    if (!c->id_buf) {
+        c->id_buf = calloc(1, MAX_SSE_ID);
+        c->last_id = calloc(1, MAX_SSE_ID);
+        if (!c->id_buf || !c->last_id) { fprintf(stderr, "lg_loadgen: out of memory\n"); exit(3); }
+    }
+    memcpy(c->id_buf, v, vl);
+    c->id_buf[vl] = '\0';
+}
 
 static size_t sse_parse(struct conn *c, char *b, size_t n, uint64_t now)
 {
@@ -648,6 +714,8 @@ static size_t sse_parse(struct conn *c, char *b, size_t n, uint64_t now)
         off += ll + 1;
         if (ll && line[ll - 1] == '\r') ll--;
         if (ll == 0) {
+            /* a dispatched block sets the stream's last id, with or without data (HTML spec) */
+            if (c->id_buf) memcpy(c->last_id, c->id_buf, MAX_SSE_ID);
             if (c->sse_type == SSE_MSG && c->sse_has == 1) deliver(c, c->sse_seq, c->sse_ns, now);
             else if (c->sse_type == SSE_MSG && c->sse_has == 2) G.invalid_total++;
             else if (c->sse_type == SSE_GAP) G.gaps++;
@@ -672,6 +740,10 @@ static size_t sse_parse(struct conn *c, char *b, size_t n, uint64_t now)
             else if (vl == 5 && !memcmp(v, "error", 5)) c->sse_type = SSE_ERR;
             else if (vl == 5 && !memcmp(v, "reset", 5)) c->sse_type = SSE_RESET;
             else c->sse_type = SSE_OTHER;
+        } else if (G.storm_events && ll >= 3 && !memcmp(line, "id:", 3)) {
+            const char *v = line + 3, *e = line + ll;
+            if (v < e && *v == ' ') v++;
+            sse_id_line(c, v, (size_t)(e - v));
         }
     }
     return off;
@@ -1380,6 +1452,53 @@ static void connect_drive(uint64_t now)
     }
 }
 
+/* ------------------------------------------------------------------ reconnect storm */
+
+/* Every established subscriber closes at the same moment (RST, as at the end of a run: the
+ * server sees each one go at once, and no TIME_WAIT is left behind). */
+static void storm_disconnect_all(void)
+{
+    for (uint32_t i = 0; i < G.nsubs; i++) {
+        struct conn *c = &G.subs[i];
+        if (!c->ready || c->dead || c->fd < 0) continue;
+        epoll_ctl(G.ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close_fd(c, true);
+        c->sse_type = SSE_MSG; /* a block cut in half is dropped, as EventSource does */
+        c->sse_has = 0;
+        c->storm = SM_AWAY;
+        G.storm_clients++;
+    }
+}
+
+/* Reconnects the clients that are away, at most --connect-concurrency handshakes at a time. */
+static void storm_drive(void)
+{
+    while (G.storm_next < G.nsubs && G.connecting < G.connect_conc) {
+        struct conn *c = &G.subs[G.storm_next++];
+        if (c->storm != SM_AWAY) continue;
+        c->storm = SM_RECONNECTING;
+        G.connecting++;
+        if (!start_connect(c, sub_port_of(c), true))
+            sub_fail(c, errno == EMFILE || errno == ENFILE ? &G.fail_socket : &G.fail_connect);
+    }
+}
+
+/* What is still away or reconnecting at the storm's deadline has failed (timeout). */
+static void storm_time_out_pending(void)
+{
+    for (uint32_t i = 0; i < G.nsubs; i++) {
+        struct conn *c = &G.subs[i];
+        if (c->storm == SM_RECONNECTING) {
+            sub_fail(c, &G.fail_timeout);
+        } else if (c->storm == SM_AWAY) {
+            G.fail_timeout++;
+            storm_settle(c, SM_FAILED);
+            sub_lost_accounting(c);
+        }
+    }
+    G.connecting = 0;
+}
+
 static bool over_budget(uint64_t now)
 {
     if (g_stop) { G.aborted = true; G.abort_reason = "signal"; return true; }
@@ -1395,6 +1514,7 @@ static bool loop_until(uint64_t deadline, bool (*cond)(uint64_t now))
         uint64_t now = lgb_now_ns();
         if (G.phase == PH_CONNECT) connect_drive(now);
         if (G.phase == PH_PUBLISH) pub_drive(now);
+        if (G.phase == PH_STORM) storm_drive();
         if (cond && cond(now)) return true;
         if (now >= deadline || over_budget(now)) return false;
         uint64_t left_ms = (deadline - now) / 1000000 + 1;
@@ -1459,6 +1579,57 @@ static bool cond_drained(uint64_t now)
     return alive_unique >= expected_alive();
 }
 
+static bool cond_storm_settled(uint64_t now)
+{
+    (void)now;
+    return G.storm_settled >= G.storm_clients;
+}
+
+/* every client that came back holds every acknowledged event of its topic */
+static bool cond_storm_drained(uint64_t now)
+{
+    static uint64_t last;
+    if (now - last < 5000000) return false;
+    last = now;
+    for (uint32_t i = 0; i < G.nsubs; i++) {
+        const struct conn *c = &G.subs[i];
+        bool back = c->storm == SM_BACK || c->storm == SM_RESUMED;
+        if (back && !c->dead && c->unique < G.acked[c->topic]) return false;
+    }
+    return true;
+}
+
+/* The storm, after the first events are delivered: all close; K more events per topic are
+ * published and acknowledged; after --settle-ms (the server has let the old connections go) all
+ * reconnect at once with their Last-Event-ID; each one's first event is timed from the start of
+ * the reconnect (until every client has one or failed, bounded by --connect-timeout); then
+ * every event must arrive (--drain-ms). Returns false when the run ran out of time. */
+static bool storm_run(void)
+{
+    storm_disconnect_all();
+    for (uint32_t i = 0; i < G.pub_conns; i++)
+        G.pubs[i].ev_cap += (uint64_t)G.pubs[i].ntopics * G.storm_events;
+    G.phase = PH_PUBLISH;
+    G.t_pub_end = lgb_now_ns() + (uint64_t)(G.duration_s * 1e9);
+    loop_until(G.t_pub_end + 5000000000ull, cond_pub_done);
+    G.phase = PH_SETTLE;
+    loop_until(lgb_now_ns() + (uint64_t)(G.settle_ms * 1e6), NULL);
+    if (G.aborted) return false;
+    G.phase = PH_STORM;
+    G.connecting = 0;
+    double cpu0 = G.nserver_pids ? lgb_proc_cpu_s(G.server_pids, G.nserver_pids) : -1;
+    double self0 = lgb_self_cpu_s();
+    G.t_storm0 = lgb_now_ns();
+    loop_until(G.t_storm0 + (uint64_t)(G.connect_timeout_s * 1e9), cond_storm_settled);
+    double span_s = (double)(lgb_now_ns() - G.t_storm0) / 1e9;
+    double cpu1 = G.nserver_pids ? lgb_proc_cpu_s(G.server_pids, G.nserver_pids) : -1;
+    G.storm_server_cpu_s = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : NAN;
+    G.storm_loadgen_cpu_pct = span_s > 0 ? (lgb_self_cpu_s() - self0) / span_s * 100 : NAN;
+    storm_time_out_pending();
+    G.phase = PH_DRAIN;
+    return loop_until(lgb_now_ns() + (uint64_t)(G.drain_ms * 1e6), cond_storm_drained);
+}
+
 /* ------------------------------------------------------------------ report */
 
 /* srv_cpu sums every --server-pid; srv_cpu_each keeps each one (several nodes and their Redis) */
@@ -1506,6 +1677,8 @@ static void usage(void)
             "  [--poll-timeout S] [--max-runtime S] [--label NAME] [--json] [--quiet]\n"
             "  [--sub-query K=V (appended to livegate's /sse, /ws and /poll queries, e.g. a token)]\n"
             "  [--ready-file PATH (created when the connect phase is over: \"made N failed M\")]\n"
+            "  [--reconnect-storm K (SSE, --rate max: after --events, all close, K more events\n"
+            "   per topic are published, all reconnect at once with Last-Event-ID)]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
             "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n"
             "Several --sub-port ports (nodes, at most 8): a subscriber on topic t, or the idle one\n"
@@ -1544,6 +1717,7 @@ int main(int argc, char **argv)
         {"idle-ms", 1, 0, 'i'}, {"drain-ms", 1, 0, 'W'}, {"poll-timeout", 1, 0, 'T'},
         {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"sub-query", 1, 0, 'Q'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
         {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"ready-file", 1, 0, 'R'}, {"help", 0, 0, 'h'},
+        {"reconnect-storm", 1, 0, 'Y'},
         {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1602,6 +1776,7 @@ int main(int argc, char **argv)
         case 'L': snprintf(G.label, sizeof G.label, "%s", optarg); break;
         case 'Q': snprintf(G.sub_query, sizeof G.sub_query, "&%s", optarg); break;
         case 'R': snprintf(G.ready_file, sizeof G.ready_file, "%s", optarg); break;
+        case 'Y': G.storm_events = strtoull(optarg, NULL, 10); break;
         case 'j': break;
         case 'q': G.quiet = true; break;
         default: usage(); return 2;
@@ -1634,6 +1809,14 @@ int main(int argc, char **argv)
     if (!G.events_given) {
         if (G.rate > 0) G.events_per_topic = (uint64_t)ceil(G.rate * G.duration_s / G.ntopics);
         else G.events_per_topic = G.nsubs ? 1000 : 100000000;
+    }
+    if (G.storm_events) {
+        if (G.transport != X_SSE) die("--reconnect-storm: SSE only (--transport sse)");
+        if (G.rate > 0) die("--reconnect-storm publishes in a closed loop (--rate max)");
+        if (!G.nsubs || !G.events_per_topic)
+            die("--reconnect-storm needs --subscribers and --events >= 1");
+        if (G.storm_events > 1000000) die("--reconnect-storm must be <= 1000000");
+        G.events_per_topic += G.storm_events; /* the seq range: both phases */
     }
     if (G.events_per_topic > 4000000000ull) die("--events must be < 4e9 per topic");
     if (G.events_per_topic && (G.pub_port <= 0 || G.pub_port > 65535)) die("--pub-port required");
@@ -1740,7 +1923,8 @@ int main(int argc, char **argv)
             pc->role = R_PUB;
             pc->idx = i;
             pc->ntopics = per + (i < extra ? 1 : 0);
-            pc->ev_cap = (uint64_t)pc->ntopics * G.events_per_topic;
+            /* with --reconnect-storm, the events before the storm (storm_run adds the rest) */
+            pc->ev_cap = (uint64_t)pc->ntopics * (G.events_per_topic - G.storm_events);
             pc->q = calloc(G.pipeline, sizeof *pc->q);
             if (!pc->q) exit(3);
             pub_connect(pc);
@@ -1778,6 +1962,7 @@ int main(int argc, char **argv)
         G.phase = PH_DRAIN;
         if (G.rate > 0) { struct itimerspec z = {0}; timerfd_settime(G.tfd, 0, &z, NULL); }
         drained = G.nsubs == 0 || loop_until(tp1 + (uint64_t)(G.drain_ms * 1e6), cond_drained);
+        if (G.storm_events && !G.aborted) drained = storm_run() && drained;
         td1 = lgb_now_ns();
     }
     snap_take(&s4);
@@ -1813,6 +1998,7 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < G.nsubs; i++) {
         close_fd(&G.subs[i], true);
         free(G.subs[i].seen); free(G.subs[i].rb); free(G.subs[i].ob); free(G.subs[i].cursor); free(G.subs[i].frag);
+        free(G.subs[i].id_buf); free(G.subs[i].last_id);
     }
     for (uint32_t i = 0; i < G.pub_conns; i++) close_fd(&G.pubs[i], true);
     uint64_t stalled_alive = 0;
@@ -1911,6 +2097,21 @@ int main(int argc, char **argv)
     jint("lat_max_us", G.lat.max_us);
     jnum("lat_mean_us", G.lat.count ? (double)G.lat.sum_us / G.lat.count : 0, 1, true);
     printf(",\"drained\":%s", drained ? "true" : "false");
+    {
+        /* --reconnect-storm: a client that failed has no first event; the quantiles and the
+         * last first event are over those that had one */
+        bool any = G.storm_first.count > 0;
+        jint("storm_clients", G.storm_clients);
+        jint("storm_events", G.storm_events);
+        jint("storm_reconnected", G.storm_reconnected);
+        jint("storm_reconnect_failed", G.storm_clients - G.storm_first.count);
+        jnum("storm_first_event_p50_us", (double)lgb_hist_quantile(&G.storm_first, 0.50), 0, any);
+        jnum("storm_first_event_p99_us", (double)lgb_hist_quantile(&G.storm_first, 0.99), 0, any);
+        jnum("storm_last_first_event_us", (double)G.storm_first.max_us, 0, any);
+        jnum("storm_server_cpu_s", G.storm_server_cpu_s, 3, G.storm_clients > 0);
+        /* above 80 %, the storm figures may be the generator's limit, not the server's */
+        jnum("storm_loadgen_cpu_pct", G.storm_loadgen_cpu_pct, 1, G.storm_clients > 0);
+    }
     jnum("server_rss_start_kb", (double)s0.rss_kb, 0, srv && s0.rss_kb >= 0);
     jnum("server_rss_idle_kb", (double)s2.rss_kb, 0, srv && s2.rss_kb >= 0);
     jnum("server_rss_end_kb", (double)s4.rss_kb, 0, srv && s4.rss_kb >= 0);
@@ -1995,5 +2196,13 @@ int main(int argc, char **argv)
                 G.label[0] ? G.label : "run", G.conns_made, G.conns_failed, G.published, G.unique_total,
                 expected, lost, G.dups_total, G.reord_total, lgb_hist_quantile(&G.lat, 0.5),
                 lgb_hist_quantile(&G.lat, 0.99));
+    if (!G.quiet && G.storm_clients)
+        fprintf(stderr,
+                "lg_loadgen %s: storm of %" PRIu32 " clients: reconnected %" PRIu64
+                " failed %" PRIu64 " first event p50 %" PRIu64 "us p99 %" PRIu64 "us last %" PRIu64
+                "us\n",
+                G.label[0] ? G.label : "run", G.storm_clients, G.storm_reconnected,
+                G.storm_clients - G.storm_first.count, lgb_hist_quantile(&G.storm_first, 0.5),
+                lgb_hist_quantile(&G.storm_first, 0.99), G.storm_first.max_us);
     return G.aborted ? 1 : 0;
 }
