@@ -118,7 +118,8 @@ static const struct lg_setting lg_settings[] = {
       .min = 0, .max = 4095, .def_text = "127.0.0.1, ::1",
       .doc = "proxies whose X-Forwarded-For names the client (numeric addresses, comma-separated)" },
 
-    LG_U32_IN(history, max_events, 1, 1000000, 1000, "events retained per topic for resume"),
+    LG_U32_IN(history, max_events, 1, LG_HISTORY_MAX_EVENTS_MAX, 1000,
+              "events retained per topic for resume"),
     LG_U64_IN(history, max_bytes, 1, LG_GIB(16), LG_MIB(4), "bytes retained per topic for resume"),
     LG_U64_IN(history, max_age_ms, 0, 365ull * LG_DAY_MS, LG_HOUR_MS,
               "retained events older than this are evicted; 0 = no age bound"),
