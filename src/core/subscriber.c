@@ -332,6 +332,9 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
                       const struct lg_cursor_entry *since, struct lg_start start, bool listen,
                       size_t max_replay, const char **problem)
 {
+    struct lg_subscription *sn = lg_subscriber_find(s, t);
+    if (sn && sn->listening)
+        return 1;
     struct lg_cursor_entry from;
     /* A start on a remote stream not loaded yet resolves with the topic's first event, as a
      * subscription from now does, even if the stream loads before lg_hub_subscribe() looks. */
@@ -342,9 +345,6 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         else
             start_unknown = true;
     }
-    struct lg_subscription *sn = lg_subscriber_find(s, t);
-    if (sn && sn->listening)
-        return 1;
     bool fresh = sn == NULL;
     if (fresh) {
         sn = calloc(1, sizeof *sn);
