@@ -220,9 +220,11 @@ static char *history_body(const char *topic, const struct lg_replay *page)
     lg_buf_append_str(&b, "],\"next\":\"");
     lg_buf_append(&b, next, lg_cursor_format_entry(next, topic, page->epoch, page->position));
     lg_buf_appendf(&b, "\",\"more\":%s}", page->more ? "true" : "false");
-    char *text = b.oom ? NULL : strndup(b.data, b.len);
-    lg_buf_release(&b);
-    return text;
+    if (b.oom || b.data == NULL) {
+        lg_buf_release(&b);
+        return NULL;
+    }
+    return b.data; /* an lg_buf stays NUL-terminated; the reply frees it */
 }
 
 int lg_ctl_handle_topic_history(struct lg_control *c, struct MHD_Connection *conn,
