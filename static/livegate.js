@@ -24,8 +24,10 @@
 // connection (shared() below): one tab, holding a Web Lock, connects and relays what it gets on
 // a BroadcastChannel; each tab keeps its own cursor and drops what is not past it, so when the
 // leader's tab closes the next tab to get the lock connects from its cursor and no tab loses or
-// repeats an event. Where either API is missing, with {shareTabs: false}, or with `since`, a
-// subscription has its own connection.
+// repeats an event. Where either API is missing, with {shareTabs: false}, or with `since` or
+// `rewind`, a subscription has its own connection.
+// Start: {since: "latest"} (the newest retained event) or {rewind: N} (the last N) is sent
+// only while the cursor is empty; from the first position on, reconnects resume from it.
 
 const MAX_LINE_BUFFER = 1 << 20;
 const FATAL_HTTP = [400, 401, 403, 404];
@@ -62,7 +64,7 @@ const caller = (opts) => (name, arg) => { try { opts[name] && opts[name](arg); }
 
 export function subscribe(topics, opts = {}) {
   const g = globalThis;
-  return opts.shareTabs !== false && !opts.since && g.navigator && navigator.locks && g.BroadcastChannel
+  return opts.shareTabs !== false && !opts.since && opts.rewind == null && g.navigator && navigator.locks && g.BroadcastChannel
     ? shared([].concat(topics), opts) : own(topics, opts);
 }
 
@@ -134,6 +136,7 @@ function own(topics, opts) {
   // came from getToken and no connection has opened with it yet.
   let token = opts.token, needToken = !token && !!opts.getToken, fresh = false;
   for (const e of parseCursor(opts.since)) cursor.set(e.topic, e);
+  const start = opts.since === "latest" ? { since: "latest" } : opts.rewind != null ? { rewind: opts.rewind } : {};
 
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
   const sub = { state: "connecting", transport: order[0], error: null };
@@ -152,6 +155,7 @@ function own(topics, opts) {
     for (const t of topics) u.searchParams.append("topic", t);
     const c = cursorText();
     if (c) u.searchParams.set(cursorParam, c);
+    else for (const k in start) u.searchParams.set(k, start[k]);
     if (token) u.searchParams.set("access_token", token);
     for (const k in extra) u.searchParams.set(k, extra[k]);
     return u.href;
@@ -317,9 +321,13 @@ function own(topics, opts) {
 
     (async () => {
       // Without a position, a stream a proxy holds back could be left only by losing what it
-      // held: take the gateway's position first, so long-poll can go on from it.
-      if (cursor.size < topics.length)
-        learn((await (await httpGet("poll", "since", { timeout: 0 }, ctl.signal)).json()).cursor);
+      // held: take the gateway's position first (and what a start replays), so long-poll can
+      // go on from it.
+      if (cursor.size < topics.length) {
+        const body = await (await httpGet("poll", "since", { timeout: 0 }, ctl.signal)).json();
+        for (const item of body.events) deliver(item, "poll");
+        learn(body.cursor);
+      }
       const res = await httpGet("sse", "last_event_id", {}, ctl.signal);
       const reader = res.body.getReader(), dec = new TextDecoder();
       let buf = "", block = { data: [] };

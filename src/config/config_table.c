@@ -127,7 +127,8 @@ static const struct lg_setting lg_settings[] = {
 
     /* Live as topic_rules: a topic copies its bounds when it is created (the hub reads the
      * reloaded config for that); the topics there are keep theirs. */
-    LG_LIVE_U32_IN(history, max_events, 1, 1000000, 1000, "events retained per topic for resume"),
+    LG_LIVE_U32_IN(history, max_events, 1, LG_HISTORY_MAX_EVENTS_MAX, 1000,
+                   "events retained per topic for resume"),
     LG_LIVE_U64_IN(history, max_bytes, 1, LG_GIB(16), LG_MIB(4),
                    "bytes retained per topic for resume"),
     LG_LIVE_U64_IN(history, max_age_ms, 0, 365ull * LG_DAY_MS, LG_HOUR_MS,

@@ -76,6 +76,42 @@ static int parse_rule_history(struct lg_topic_rule *rule, const json_t *obj, con
     return 0;
 }
 
+/* A rule's "start" ("now" or "latest") or "rewind" (a count of events): one of the two. */
+static int parse_rule_start(struct lg_topic_rule *rule, const char *key, const json_t *v,
+                            const char *path, const char *rule_path, char *err)
+{
+    if (rule->has_start) {
+        lg_config__errf(err, "%s: give either \"start\" or \"rewind\", not both", rule_path);
+        return -1;
+    }
+    if (strcmp(key, "rewind") == 0) {
+        if (!json_is_integer(v)) {
+            lg_config__errf(err, "%s: expected a whole number of events, got %s", path,
+                            lg_config__json_type(v));
+            return -1;
+        }
+        if (json_integer_value(v) < 0 ||
+            json_integer_value(v) > (json_int_t)LG_HISTORY_MAX_EVENTS_MAX) {
+            lg_config__errf(err, "%s: %lld is out of range (allowed 0..%u events, the most "
+                            "history.max_events may retain)",
+                            path, (long long)json_integer_value(v), LG_HISTORY_MAX_EVENTS_MAX);
+            return -1;
+        }
+        rule->start = (struct lg_start){LG_START_REWIND, (uint32_t)json_integer_value(v)};
+    } else {
+        const char *name = json_string_value(v);
+        if (name == NULL || (strcmp(name, "now") != 0 && strcmp(name, "latest") != 0)) {
+            lg_config__errf(err, "%s: expected \"now\" or \"latest\" (for the last N events, "
+                            "\"rewind\": N)", path);
+            return -1;
+        }
+        rule->start = (struct lg_start){strcmp(name, "latest") == 0 ? LG_START_LATEST
+                                                                     : LG_START_NOW, 0};
+    }
+    rule->has_start = true;
+    return 0;
+}
+
 static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t index, char *err)
 {
     char rule_path[64], path[LG_PATH_MAX];
@@ -131,8 +167,13 @@ static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t inde
             if (parse_rule_history(rule, v, rule_path, err) != 0)
                 return -1;
             continue;
+        } else if (strcmp(key, "start") == 0 || strcmp(key, "rewind") == 0) {
+            if (parse_rule_start(rule, key, v, path, rule_path, err) != 0)
+                return -1;
+            continue;
         }
-        return lg_config__unknown_key(err, path, rule_path, "match, on_slow, history");
+        return lg_config__unknown_key(err, path, rule_path,
+                                      "match, on_slow, history, start, rewind");
     }
     if (rule->match == NULL) {
         lg_config__errf(err, "%s: \"match\" is required (a topic pattern such as \"prices/*\")",
@@ -226,6 +267,12 @@ json_t *lg_topic_rules_json(const struct lg_topic_rule *rules, size_t count)
             rc |= json_object_set_new(obj, "on_slow", json_string(lg_slow_policy_name(r->on_slow)));
         if (r->has_history)
             rc |= json_object_set_new(obj, "history", history_json(&r->history, r->history_given));
+        if (r->has_start && r->start.kind == LG_START_REWIND)
+            rc |= json_object_set_new(obj, "rewind", json_integer(r->start.rewind));
+        else if (r->has_start)
+            rc |= json_object_set_new(obj, "start", json_string(r->start.kind == LG_START_LATEST
+                                                                     ? "latest"
+                                                                     : "now"));
         if (rc != 0) {
             json_decref(arr);
             return NULL;
@@ -257,4 +304,11 @@ struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, cons
     const struct lg_topic_rule *r = lg_topic_rules_first_match(cfg->topic_rules,
                                                                cfg->topic_rule_count, topic);
     return r != NULL ? rule_history(&cfg->history, r) : cfg->history;
+}
+
+struct lg_start lg_config_start_for(const struct lg_config *cfg, const char *topic)
+{
+    const struct lg_topic_rule *r = lg_topic_rules_first_match(cfg->topic_rules,
+                                                               cfg->topic_rule_count, topic);
+    return r != NULL && r->has_start ? r->start : (struct lg_start){LG_START_NOW, 0};
 }

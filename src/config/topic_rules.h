@@ -1,6 +1,7 @@
 /*
- * topic_rules.h - per-topic overrides of on_slow and history ("topic_rules" in the config)
- * and the lookup that gives a new topic its policy and bounds. The patterns are topic_glob.h's.
+ * topic_rules.h - per-topic overrides of on_slow, history and the start of a subscription
+ * without a cursor ("topic_rules" in the config), and the lookup that gives a new topic its
+ * policy, bounds and start. The patterns are topic_glob.h's.
  *
  * Owns:    the rules array and each rule's match string (malloc'd). struct lg_config holds
  *          them (topic_rules, topic_rule_count).
@@ -38,6 +39,8 @@ struct lg_topic_rule {
     struct lg_history_bounds history; /* effective bounds: fields the rule did not set are
                                        * copied from the global "history" after each load */
     unsigned history_given;           /* LG_HISTORY_GIVEN_* bits: fields the rule set itself */
+    bool has_start;
+    struct lg_start start;            /* "start": "now" | "latest", or "rewind": N */
 };
 
 /* ---- Lookups (any thread) ---------------------------------------------------------------- */
@@ -51,6 +54,9 @@ const struct lg_topic_rule *lg_topic_rules_first_match(const struct lg_topic_rul
  * "history" (never from a later rule). No matching rule: the top-level values. */
 enum lg_slow_policy lg_config_policy_for(const struct lg_config *cfg, const char *topic);
 struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, const char *topic);
+/* Where a subscription the cursor does not name starts: the first matching rule's start, or
+ * LG_START_NOW. */
+struct lg_start lg_config_start_for(const struct lg_config *cfg, const char *topic);
 
 /* ---- Building (config.c, main thread) ---------------------------------------------------- */
 

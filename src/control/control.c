@@ -64,7 +64,7 @@ static uint32_t limit_none(const struct lg_live_limits *live) { (void)live; retu
 
 static const struct lg_ctl_route routes[] = {
     {.access = LG_CTL_PUBLISH, .prefix = "/v1/topics/", .suffix = "/events", .method = "POST",
-     .allow = "POST", .body_what = "event body", .limit_name = "limits.max_event_bytes",
+     .allow = "GET, HEAD, POST", .body_what = "event body", .limit_name = "limits.max_event_bytes",
      .limit_of = limit_event, .handle = lg_ctl_handle_topic_event},
     {.access = LG_CTL_PUBLISH, .prefix = "/v1/publish", .method = "POST", .allow = "POST",
      .body_what = "batch body", .limit_name = "limits.max_batch_bytes", .limit_of = limit_batch,
@@ -79,6 +79,8 @@ static const struct lg_ctl_route routes[] = {
      .handle = lg_ctl_handle_metrics},
     {.access = LG_CTL_ADMIN, .prefix = "/v1/topics", .method = "GET", .allow = "GET, HEAD",
      .handle = lg_ctl_handle_topics},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "/events", .method = "GET",
+     .allow = "GET, HEAD, POST", .handle = lg_ctl_handle_topic_history},
     {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "", .method = "GET",
      .allow = "GET, HEAD, DELETE", .handle = lg_ctl_handle_topic_get},
     {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "", .method = "DELETE",
@@ -254,7 +256,8 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
     const struct lg_ctl_route *rt = route_find(url, method);
     if (rt == NULL) {
         lg_ctl_fail(&e, 404, "not_found",
-             "no such path \"%.100s\"; the control port serves POST /v1/topics/{topic}/events, "
+             "no such path \"%.100s\"; the control port serves POST and GET "
+             "/v1/topics/{topic}/events, "
              "POST /v1/publish, GET /v1/stats, GET /metrics, GET /v1/topics[/{topic}], "
              "DELETE /v1/topics/{topic}, GET /v1/clients, DELETE /v1/clients/{id}, "
              "GET /healthz and GET /readyz", url);

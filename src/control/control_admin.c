@@ -2,6 +2,7 @@
  * control_admin.c - the admin API of the control port (docs/protocol.md, "Admin API"):
  *   GET    /v1/topics?prefix=&limit=&after=   topics in name order, paged by name
  *   GET    /v1/topics/{topic}                 one topic
+ *   GET    /v1/topics/{topic}/events?since=&limit=   a page of its history, for backends
  *   DELETE /v1/topics/{topic}                 subscribers get `end`, history dropped
  *   GET    /v1/clients?topic=&limit=&after=   clients in id order, paged by id
  *   DELETE /v1/clients/{id}?reason=           disconnect one client with a reason it sees
@@ -23,15 +24,22 @@
 #include "encode.h"
 #include "control_internal.h"
 #include "control_reply.h"
+#include "cursor.h"
+#include "event.h"
 #include "http_request.h"
 #include "hub.h"
 #include "hub_admin.h"
 #include "publish_pacer.h"
+#include "render.h"
 #include "topic_name.h"
 #include "worker_call.h"
 
 #define LG_ADMIN_CALL_TIMEOUT_MS 2000u
 #define LG_ADMIN_PAGE_DEFAULT 100u
+/* A history page holds at most this many bytes of events (event->size) after its first. */
+#define LG_HISTORY_PAGE_BYTES (4u << 20)
+#define LG_HISTORY_PAGE_DEFAULT 100u
+#define LG_HISTORY_PAGE_MAX 1000u
 
 /* ---- Request parts ------------------------------------------------------------------------- */
 
@@ -101,11 +109,14 @@ static int path_name(const char *url, const char *prefix, char *out, size_t cap,
 
 static json_t *topic_json(const struct lg_topic_info *t)
 {
-    char epoch[9];
+    char epoch[9], last_id[LG_CURSOR_ENTRY_MAX];
     snprintf(epoch, sizeof epoch, "%08x", t->epoch);
-    json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I}", "name", t->name, "epoch", epoch, "last_seq",
-                          (json_int_t)t->last_seq, "subscribers", (json_int_t)t->subscribers,
-                          "publish_rate", (json_int_t)t->publish_rate);
+    lg_cursor_format_entry(last_id, t->name, t->epoch, t->last_seq);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:I,s:I}", "name", t->name, "epoch", epoch,
+                          "last_seq", (json_int_t)t->last_seq, "last_id",
+                          t->position_known ? json_string(last_id) : json_null(),
+                          "subscribers", (json_int_t)t->subscribers, "publish_rate",
+                          (json_int_t)t->publish_rate);
     if (o && t->retained_known) {
         json_object_set_new(o, "retained_events", json_integer((json_int_t)t->retained_events));
         json_object_set_new(o, "retained_bytes", json_integer((json_int_t)t->retained_bytes));
@@ -159,6 +170,109 @@ int lg_ctl_handle_topic_get(struct lg_control *c, struct MHD_Connection *conn, c
     if (lg_hub_topic_info(c->hub, name, strlen(name), &info) != 0)
         return no_topic(conn, name);
     return lg_ctl_reply_json(conn, 200, topic_json(&info));
+}
+
+/* ---- History ---------------------------------------------------------------------------------- */
+
+/* The since parameter's entry for topic (a cursor may name other topics too) into *since
+ * (pointing into cursor), NULL when absent or empty. */
+static int query_since(struct MHD_Connection *conn, const char *topic, struct lg_cursor *cursor,
+                       const struct lg_cursor_entry **since, struct lg_ctl_error *e)
+{
+    char text[LG_CURSOR_MAX_ENTRIES * LG_CURSOR_ENTRY_MAX], why[192];
+    *since = NULL;
+    if (query_text(conn, "since", text, sizeof text, e) != 0)
+        return -1;
+    if (!text[0])
+        return 0;
+    if (lg_cursor_parse(text, strlen(text), cursor, why, sizeof why) != 0)
+        return lg_ctl_fail(e, 400, "invalid_cursor", "malformed cursor: %s", why);
+    *since = lg_cursor_find(cursor, topic);
+    if (*since == NULL)
+        return lg_ctl_fail(e, 400, "invalid_cursor", "the cursor does not name topic \"%.128s\"",
+                           topic);
+    return 0;
+}
+
+/* {"topic":T,"events":[notice?, events...],"next":"T@E:N","more":bool}: the events are the
+ * objects WebSocket and long-poll carry; a gap or reset notice comes first, as there. */
+static char *history_body(const char *topic, const struct lg_replay *page)
+{
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_buf_append_str(&b, "{\"topic\":");
+    lg_encode_json_string(&b, topic, strlen(topic));
+    lg_buf_append_str(&b, ",\"events\":[");
+    struct lg_notice n = {.reset = page->reset, .topic = topic, .topic_len = strlen(topic),
+                          .epoch = page->epoch, .from = page->gap_from, .to = page->gap_to,
+                          .seq = page->reset ? page->position : page->gap_to};
+    if (page->reset || page->gap_from) {
+        lg_buf_append_str(&b, page->reset ? "{\"type\":\"reset\",\"v\":1,"
+                                          : "{\"type\":\"gap\",\"v\":1,");
+        lg_notice_json_fields(&b, &n);
+    }
+    for (size_t i = 0; i < page->count; i++) {
+        if (i || page->reset || page->gap_from)
+            lg_buf_append_str(&b, ",");
+        lg_buf_append(&b, page->events[i]->json, page->events[i]->json_len);
+    }
+    char next[LG_CURSOR_ENTRY_MAX];
+    lg_buf_append_str(&b, "],\"next\":\"");
+    lg_buf_append(&b, next, lg_cursor_format_entry(next, topic, page->epoch, page->position));
+    lg_buf_appendf(&b, "\",\"more\":%s}", page->more ? "true" : "false");
+    if (b.oom || b.data == NULL) {
+        lg_buf_release(&b);
+        return NULL;
+    }
+    return b.data; /* an lg_buf stays NUL-terminated; the reply frees it */
+}
+
+int lg_ctl_handle_topic_history(struct lg_control *c, struct MHD_Connection *conn,
+                                const char *url, struct lg_ctl_request *r)
+{
+    (void)r;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    char name[LG_TOPIC_NAME_MAX * 3 + 1], path[sizeof name + 16];
+    struct lg_cursor *cursor = malloc(sizeof *cursor);
+    const struct lg_cursor_entry *since = NULL;
+    uint64_t limit = LG_HISTORY_PAGE_DEFAULT;
+    size_t path_len = strlen(url) - strlen("/events");
+    snprintf(path, sizeof path, "%.*s", (int)path_len, url);
+    int rc = -1;
+    if (cursor == NULL)
+        lg_ctl_fail(&e, 503, "unavailable", "out of memory; retry");
+    else if (path_len >= sizeof path - 1)
+        lg_ctl_fail(&e, 404, "not_found", "no such topic: the name is too long");
+    else if (path_name(path, "/v1/topics/", name, sizeof name, &e) == 0 &&
+             query_uint(conn, "limit", 1, LG_HISTORY_PAGE_MAX, &limit, &e) == 0)
+        rc = query_since(conn, name, cursor, &since, &e);
+    if (rc != 0) {
+        free(cursor);
+        return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    struct lg_replay page;
+    enum lg_history_status status = lg_hub_read_history(c->hub, name, strlen(name), since, limit,
+                                                        LG_HISTORY_PAGE_BYTES, &page);
+    free(cursor);
+    char *body = status == LG_HISTORY_OK ? history_body(name, &page) : NULL;
+    lg_replay_release(&page);
+    switch (status) {
+    case LG_HISTORY_NO_TOPIC:
+        return no_topic(conn, name);
+    case LG_HISTORY_LOADING:
+        lg_ctl_fail(&e, 503, "unavailable", "topic \"%.128s\": this node is loading its history "
+                    "from Redis (or catching up to the cursor); retry", name);
+        return lg_ctl_reply_error(conn, &e, NULL);
+    case LG_HISTORY_AHEAD:
+        lg_ctl_fail(&e, 400, "invalid_cursor", "the cursor is ahead of the topic's newest event");
+        return lg_ctl_reply_error(conn, &e, NULL);
+    default:
+        if (body == NULL) {
+            lg_ctl_fail(&e, 503, "unavailable", "out of memory reading history; retry");
+            return lg_ctl_reply_error(conn, &e, NULL);
+        }
+        return lg_ctl_reply_text(conn, 200, body, NULL, false);
+    }
 }
 
 /* ---- Waiting for the workers ------------------------------------------------------------------ */

@@ -194,6 +194,7 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
                                          hub->workers)
                        : NULL;
             if (t) {
+                t->start = lg_config_start_for(hub->rules, copy);
                 if (store->ops->bind)
                     store->ops->bind(stream, t);
                 lg_topic_ref(t); /* the caller's, beside the registry's */
@@ -571,6 +572,23 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         add_listener(t, w);
     pthread_mutex_unlock(&t->lock);
     return 0;
+}
+
+bool lg_hub_start_position(struct lg_hub *hub, struct lg_topic *t, struct lg_start start,
+                           uint64_t at, struct lg_cursor_entry *out)
+{
+    (void)hub;
+    pthread_mutex_lock(&t->lock);
+    bool ready = lg_stream_ready(t->stream);
+    if (ready) {
+        lg_stream_expire(t->stream, lg_mono_ns()); /* what is retained, as a replay reads it */
+        uint64_t newest = lg_stream_newest(t->stream);
+        out->epoch = lg_stream_epoch(t->stream);
+        out->seq = lg_start_position(start, newest < at ? newest : at,
+                                     lg_stream_oldest(t->stream));
+    }
+    pthread_mutex_unlock(&t->lock);
+    return ready;
 }
 
 void lg_replay_release(struct lg_replay *r)

@@ -189,6 +189,12 @@ void lg_replay_release(struct lg_replay *r);
 void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix_ms,
                             struct lg_cursor_entry *out);
 
+/* Where a subscription of t that starts at `start` (policy.h) begins, as the cursor entry its
+ * replay follows, counting `at` as the newest position (UINT64_MAX: the stream's newest now).
+ * Return value: false when t's remote stream is not loaded yet (out untouched). */
+bool lg_hub_start_position(struct lg_hub *hub, struct lg_topic *t, struct lg_start start,
+                           uint64_t at, struct lg_cursor_entry *out);
+
 /* Undo one listening subscription of worker w on topic t. */
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w);
 

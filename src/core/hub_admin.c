@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "event.h"
 #include "hub_internal.h"
 #include "stats.h"
 #include "topic.h"
@@ -13,6 +15,7 @@ static void fill_info(struct lg_topic *t, struct lg_topic_info *out)
     memset(out, 0, sizeof *out);
     memcpy(out->name, t->name, t->name_len);
     pthread_mutex_lock(&t->lock);
+    out->position_known = lg_stream_ready(t->stream);
     out->epoch = lg_stream_epoch(t->stream);
     out->last_seq = lg_stream_newest(t->stream);
     const struct lg_store_ops *ops = t->stream->store->ops;
@@ -71,6 +74,65 @@ int lg_hub_topic_info(struct lg_hub *hub, const char *name, size_t len, struct l
     fill_info(t, out);
     lg_hub_topic_done(hub, t);
     return 0;
+}
+
+/* The page after since, t's lock held and its stream loaded. */
+static enum lg_history_status read_page(struct lg_topic *t, const struct lg_cursor_entry *since,
+                                        size_t max_events, uint64_t max_bytes,
+                                        struct lg_replay *out)
+{
+    out->epoch = lg_stream_epoch(t->stream);
+    out->position = lg_stream_newest(t->stream);
+    if (since && since->epoch != out->epoch) {
+        out->reset = true;
+        return LG_HISTORY_OK;
+    }
+    if (since && since->seq > out->position) {
+        lg_stream_refresh(t->stream); /* a remote copy trails by what is in flight */
+        return t->stream->store->ops->remote ? LG_HISTORY_LOADING : LG_HISTORY_AHEAD;
+    }
+    lg_stream_expire(t->stream, lg_mono_ns()); /* the sweep may not have been by yet */
+    uint64_t first = lg_stream_oldest(t->stream);
+    uint64_t after = since ? since->seq : first - 1;
+    if (after + 1 < first) {
+        out->gap_from = after + 1;
+        out->gap_to = first - 1;
+    }
+    struct lg_store_page page;
+    if (lg_stream_read_after(t->stream, after, max_events, max_bytes, &page) != 0)
+        return LG_HISTORY_OOM;
+    out->events = page.events;
+    out->count = page.count;
+    out->more = page.more;
+    out->position = page.count ? page.events[page.count - 1]->seq
+                               : (out->gap_to ? out->gap_to : after);
+    return LG_HISTORY_OK;
+}
+
+enum lg_history_status lg_hub_read_history(struct lg_hub *hub, const char *name, size_t len,
+                                           const struct lg_cursor_entry *since,
+                                           size_t max_events, uint64_t max_bytes,
+                                           struct lg_replay *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *problem;
+    struct lg_topic *t = lg_hub_topic(hub, name, len, false, &problem);
+    if (!t)
+        return LG_HISTORY_NO_TOPIC;
+    enum lg_history_status status;
+    pthread_mutex_lock(&t->lock);
+    if (lg_stream_ready(t->stream)) {
+        status = read_page(t, since, max_events, max_bytes, out);
+    } else {
+        if (t->listeners == 0) { /* have it loaded; it lingers for the retry */
+            lg_stream_listen(t->stream, true);
+            lg_stream_listen(t->stream, false);
+        }
+        status = LG_HISTORY_LOADING;
+    }
+    pthread_mutex_unlock(&t->lock);
+    lg_hub_topic_done(hub, t);
+    return status;
 }
 
 struct lg_topic *lg_hub_delete_topic(struct lg_hub *hub, const char *name, size_t len)

@@ -1,7 +1,8 @@
 /*
  * hub_admin.h - what the admin API asks of the hub: the topic registry listed in name order
- * and paged, one topic inspected, a topic deleted, the retained history summed for the
- * metrics, and the calls the control port makes to every worker (worker_call.h).
+ * and paged, one topic inspected, a page of one topic's history read, a topic deleted, the
+ * retained history summed for the metrics, and the calls the control port makes to every
+ * worker (worker_call.h).
  *
  * Owns:    nothing beyond the hub's state (hub_internal.h).
  * Frees:   a deleted topic goes to the hub's graveyard (freed by lg_hub_expire() once nothing
@@ -22,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cursor.h"
+#include "hub.h"
 #include "topic_name.h"
 
 struct lg_hub;
@@ -34,6 +37,8 @@ struct lg_topic_info {
     char name[LG_TOPIC_NAME_MAX + 1];
     uint32_t epoch;
     uint64_t last_seq;         /* newest position ever assigned (0 = never published) */
+    bool position_known;       /* epoch and last_seq are known (a Redis stream not loaded on
+                                  this node: not) */
     bool retained_known;       /* the store can say what it retains */
     uint64_t retained_events, retained_bytes;
     uint32_t subscribers;      /* listening subscriptions, every worker */
@@ -52,6 +57,27 @@ int lg_hub_list_topics(struct lg_hub *hub, const char *prefix, const char *after
 
 /* Return value: 0 with *out filled, or -1 when no topic has that name. */
 int lg_hub_topic_info(struct lg_hub *hub, const char *name, size_t len, struct lg_topic_info *out);
+
+/* Why lg_hub_read_history() read no page. */
+enum lg_history_status {
+    LG_HISTORY_OK = 0,
+    LG_HISTORY_NO_TOPIC, /* no topic has that name */
+    LG_HISTORY_LOADING,  /* its Redis stream is not loaded on this node: asked for (it stays
+                            LINGER_MS after); retry */
+    LG_HISTORY_AHEAD,    /* the cursor is past the topic's newest event */
+    LG_HISTORY_OOM,
+};
+
+/* A page of the topic's history after `since` (NULL: from its oldest retained event), as a
+ * subscription from that cursor would get it (hub.h, struct lg_replay): a reset when the
+ * cursor names another life of the topic (no events; position = the newest), a gap for what
+ * is no longer retained, then at most max_events events and, beyond the first, at most
+ * max_bytes of them (event->size). out->position is the seq the page ends at. Release out
+ * with lg_replay_release() whatever the status. */
+enum lg_history_status lg_hub_read_history(struct lg_hub *hub, const char *name, size_t len,
+                                           const struct lg_cursor_entry *since,
+                                           size_t max_events, uint64_t max_bytes,
+                                           struct lg_replay *out);
 
 /* Unlink the topic from the registry (a later publish or subscription creates it anew, with a
  * new epoch) and drop its history. Return value: the topic with a reference for the caller

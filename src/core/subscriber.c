@@ -297,8 +297,11 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
 {
     sn->pending = false;
     struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->sent_seq};
-    if (sn->pending_from_now)
+    if (sn->pending_from_now) {
         lg_hub_position_before(s->hub, sn->topic, sn->pending_since_ms, &since);
+        if (sn->pending_start.kind != LG_START_NOW)
+            lg_hub_start_position(s->hub, sn->topic, sn->pending_start, since.seq, &since);
+    }
     struct lg_replay page;
     const char *problem = NULL;
     if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, ring_room(s), ring_room_bytes(s),
@@ -326,12 +329,22 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
 }
 
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
-                      const struct lg_cursor_entry *since, bool listen, size_t max_replay,
-                      const char **problem)
+                      const struct lg_cursor_entry *since, struct lg_start start, bool listen,
+                      size_t max_replay, const char **problem)
 {
     struct lg_subscription *sn = lg_subscriber_find(s, t);
     if (sn && sn->listening)
         return 1;
+    struct lg_cursor_entry from;
+    /* A start on a remote stream not loaded yet resolves with the topic's first event, as a
+     * subscription from now does, even if the stream loads before lg_hub_subscribe() looks. */
+    bool start_unknown = false;
+    if (!since && start.kind != LG_START_NOW) {
+        if (lg_hub_start_position(hub, t, start, UINT64_MAX, &from))
+            since = &from;
+        else
+            start_unknown = true;
+    }
     bool fresh = sn == NULL;
     if (fresh) {
         sn = calloc(1, sizeof *sn);
@@ -362,9 +375,9 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         s->sub_count++;
     }
     sn->epoch = replay.epoch;
-    uint64_t start = since && !replay.reset ? since->seq : replay.position;
-    if (fresh || sn->sent_seq < start)
-        sn->sent_seq = start;
+    uint64_t position = since && !replay.reset ? since->seq : replay.position;
+    if (fresh || sn->sent_seq < position)
+        sn->sent_seq = position;
     sn->queued_seq = sn->sent_seq;
     if (replay.reset && !sn->reset_owed) {
         sn->reset_owed = true;
@@ -375,9 +388,10 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
         owe_gap(s, sn, replay.gap_from);
         owe_gap(s, sn, replay.gap_to);
     }
-    sn->pending = replay.pending;
-    sn->pending_from_now = replay.pending && !since;
+    sn->pending = replay.pending || start_unknown;
+    sn->pending_from_now = sn->pending && !since;
     sn->pending_since_ms = lg_unix_ms();
+    sn->pending_start = start;
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
     if (listen)
@@ -409,7 +423,8 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
             return LG_SUBSCRIBE_UNAVAILABLE;
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
                                                             : NULL;
-        int added = lg_subscriber_add(s, hub, t, since, listen, max_replay, &why->problem);
+        int added = lg_subscriber_add(s, hub, t, since, p->has_start ? p->start : t->start,
+                                      listen, max_replay, &why->problem);
         lg_hub_topic_done(hub, t); /* a subscription holds its own reference */
         if (added < 0) {
             why->topic = p->topics[i];

@@ -63,6 +63,7 @@ struct lg_subscription {
                                  the replay is computed on the topic's first event */
     bool pending_from_now;    /* ... and it subscribed without a cursor, */
     int64_t pending_since_ms; /* ... at this wall-clock time */
+    struct lg_start pending_start; /* ... and from this start (policy.h) */
 };
 
 struct lg_subscriber {
@@ -90,18 +91,19 @@ void lg_subscriber_init(struct lg_subscriber *s, const struct lg_render_ops *ops
                         uint32_t worker, const struct lg_queue_bounds *bounds);
 
 /*
- * Subscribe to topic t from `since` (NULL = now). The replay (events after the cursor still in
+ * Subscribe to topic t from `since`, or when it is NULL from `start` (policy.h). The replay (events after the cursor still in
  * history, or a gap, or a reset) is queued as far as the ring has room and paged in later as
  * it drains. When `listen` is false the hub is not told: only the first page is computed.
  * max_replay caps the first page (a long-poll batch).
  * Return value: 0, -1 with *problem set (cursor ahead of topic, OOM), or 1 if s already listens.
  */
 int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
-                      const struct lg_cursor_entry *since, bool listen, size_t max_replay,
-                      const char **problem);
+                      const struct lg_cursor_entry *since, struct lg_start start, bool listen,
+                      size_t max_replay, const char **problem);
 
 /* The subscribe loop every transport shares: each topic of p (created if need be) from p's
- * cursor entry for it (none: from now), in order, through lg_subscriber_add(). It stops at
+ * cursor entry for it (none: from p's start, or else the topic's own, topic_rules), in order,
+ * through lg_subscriber_add(). It stops at
  * the first failure; the topics before it stay subscribed. */
 enum lg_subscribe_status {
     LG_SUBSCRIBE_OK = 0,

@@ -39,6 +39,8 @@ struct lg_topic {
     char *name;                    /* immutable */
     size_t name_len;               /* immutable */
     enum lg_slow_policy policy;    /* immutable: from topic_rules at creation */
+    struct lg_start start;         /* immutable: from topic_rules at creation; where a
+                                      subscription its cursor does not name starts */
     /* The registry's reference, one per subscription, one per event waiting in an inbox, one
      * per lookup in progress (lg_hub_topic() until lg_hub_topic_done()). lg_topic_unref()
      * never frees: the hub collects a topic once only the registry holds it (hub.h). */

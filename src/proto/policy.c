@@ -1,5 +1,6 @@
 /*
- * policy.c - the names of the slow-consumer policies (one table for parsing and printing).
+ * policy.c - the names of the slow-consumer policies (one table for parsing and printing), and
+ * where a start position puts a new subscription.
  */
 #include "policy.h"
 
@@ -16,4 +17,16 @@ const char *lg_slow_policy_name(enum lg_slow_policy p)
     if ((unsigned)p < sizeof(lg_slow_policy_names) / sizeof(lg_slow_policy_names[0]) - 1)
         return lg_slow_policy_names[p];
     return "unknown";
+}
+
+uint64_t lg_start_position(struct lg_start start, uint64_t newest, uint64_t oldest)
+{
+    switch (start.kind) {
+    case LG_START_LATEST:
+        return oldest <= newest ? newest - 1 : newest;
+    case LG_START_REWIND:
+        return newest > start.rewind ? newest - start.rewind : 0;
+    default:
+        return newest;
+    }
 }

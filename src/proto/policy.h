@@ -2,7 +2,8 @@
  * policy.h - the bounds and the slow-consumer policy that topics and subscribers obey.
  *
  * Owns:    plain value types only: enum lg_slow_policy, struct lg_history_bounds (with its
- *          LG_HISTORY_GIVEN_* field bits) and struct lg_queue_bounds. Nothing is allocated.
+ *          LG_HISTORY_GIVEN_* field bits), struct lg_queue_bounds and struct lg_start (where a
+ *          subscription without a cursor starts). Nothing is allocated.
  * Frees:   nothing to free; every value is copied or embedded by whoever holds it (the config,
  *          a topic, a subscriber).
  * Threads: values, so any thread may read its own copy; the shared copies live in the config,
@@ -30,6 +31,9 @@ extern const char *const lg_slow_policy_names[];
 /* The name of p ("drop-oldest", ...), or "unknown" for a value outside the enum. */
 const char *lg_slow_policy_name(enum lg_slow_policy p);
 
+/* The most events a topic may retain (history.max_events), and so the largest rewind. */
+#define LG_HISTORY_MAX_EVENTS_MAX 1000000u
+
 struct lg_history_bounds {
     uint32_t max_events; /* events retained per topic for resume */
     uint64_t max_bytes;  /* payload+encoding bytes retained per topic */
@@ -49,5 +53,21 @@ struct lg_queue_bounds {
     uint64_t max_lag_ms;          /* oldest queued event older than this = slow (0 = off) */
     enum lg_slow_policy on_slow;  /* default policy for topics no rule matches */
 };
+
+/* Where a subscription starts on a topic its cursor does not name (docs/semantics.md (c)). */
+enum lg_start_kind {
+    LG_START_NOW = 0, /* with the next event published */
+    LG_START_LATEST,  /* with the newest retained event, if any (never a gap) */
+    LG_START_REWIND,  /* with the last `rewind` events; those not retained are a gap */
+};
+
+struct lg_start {
+    enum lg_start_kind kind;
+    uint32_t rewind; /* LG_START_REWIND: 0 .. LG_HISTORY_MAX_EVENTS_MAX events */
+};
+
+/* The position after which a subscription that starts at `start` is replayed, for a stream
+ * whose newest event is `newest` and oldest retained one `oldest` (newest + 1: none). */
+uint64_t lg_start_position(struct lg_start start, uint64_t newest, uint64_t oldest);
 
 #endif

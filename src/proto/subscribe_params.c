@@ -47,6 +47,54 @@ static const char *parse_timeout(struct lg_subscribe_params *p, const char *valu
     return NULL;
 }
 
+static const char *start_given_twice(char *problem, size_t problem_cap)
+{
+    snprintf(problem, problem_cap,
+             "give one start position: since=latest or rewind=N, not both (nor one twice)");
+    return "bad_request";
+}
+
+const char *lg_subscribe_params_rewind(struct lg_subscribe_params *p, const char *text,
+                                       char *problem, size_t problem_cap)
+{
+    if (p->has_start)
+        return start_given_twice(problem, problem_cap);
+    char *end;
+    unsigned long n = strtoul(text, &end, 10);
+    if (!*text || *end || text[0] < '0' || text[0] > '9' || n > LG_HISTORY_MAX_EVENTS_MAX) {
+        snprintf(problem, problem_cap,
+                 "rewind must be a whole number of events from 0 to %u (the most a topic's "
+                 "history.max_events may retain), got \"%.32s\"",
+                 LG_HISTORY_MAX_EVENTS_MAX, text);
+        return "bad_request";
+    }
+    p->start = (struct lg_start){.kind = LG_START_REWIND, .rewind = (uint32_t)n};
+    p->has_start = true;
+    return NULL;
+}
+
+const char *lg_subscribe_params_latest(struct lg_subscribe_params *p, char *problem,
+                                       size_t problem_cap)
+{
+    if (p->has_start)
+        return start_given_twice(problem, problem_cap);
+    p->start = (struct lg_start){.kind = LG_START_LATEST};
+    p->has_start = true;
+    return NULL;
+}
+
+const char *lg_subscribe_params_check_start(const struct lg_subscribe_params *p,
+                                            const char *cursor_name, char *problem,
+                                            size_t problem_cap)
+{
+    if (!p->has_start || !p->has_cursor)
+        return NULL;
+    snprintf(problem, problem_cap,
+             "%s and a cursor (%s) cannot be combined: the cursor already says where to start",
+             p->start.kind == LG_START_LATEST ? "since=latest" : "rewind", cursor_name);
+    return "bad_request";
+}
+
 static const char *parse_cursor(struct lg_subscribe_params *p, const char *text, size_t len,
                                 char *problem, size_t problem_cap)
 {
@@ -98,7 +146,7 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
 {
     p->topic_count = 0;
     p->cursor.count = 0;
-    p->has_cursor = p->has_timeout = false;
+    p->has_cursor = p->has_timeout = p->has_start = false;
     p->timeout_ms = 0;
     char name[32];
     char *value = malloc(VALUE_MAX);
@@ -115,14 +163,28 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
         } else if (strcmp(name, "topic") == 0) {
             code = lg_subscribe_params_add_topic(p, value, strlen(value), max_topics, problem,
                                                  problem_cap);
+        } else if (strcmp(name, "since") == 0 && strcmp(value, "latest") == 0) {
+            code = lg_subscribe_params_latest(p, problem, problem_cap);
+        } else if (strcmp(name, "rewind") == 0) {
+            code = lg_subscribe_params_rewind(p, value, problem, problem_cap);
         } else if (strcmp(name, cursor_param) == 0 && !header) {
             code = parse_cursor(p, value, strlen(value), problem, problem_cap);
+        } else if (strcmp(name, "since") == 0 && value[0]) {
+            snprintf(problem, problem_cap,
+                     "since on this path takes only \"latest\"; a cursor goes in %s",
+                     cursor_param);
+            code = "bad_request";
         } else if (strcmp(name, "timeout") == 0) {
             code = parse_timeout(p, value, problem, problem_cap);
         }
     }
     free(value);
-    if (!code && header)
+    if (!code)
+        code = lg_subscribe_params_check_start(p, cursor_param, problem, problem_cap);
+    if (!code && header) {
         code = parse_cursor(p, header, header_len, problem, problem_cap);
+        if (p->has_cursor)
+            p->has_start = false; /* the reconnection resumes; the URL's start was the first's */
+    }
     return code;
 }

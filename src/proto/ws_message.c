@@ -21,7 +21,10 @@ static const char *parse_since(json_t *since, struct lg_subscribe_params *p, cha
         (json_is_string(since) && json_string_length(since) == 0))
         return NULL;
     if (!json_is_string(since))
-        return refuse(problem, cap, "bad_message", "\"since\" must be a cursor string");
+        return refuse(problem, cap, "bad_message",
+                      "\"since\" must be a cursor string or \"latest\"");
+    if (strcmp(json_string_value(since), "latest") == 0)
+        return lg_subscribe_params_latest(p, problem, cap);
     char why[192];
     if (lg_cursor_parse(json_string_value(since), json_string_length(since), &p->cursor, why,
                         sizeof why) != 0) {
@@ -32,6 +35,24 @@ static const char *parse_since(json_t *since, struct lg_subscribe_params *p, cha
     return NULL;
 }
 
+static const char *parse_rewind(json_t *rewind, struct lg_subscribe_params *p, char *problem,
+                                size_t cap)
+{
+    if (rewind == NULL || json_is_null(rewind))
+        return NULL;
+    if (!json_is_integer(rewind) || json_integer_value(rewind) < 0 ||
+        json_integer_value(rewind) > (json_int_t)LG_HISTORY_MAX_EVENTS_MAX) {
+        snprintf(problem, cap,
+                 "\"rewind\" must be a whole number of events from 0 to %u (the most a "
+                 "topic's history.max_events may retain)",
+                 LG_HISTORY_MAX_EVENTS_MAX);
+        return "bad_request";
+    }
+    char text[16];
+    snprintf(text, sizeof text, "%lld", (long long)json_integer_value(rewind));
+    return lg_subscribe_params_rewind(p, text, problem, cap);
+}
+
 static const char *parse_subscribe(json_t *msg, uint32_t max_topics,
                                    struct lg_subscribe_params *p, char *problem, size_t cap)
 {
@@ -39,7 +60,7 @@ static const char *parse_subscribe(json_t *msg, uint32_t max_topics,
     if (!json_is_array(topics) || json_array_size(topics) == 0)
         return refuse(problem, cap, "bad_message", "subscribe needs \"topics\": a non-empty array");
     p->topic_count = 0;
-    p->has_cursor = false;
+    p->has_cursor = p->has_start = false;
     size_t i;
     json_t *t;
     json_array_foreach(topics, i, t) {
@@ -51,7 +72,10 @@ static const char *parse_subscribe(json_t *msg, uint32_t max_topics,
         if (code)
             return code;
     }
-    return parse_since(json_object_get(msg, "since"), p, problem, cap);
+    const char *code = parse_since(json_object_get(msg, "since"), p, problem, cap);
+    if (!code)
+        code = parse_rewind(json_object_get(msg, "rewind"), p, problem, cap);
+    return code ? code : lg_subscribe_params_check_start(p, "since", problem, cap);
 }
 
 static const char *parse_unsubscribe(struct lg_ws_message *m, char *problem, size_t cap)

@@ -115,3 +115,28 @@ for (const transport of ["sse", "poll", "websocket"]) {
     assert.equal(sub.state, "closed");
   });
 }
+
+// Where a subscription without a cursor starts: since "latest" and rewind (docs/client.md);
+// a reconnect after the first position resumes from the cursor, so nothing repeats.
+for (const transport of ["sse", "poll", "websocket"]) {
+  test(`${transport}: since "latest" and rewind, then live events`, async (t) => {
+    if (transport === "websocket" && !globalThis.WebSocket) return t.skip(`Node ${process.version} has no WebSocket`);
+    const topic = `start-${transport}`;
+    for (let i = 1; i <= 5; i++) await publish(gw, topic, `d${i}`);
+    const latest = await collect(topic, [transport], "latest");
+    await waitFor("the newest event", () => latest.got.events.length === 1);
+    const rewound = subscribe([topic], { baseUrl: gw.publicUrl, transports: [transport], rewind: 3, pollTimeoutS: 2,
+                                         onEvent: (e) => got.push(`${e.seq}=${e.data}@${e.transport}`) });
+    const got = [];
+    await waitFor("the last 3 events", () => got.length === 3);
+    await publish(gw, topic, "d6");
+    await waitFor("a live one on both", () => latest.got.events.length === 2 && got.length === 4);
+    await sleep(200);
+    latest.sub.close();
+    rewound.close();
+    // SSE takes its first position with a poll, which carries the start's events
+    const via = (i) => (transport === "sse" && i < 6 ? "poll" : transport);
+    assert.deepEqual(latest.got.events, [5, 6].map((i) => `${i}=d${i}@${via(i)}`));
+    assert.deepEqual(got, [3, 4, 5, 6].map((i) => `${i}=d${i}@${via(i)}`));
+  });
+}

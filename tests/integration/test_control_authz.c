@@ -97,6 +97,8 @@ static const struct route_case {
     {LG_CTL_ADMIN, "GET", "/metrics", NULL, "/metrics", NULL, 200, NULL, 0, false},
     {LG_CTL_ADMIN, "GET", "/v1/topics", NULL, "/v1/topics", NULL, 200, NULL, 0, false},
     {LG_CTL_ADMIN, "GET", "/v1/topics/", "", "/v1/topics/news/a", NULL, 200, NULL, 0, true},
+    {LG_CTL_ADMIN, "GET", "/v1/topics/", "/events", "/v1/topics/news/a/events?limit=5", NULL,
+     200, NULL, 0, true},
     {LG_CTL_ADMIN, "DELETE", "/v1/topics/", "", "/v1/topics/news/a", NULL, 200, NULL, 0, true},
     {LG_CTL_ADMIN, "GET", "/v1/clients", NULL, "/v1/clients", NULL, 200, NULL, 0, false},
     {LG_CTL_ADMIN, "DELETE", "/v1/clients/", "", "/v1/clients/999999", NULL, 404, "not_found", 0,

@@ -103,7 +103,8 @@ static int add_topic(struct lg_subscriber *s, const char *name, const char *curs
         since = &c.entries[0];
     }
     *problem = NULL;
-    return lg_subscriber_add(s, hub, topic(name), since, true, SIZE_MAX, problem);
+    return lg_subscriber_add(s, hub, topic(name), since, (struct lg_start){0}, true, SIZE_MAX,
+                             problem);
 }
 
 static void subscribe(struct lg_subscriber *s, const char *name, const char *cursor)

@@ -327,6 +327,74 @@ START_TEST(test_glob_match_any)
 }
 END_TEST
 
+/* ---- Where a subscription without a cursor starts ------------------------------------------ */
+
+/* Load one document whose topic_rules is rules_json: 0, or -1 with err filled. */
+static int lg_test_load_rules(struct lg_config *cfg, const char *rules_json, char *err)
+{
+    char doc[512];
+    snprintf(doc, sizeof doc, "{\"topic_rules\": %s}", rules_json);
+    lg_config_init_defaults(cfg);
+    return lg_config_load_string(cfg, doc, err);
+}
+
+START_TEST(test_start_rules_lookup_and_print)
+{
+    struct lg_config cfg;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    const char *rules = "[{\"match\":\"l/*\",\"start\":\"latest\"},"
+                        "{\"match\":\"r/*\",\"rewind\":25},"
+                        "{\"match\":\"n/*\",\"start\":\"now\"},"
+                        "{\"match\":\"*\",\"on_slow\":\"conflate\"}]";
+    ck_assert_msg(lg_test_load_rules(&cfg, rules, err) == 0, "%s", err);
+    ck_assert_int_eq(lg_config_start_for(&cfg, "l/x").kind, LG_START_LATEST);
+    struct lg_start r = lg_config_start_for(&cfg, "r/x");
+    ck_assert_int_eq(r.kind, LG_START_REWIND);
+    ck_assert_uint_eq(r.rewind, 25);
+    ck_assert_int_eq(lg_config_start_for(&cfg, "n/x").kind, LG_START_NOW);
+    ck_assert_int_eq(lg_config_start_for(&cfg, "other").kind, LG_START_NOW);
+    json_t *printed = lg_topic_rules_json(cfg.topic_rules, cfg.topic_rule_count);
+    char *text = json_dumps(printed, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_str_eq(text, "[{\"match\":\"l/*\",\"start\":\"latest\"},"
+                           "{\"match\":\"r/*\",\"rewind\":25},"
+                           "{\"match\":\"n/*\",\"start\":\"now\"},"
+                           "{\"match\":\"*\",\"on_slow\":\"conflate\"}]");
+    free(text);
+    json_decref(printed);
+    lg_config_release(&cfg);
+}
+END_TEST
+
+static const struct {
+    const char *rules;
+    const char *err;
+} lg_bad_start_cases[] = {
+    {"[{\"match\":\"a\",\"start\":\"first\"}]",
+     "topic_rules[0].start: expected \"now\" or \"latest\" (for the last N events, \"rewind\": N)"},
+    {"[{\"match\":\"a\",\"start\":3}]",
+     "topic_rules[0].start: expected \"now\" or \"latest\" (for the last N events, \"rewind\": N)"},
+    {"[{\"match\":\"a\",\"rewind\":-1}]",
+     "topic_rules[0].rewind: -1 is out of range (allowed 0..1000000 events, the most "
+     "history.max_events may retain)"},
+    {"[{\"match\":\"a\",\"rewind\":1000001}]",
+     "topic_rules[0].rewind: 1000001 is out of range (allowed 0..1000000 events, the most "
+     "history.max_events may retain)"},
+    {"[{\"match\":\"a\",\"rewind\":\"5\"}]",
+     "topic_rules[0].rewind: expected a whole number of events, got string"},
+    {"[{\"match\":\"a\",\"start\":\"latest\",\"rewind\":5}]",
+     "topic_rules[0]: give either \"start\" or \"rewind\", not both"},
+};
+
+START_TEST(test_start_rules_refused)
+{
+    struct lg_config cfg;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    ck_assert_int_eq(lg_test_load_rules(&cfg, lg_bad_start_cases[_i].rules, err), -1);
+    ck_assert_str_eq(err, lg_bad_start_cases[_i].err);
+    lg_config_release(&cfg);
+}
+END_TEST
+
 /* ---- Runner ------------------------------------------------------------------------------- */
 
 static Suite *lg_topic_rules_suite(void)
@@ -343,6 +411,9 @@ static Suite *lg_topic_rules_suite(void)
              test_first_match_unset_fields_come_from_top_level);
     LG_TCASE(s, "parse", NULL, NULL, test_pattern_every_byte, test_pattern_length_bounds,
              test_parse_replace_resolve_print, test_glob_match_any);
+    tc = LG_TCASE(s, "start", NULL, NULL, test_start_rules_lookup_and_print);
+    tcase_add_loop_test(tc, test_start_rules_refused, 0,
+                        (int)(sizeof(lg_bad_start_cases) / sizeof(lg_bad_start_cases[0])));
     return s;
 }
 

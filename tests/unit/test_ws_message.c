@@ -11,6 +11,10 @@
 
 #include "check_main.h"
 
+#define REWIND_RANGE                                                                               \
+    "\"rewind\" must be a whole number of events from 0 to 1000000 (the most a topic's "          \
+    "history.max_events may retain)"
+
 struct row {
     const char *text;
     const char *code; /* NULL = accepted */
@@ -39,7 +43,22 @@ static const struct row rows[] = {
     {"{\"op\":\"subscribe\",\"topics\":[1]}", "bad_message", false,
      "every entry of \"topics\" must be a string"},
     {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":5}", "bad_message", false,
-     "\"since\" must be a cursor string"},
+     "\"since\" must be a cursor string or \"latest\""},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":\"latest\"}", NULL, false, NULL},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"rewind\":1000000}", NULL, false, NULL},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"rewind\":-1}", "bad_request", false,
+     REWIND_RANGE},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"rewind\":1000001}", "bad_request", false,
+     REWIND_RANGE},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"rewind\":\"3\"}", "bad_request", false,
+     REWIND_RANGE},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"rewind\":2.5}", "bad_request", false,
+     REWIND_RANGE},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":\"latest\",\"rewind\":2}", "bad_request",
+     false, "give one start position: since=latest or rewind=N, not both (nor one twice)"},
+    {"{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":\"a@0123abcd:5\",\"rewind\":2}",
+     "bad_request", false,
+     "rewind and a cursor (since) cannot be combined: the cursor already says where to start"},
     {"{\"op\":\"subscribe\",\"topics\":[\"a\",\"b\",\"c\"]}", "bad_request", false,
      "at most 2 topics per subscription (limits.max_topics_per_client)"},
     {"{\"op\":\"subscribe\",\"topics\":[\"a b\"]}", "invalid_topic", false, NULL},
@@ -102,6 +121,19 @@ START_TEST(a_subscribe_carries_its_topics_and_cursor)
     ck_assert_ptr_null(parse("{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":null}", &m, p,
                              &malformed, problem));
     ck_assert(!p->has_cursor);
+    ck_assert(!p->has_start);
+    lg_ws_message_release(&m);
+    ck_assert_ptr_null(parse("{\"op\":\"subscribe\",\"topics\":[\"a\"],\"since\":\"latest\"}", &m,
+                             p, &malformed, problem));
+    ck_assert(!p->has_cursor);
+    ck_assert(p->has_start);
+    ck_assert_int_eq(p->start.kind, LG_START_LATEST);
+    lg_ws_message_release(&m);
+    ck_assert_ptr_null(parse("{\"op\":\"subscribe\",\"topics\":[\"a\"],\"rewind\":7}", &m, p,
+                             &malformed, problem));
+    ck_assert(p->has_start);
+    ck_assert_int_eq(p->start.kind, LG_START_REWIND);
+    ck_assert_uint_eq(p->start.rewind, 7);
     lg_ws_message_release(&m);
     free(p);
 }
