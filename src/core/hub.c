@@ -341,8 +341,7 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
     for (uint32_t w = 0; w < hub->workers; w++) {
         if (!(call->reserved & (UINT64_C(1) << w)))
             continue;
-        lg_topic_ref(call->t); /* given back by the worker once it dispatched the event */
-        if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+        if (lg_inbox_push_reserved(hub->links[w].inbox, call->t, ev))
             *call->wake_mask |= UINT64_C(1) << w;
     }
     lg_hub__fill_result(call->res, ev, false);

@@ -52,8 +52,7 @@ static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
     for (uint32_t w = 0; w < hub->workers; w++) {
         if (!(reserved & (UINT64_C(1) << w)))
             continue;
-        lg_topic_ref(t); /* given back by the worker once it dispatched the event */
-        if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+        if (lg_inbox_push_reserved(hub->links[w].inbox, t, ev))
             t->remote_wake |= UINT64_C(1) << w;
     }
     return true;

@@ -169,17 +169,17 @@ struct expect {
 };
 static void take_expect(uint32_t w, const struct expect *want, size_t n)
 {
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     size_t got = lg_inbox_take(&inbox[w], &batch);
     ck_assert_msg(got == n, "worker %u: took %zu events, want %zu", w, got, n);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_str_eq(batch[i]->topic_name, want[i].topic);
-        ck_assert_ptr_eq(batch[i]->topic, topic(want[i].topic));
-        ck_assert_uint_eq(batch[i]->seq, want[i].seq);
-        ck_assert_str_eq(batch[i]->id, id_of(want[i].topic, want[i].seq));
-        lg_event_unref(&batch[i]);
+        const struct lg_event *ev = batch[i].event;
+        ck_assert_str_eq(ev->topic_name, want[i].topic);
+        ck_assert_ptr_eq(batch[i].topic, topic(want[i].topic));
+        ck_assert_uint_eq(ev->seq, want[i].seq);
+        ck_assert_str_eq(ev->id, id_of(want[i].topic, want[i].seq));
     }
-    lg_inbox_done(&inbox[w], got);
+    lg_inbox_done(&inbox[w], batch, got);
 }
 
 /* The size of every event the tests publish with one-letter topics, data "xxxx", no key and a
@@ -256,14 +256,14 @@ START_TEST(type_and_key_reach_the_event)
     req.data_is_json = true;
     struct lg_publish_result res;
     ck_assert_int_eq(lg_hub_publish(hub, &req, &res), LG_PUBLISH_OK);
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&inbox[0], &batch), 1);
-    ck_assert_str_eq(batch[0]->type, "price");
-    ck_assert_str_eq(batch[0]->key, "eur");
-    ck_assert_str_eq(batch[0]->data, "{\"p\":1}");
-    ck_assert(batch[0]->data_is_json);
-    lg_event_unref(&batch[0]);
-    lg_inbox_done(&inbox[0], 1);
+    const struct lg_event *ev = batch[0].event;
+    ck_assert_str_eq(ev->type, "price");
+    ck_assert_str_eq(ev->key, "eur");
+    ck_assert_str_eq(ev->data, "{\"p\":1}");
+    ck_assert(ev->data_is_json);
+    lg_inbox_done(&inbox[0], batch, 1);
 }
 END_TEST
 
@@ -638,6 +638,31 @@ START_TEST(events_reach_only_the_workers_that_listen)
     publish("a", "x");
     take_expect(0, (const struct expect[]){{"a", 3}}, 1);
     take_expect(1, (const struct expect[]){{"a", 3}}, 1);
+}
+END_TEST
+
+/* Each inbox entry holds its topic from the push until its worker is done with it, so a topic
+ * with events in flight cannot be collected, and a worker done with them leaves no reference. */
+START_TEST(an_inbox_entry_holds_its_topic_until_its_worker_is_done)
+{
+    open_hub();
+    listen_on("a", 0);
+    listen_on("a", 1);
+    struct lg_topic *a = topic("a");
+    uint32_t before = atomic_load(&a->refs);
+    publish("a", "x");
+    publish("a", "y");
+    ck_assert_uint_eq(atomic_load(&a->refs), before + 4); /* two events, two workers */
+    for (uint32_t w = 0; w < WORKERS; w++) {
+        struct lg_inbox_entry *batch;
+        ck_assert_uint_eq(lg_inbox_take(&inbox[w], &batch), 2);
+        ck_assert_ptr_eq(batch[0].topic, a);
+        ck_assert_ptr_eq(batch[1].topic, a);
+        ck_assert_uint_eq(atomic_load(&a->refs), before + 4 - 2 * w); /* taken is not done */
+        lg_inbox_done(&inbox[w], batch, 2);
+        ck_assert_uint_eq(atomic_load(&a->refs), before + 2 - 2 * w);
+    }
+    ck_assert_uint_eq(atomic_load(&a->refs), before);
 }
 END_TEST
 
@@ -1193,6 +1218,7 @@ static Suite *hub_suite(void)
              a_retry_with_the_same_key_answers_the_original_and_publishes_nothing,
              a_key_is_forgotten_once_its_event_leaves_history);
     LG_TCASE(s, "fan_out", setup, teardown, events_reach_only_the_workers_that_listen,
+             an_inbox_entry_holds_its_topic_until_its_worker_is_done,
              subscribe_and_unsubscribe_count_listeners_per_worker,
              a_worker_is_woken_once_per_empty_to_non_empty_inbox,
              publish_many_wakes_each_worker_at_most_once,

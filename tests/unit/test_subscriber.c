@@ -66,14 +66,12 @@ static struct lg_publish_result publish(const char *topic, const char *data)
 /* Play the worker: hand every queued event to the subscribers of its topic. */
 static void deliver(void)
 {
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     size_t n = lg_inbox_take(&inbox, &batch);
-    for (size_t i = 0; i < n; i++) {
-        for (struct lg_subscription *sn = batch[i]->topic->slots[0].head; sn; sn = sn->next)
-            lg_subscriber_offer(sn->owner, sn, batch[i], lg_mono_ns());
-        lg_event_unref(&batch[i]);
-    }
-    lg_inbox_done(&inbox, n);
+    for (size_t i = 0; i < n; i++)
+        for (struct lg_subscription *sn = batch[i].topic->slots[0].head; sn; sn = sn->next)
+            lg_subscriber_offer(sn->owner, sn, batch[i].event, lg_mono_ns());
+    lg_inbox_done(&inbox, batch, n);
 }
 
 static struct lg_topic *topic(const char *name)
@@ -390,7 +388,7 @@ START_TEST(release_unregisters_from_the_topic)
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
     ck_assert_ptr_null(topic("a")->slots[0].head);
     publish("a", "nobody listens");
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&inbox, &batch), 0); /* no hand-off without subscribers */
 }
 END_TEST
