@@ -352,7 +352,7 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
 struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req)
 {
     return (struct lg_event_fields){
-        .topic = t,
+        .topic_identity = t,
         .topic_name = t->name,
         .topic_name_len = t->name_len,
         .type = req->type,

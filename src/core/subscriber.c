@@ -113,8 +113,8 @@ static bool relieve(struct lg_subscriber *s, bool lagging)
     struct lg_event *oldest = lg_client_ring_oldest(&s->ring);
     if (!oldest)
         return false;
-    struct lg_subscription *sn = lg_subscriber_find(s, oldest->topic);
-    if (sn && oldest->topic->policy == LG_SLOW_DISCONNECT) {
+    struct lg_subscription *sn = lg_subscriber_find(s, oldest->topic_identity);
+    if (sn && sn->topic->policy == LG_SLOW_DISCONNECT) {
         decide_disconnect(s, lagging ? "oldest queued event is older than client_queue.max_lag_ms"
                                      : "queue full (client_queue.max_events/max_bytes)");
         return true;
@@ -175,8 +175,8 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
 {
     if (s->slow_disconnect)
         return;
-    if (ev->topic->policy == LG_SLOW_CONFLATE && ev->key &&
-        lg_client_ring_remove_key(&s->ring, ev->topic, ev->key)) {
+    if (sn->topic->policy == LG_SLOW_CONFLATE && ev->key &&
+        lg_client_ring_remove_key(&s->ring, sn->topic, ev->key)) {
         LG_STAT_ADD(events_conflated, 1);
         s->dropped++;
     }
@@ -554,7 +554,7 @@ static struct lg_event *next_owed(struct lg_subscriber *s, struct lg_subscriptio
 {
     struct lg_event *ev;
     while ((ev = lg_client_ring_pop(&s->ring))) {
-        struct lg_subscription *sn = lg_subscriber_find(s, ev->topic);
+        struct lg_subscription *sn = lg_subscriber_find(s, ev->topic_identity);
         if (sn && ev->seq > sn->sent_seq) {
             *snp = sn;
             return ev;

@@ -110,7 +110,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
         goto out;
 
     atomic_init(&ev->refcount, 1);
-    ev->topic = f->topic;
+    ev->topic_identity = f->topic_identity;
     ev->epoch = f->epoch;
     ev->seq = f->seq;
     ev->id_len = id_len;

@@ -308,9 +308,9 @@ START_TEST(fields_are_copied_not_borrowed)
 {
     char topic[] = "demoXYZ";   /* only the first 4 bytes are the name */
     char data[] = "hello";
-    struct lg_topic *owner = (struct lg_topic *)&topic; /* any address: never dereferenced */
+    const void *owner = &topic; /* any address: never dereferenced */
     struct lg_event_fields f = text_fields(topic, 7, 9, data);
-    f.topic = owner;
+    f.topic_identity = owner;
     f.topic_name_len = 4;
     f.published_mono_ns = 123456789;
     struct lg_event *ev = create_ok(&f);
@@ -319,7 +319,7 @@ START_TEST(fields_are_copied_not_borrowed)
     ck_assert_str_eq(ev->topic_name, "demo");
     ck_assert_str_eq(ev->data, "hello");
     ck_assert_uint_eq(ev->data_len, 5);
-    ck_assert_ptr_eq(ev->topic, owner);
+    ck_assert_ptr_eq(ev->topic_identity, owner);
     ck_assert_uint_eq(ev->epoch, 7);
     ck_assert_uint_eq(ev->seq, 9);
     ck_assert_int_eq(ev->published_unix_ms, UNIX_MS);

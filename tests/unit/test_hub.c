@@ -238,7 +238,7 @@ START_TEST(publish_assigns_dense_seqs_per_topic_with_exact_ids)
         ck_assert_str_eq(r.events[i]->data, data[i]);
         ck_assert_str_eq(r.events[i]->type, "message");
         ck_assert_ptr_null(r.events[i]->key);
-        ck_assert_ptr_eq(r.events[i]->topic, topic("a"));
+        ck_assert_ptr_eq(r.events[i]->topic_identity, topic("a"));
     }
     lg_replay_release(&r);
 }
