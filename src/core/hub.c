@@ -45,9 +45,6 @@
 #define LG_HUB_SWEEP_BUCKETS 8192u /* per lg_hub_expire(), once a second: a bounded slice of */
 #define LG_HUB_SWEEP_TOPICS 2048u  /* the table, and no more topics than this */
 
-static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
-static const char topic_oom_problem[] = "out of memory";
-
 uint32_t lg_hub_hash_name(const char *s, size_t len)
 {
     uint32_t h = 2166136261u; /* FNV-1a: short keys, no adversarial concern behind the grammar */
@@ -155,33 +152,64 @@ static struct lg_topic *find_locked(struct lg_hub *hub, const char *name, size_t
     return NULL;
 }
 
-struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, bool create,
-                              const char **problem)
+const char *lg_hub_status_message(enum lg_hub_status s)
 {
-    const char *bad = lg_topic_name_problem(name, len);
-    if (bad) {
-        *problem = bad;
-        return NULL;
+    switch (s) {
+    case LG_HUB_OK:
+        return "ok";
+    case LG_HUB_BAD_NAME:
+        return "invalid topic name";
+    case LG_HUB_TOO_MANY_TOPICS:
+        return "the gateway holds limits.max_topics topics already";
+    case LG_HUB_OOM:
+        return "out of memory";
+    case LG_HUB_TOPIC_DELETED:
+        return "the topic was deleted while subscribing; retry";
+    case LG_HUB_CURSOR_AHEAD:
+        return "the cursor is ahead of the topic's newest event";
     }
-    uint32_t h = lg_hub_hash_name(name, len);
+    return "unknown";
+}
+
+/* The registered topic of a well-formed name, with a reference, or NULL. */
+static struct lg_topic *find_ref(struct lg_hub *hub, const char *name, size_t len, uint32_t h)
+{
     pthread_rwlock_rdlock(&hub->registry_lock);
     struct lg_topic *t = find_locked(hub, name, len, h);
     if (t)
         lg_topic_ref(t); /* under the lock: collection takes it for writing */
     pthread_rwlock_unlock(&hub->registry_lock);
-    if (t || !create) {
-        if (!t)
-            *problem = "no such topic";
-        return t;
-    }
+    return t;
+}
 
+struct lg_topic *lg_hub_find_topic(struct lg_hub *hub, const char *name, size_t len)
+{
+    if (lg_topic_name_problem(name, len))
+        return NULL;
+    return find_ref(hub, name, len, lg_hub_hash_name(name, len));
+}
+
+enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len,
+                                struct lg_topic **out)
+{
+    if (lg_topic_name_problem(name, len)) {
+        *out = NULL;
+        return LG_HUB_BAD_NAME;
+    }
+    uint32_t h = lg_hub_hash_name(name, len);
+    struct lg_topic *t = find_ref(hub, name, len, h);
+    if (t) {
+        *out = t;
+        return LG_HUB_OK;
+    }
+    enum lg_hub_status status = LG_HUB_OK;
     pthread_rwlock_wrlock(&hub->registry_lock);
     t = find_locked(hub, name, len, h); /* another thread may have created it meanwhile */
     if (t) {
         lg_topic_ref(t);
     } else {
         if (hub->topic_count >= hub->rules->limits.max_topics) {
-            *problem = topic_limit_problem;
+            status = LG_HUB_TOO_MANY_TOPICS;
         } else {
             char copy[LG_TOPIC_NAME_MAX + 1];
             memcpy(copy, name, len);
@@ -202,12 +230,13 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
                 hub->topic_count++;
                 LG_STAT_ADD(topics, 1);
             } else {
-                *problem = topic_oom_problem;
+                status = LG_HUB_OOM;
             }
         }
     }
     pthread_rwlock_unlock(&hub->registry_lock);
-    return t;
+    *out = t;
+    return status;
 }
 
 void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules)
@@ -310,6 +339,18 @@ enum lg_publish_status lg_hub__refuse(enum lg_publish_status s)
     return s;
 }
 
+enum lg_publish_status lg_hub__publish_status(enum lg_hub_status s)
+{
+    switch (s) {
+    case LG_HUB_BAD_NAME:
+        return LG_PUBLISH_BAD_TOPIC;
+    case LG_HUB_TOO_MANY_TOPICS:
+        return LG_PUBLISH_TOO_MANY_TOPICS;
+    default:
+        return LG_PUBLISH_OOM;
+    }
+}
+
 void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev, bool duplicate)
 {
     res->seq = ev->seq;
@@ -391,13 +432,11 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     if (hub->store->ops->remote && req->topic[0] != '$')
         return LG_PUBLISH_STORE_UNAVAILABLE;
 
-    const char *problem = NULL;
     struct lg_topic *t;
     for (;;) {
-        t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
-        if (!t)
-            return lg_hub__refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
-                                                               : LG_PUBLISH_TOO_MANY_TOPICS);
+        enum lg_hub_status found = lg_hub_topic(hub, req->topic, req->topic_len, &t);
+        if (found != LG_HUB_OK)
+            return lg_hub__refuse(lg_hub__publish_status(found));
         pthread_mutex_lock(&t->lock);
         if (!atomic_load_explicit(&t->deleted, memory_order_relaxed))
             break;
@@ -510,9 +549,9 @@ static void wait_for_stream(struct lg_topic *t, uint32_t w, const struct lg_curs
     }
 }
 
-int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
-                     const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
-                     bool listen, struct lg_replay *out, const char **problem)
+enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
+                                    const struct lg_cursor_entry *since, size_t max_events,
+                                    uint64_t max_bytes, bool listen, struct lg_replay *out)
 {
     (void)hub;
     memset(out, 0, sizeof *out);
@@ -520,14 +559,13 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     if (atomic_load_explicit(&t->deleted, memory_order_relaxed)) {
         /* Deleted between the lookup and now: the workers were told already (hub_admin.h). */
         pthread_mutex_unlock(&t->lock);
-        *problem = "the topic was deleted while subscribing; retry";
-        return -1;
+        return LG_HUB_TOPIC_DELETED;
     }
     if (!lg_stream_ready(t->stream)) {
         /* A remote stream not loaded: the subscription waits for its first event */
         wait_for_stream(t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
-        return 0;
+        return LG_HUB_OK;
     }
     uint32_t epoch = lg_stream_epoch(t->stream);
     uint64_t newest = lg_stream_newest(t->stream);
@@ -540,11 +578,10 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         lg_stream_refresh(t->stream);
         wait_for_stream(t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
-        return 0;
+        return LG_HUB_OK;
     } else if (since && since->seq > newest) {
         pthread_mutex_unlock(&t->lock);
-        *problem = "the cursor is ahead of the topic's newest event";
-        return -1;
+        return LG_HUB_CURSOR_AHEAD;
     } else if (since) {
         lg_stream_expire(t->stream, lg_mono_ns()); /* the sweep may not have been by yet */
         uint64_t first = lg_stream_oldest(t->stream);
@@ -555,8 +592,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         struct lg_store_page page;
         if (lg_stream_read_after(t->stream, since->seq, max_events, max_bytes, &page) != 0) {
             pthread_mutex_unlock(&t->lock);
-            *problem = "out of memory";
-            return -1;
+            return LG_HUB_OOM;
         }
         out->events = page.events;
         out->count = page.count;
@@ -569,7 +605,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     if (listen)
         add_listener(t, w);
     pthread_mutex_unlock(&t->lock);
-    return 0;
+    return LG_HUB_OK;
 }
 
 void lg_replay_release(struct lg_replay *r)

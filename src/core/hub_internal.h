@@ -55,6 +55,8 @@ bool lg_hub__reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *r
 void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved);
 bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t);
 enum lg_publish_status lg_hub__refuse(enum lg_publish_status s);
+/* The publisher's answer when lg_hub_topic() found and made no topic. */
+enum lg_publish_status lg_hub__publish_status(enum lg_hub_status s);
 void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev,
                          bool duplicate);
 void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask);

@@ -161,11 +161,10 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
     enum lg_publish_status bad = lg_hub__check_request(req);
     if (bad != LG_PUBLISH_OK)
         return bad;
-    const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
-    if (!t)
-        return lg_hub__refuse(strcmp(problem, "out of memory") == 0 ? LG_PUBLISH_OOM
-                                                                  : LG_PUBLISH_TOO_MANY_TOPICS);
+    struct lg_topic *t;
+    enum lg_hub_status found = lg_hub_topic(hub, req->topic, req->topic_len, &t);
+    if (found != LG_HUB_OK)
+        return lg_hub__refuse(lg_hub__publish_status(found));
     /* Overload pacing as with the memory store: this node's workers with no room hold the
      * publisher (the tail that would deliver the event pauses on them anyway) */
     uint64_t reserved;
