@@ -3,16 +3,17 @@
  *
  * DESIGN
  * A publish takes the registry lock (read) to find its topic, then the topic's lock. Under the
- * topic lock it looks the idempotency key up in the topic's stream, reserves one slot in the
- * inbox of every worker that has subscribers for the topic, and appends to the stream
- * (store.h): the store assigns the position and encodes the event once, and its completion,
- * still under the lock, admits the event against limits.max_retained_bytes and pushes one
- * reference into each reserved inbox before the store retains it. Doing all of that under one
- * lock is what makes per-topic order identical in the stream and in every inbox. Reserving
- * before the position is assigned is what makes refusal clean: an event is either on its way
- * to every interested worker or it never existed. Workers are woken after every lock is
- * dropped. The hub keeps the registry and the fan-out; retention, replay, epochs and
- * idempotency are the store's.
+ * topic lock it looks the idempotency key up in the topic's stream, then admits the event
+ * before the store sees it (lg_hub__admit, the same for every store): one slot reserved in the
+ * inbox of every worker that has subscribers for the topic, then room for the event's size
+ * (lg_event_size, exact, before it is encoded) in limits.max_retained_bytes, the topic's own
+ * history giving way first. Only then does it append to the stream (store.h): the store
+ * assigns the position and encodes the event once, and its completion, still under the lock,
+ * pushes the event into each reserved inbox. Doing all of that under one lock is what makes
+ * per-topic order identical in the stream and in every inbox. Admitting before the position
+ * is assigned is what makes refusal clean: an event is either on its way to every interested
+ * worker or it never existed. Workers are woken after every lock is dropped. The hub keeps
+ * the registry and the fan-out; retention, replay, epochs and idempotency are the store's.
  *
  * The once-a-second sweep (lg_hub_expire) visits a bounded slice of the table per call and
  * goes on where the last one stopped, as Redis' active expiry does: its cost per second is
@@ -310,17 +311,30 @@ void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved)
 }
 
 /*
- * The event just created counts in the accounting (accounting.h) already (its real size, encodings
- * included). Over limits.max_retained_bytes, this topic's own history gives way first, oldest
- * first; only memory pinned elsewhere (other topics, client queues) makes the publish fail.
- * Caller holds t->lock. Return value: true if the event fits.
+ * Room in limits.max_retained_bytes for `incoming` more bytes (an event's size, encodings
+ * included; 0 for one that counts in the accounting already): this topic's own history gives
+ * way first, oldest first; only memory pinned elsewhere (other topics, client queues) leaves
+ * no room. Caller holds t->lock. Return value: true if the bytes fit.
  */
-bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t)
+bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t, uint64_t incoming)
 {
-    int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes;
+    int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes - (int64_t)incoming;
     while (lg_account_event_bytes() > limit && lg_stream_evict_oldest(t->stream))
         ;
     return lg_account_event_bytes() <= limit;
+}
+
+enum lg_publish_status lg_hub__admit(struct lg_hub *hub, struct lg_topic *t,
+                                     const struct lg_event_fields *f, uint64_t *reserved)
+{
+    if (!lg_hub__reserve_inboxes(hub, t, reserved))
+        return LG_PUBLISH_WORKERS_BEHIND;
+    if (!lg_hub__make_room(hub, t, lg_event_size(f))) {
+        lg_hub__release_reservations(hub, *reserved);
+        *reserved = 0;
+        return LG_PUBLISH_MEMORY_FULL;
+    }
+    return LG_PUBLISH_OK;
 }
 
 enum lg_publish_status lg_hub__refuse(enum lg_publish_status s)
@@ -369,15 +383,15 @@ struct publish_call {
     enum lg_publish_status status;
 };
 
-/* The store assigned the event its position (the topic lock is still held): admit it against
- * limits.max_retained_bytes, hand it to every reserved inbox and answer the publisher. */
-static bool on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+/* The store appended the admitted event (the topic lock is still held): hand it to every
+ * reserved inbox and answer the publisher. */
+static void on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
 {
     struct publish_call *call = arg;
     struct lg_hub *hub = call->hub;
-    if (status != LG_APPEND_OK || !lg_hub__make_room(hub, call->t)) {
-        call->status = status != LG_APPEND_OK ? LG_PUBLISH_OOM : LG_PUBLISH_MEMORY_FULL;
-        return false;
+    if (status != LG_APPEND_OK) {
+        call->status = LG_PUBLISH_OOM;
+        return;
     }
     for (uint32_t w = 0; w < hub->workers; w++) {
         if (!(call->reserved & (UINT64_C(1) << w)))
@@ -387,7 +401,6 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
     }
     lg_hub__fill_result(call->res, ev, false);
     call->status = LG_PUBLISH_OK;
-    return true;
 }
 
 struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req)
@@ -396,6 +409,8 @@ struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_
         .topic_identity = t,
         .topic_name = t->name,
         .topic_name_len = t->name_len,
+        .epoch = lg_stream_epoch(t->stream),
+        .seq = lg_stream_newest(t->stream) + 1,
         .type = req->type,
         .type_len = req->type_len,
         .key = req->key,
@@ -457,17 +472,17 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         return LG_PUBLISH_OK;
     }
     struct publish_call call = {.hub = hub, .t = t, .wake_mask = wake_mask, .res = res};
-    if (!lg_hub__reserve_inboxes(hub, t, &call.reserved)) {
-        pthread_mutex_unlock(&t->lock);
-        lg_hub_topic_done(hub, t);
-        return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
-    }
     struct lg_event_fields f = lg_hub__event_fields(t, req);
-    lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
-    if (call.status != LG_PUBLISH_OK)
-        lg_hub__release_reservations(hub, call.reserved);
+    call.status = lg_hub__admit(hub, t, &f, &call.reserved);
+    if (call.status == LG_PUBLISH_OK) {
+        lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
+        if (call.status != LG_PUBLISH_OK)
+            lg_hub__release_reservations(hub, call.reserved);
+    }
     pthread_mutex_unlock(&t->lock);
     lg_hub_topic_done(hub, t);
+    if (call.status == LG_PUBLISH_WORKERS_BEHIND)
+        return call.status; /* not a refusal yet: the caller may wait */
     if (call.status != LG_PUBLISH_OK)
         return lg_hub__refuse(call.status);
     if (!req->gateway_own)

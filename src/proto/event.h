@@ -73,6 +73,10 @@ struct lg_event_fields {
     uint64_t published_mono_ns;
 };
 
+/* The bytes lg_event_create(f) allocates and accounts (its event->size), counted without
+ * encoding: what admission compares with limits.max_retained_bytes before the event exists. */
+size_t lg_event_size(const struct lg_event_fields *f);
+
 /* Encode and allocate an event. Returns a new reference (count 1), or NULL on OOM. */
 struct lg_event *lg_event_create(const struct lg_event_fields *f);
 
