@@ -339,14 +339,17 @@ void lg_ctl_admin_forget(struct lg_control *c, struct lg_ctl_request *r)
     pthread_mutex_unlock(&c->admin_lock);
 }
 
-/*
- * Post r->call (first time), then suspend the connection until every worker answered.
- * Return value: 1 when the call is complete (answer it now), 0 when the connection is held
- * (the handler runs again on resume), -1 after queueing the 503 of a timeout, -2 when even
- * that could not be queued.
- */
-static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
-                         struct lg_ctl_request *r)
+/* Where an admin request stands once await_workers() returns. */
+enum call_wait {
+    CALL_COMPLETE,     /* every worker answered: answer the request now */
+    CALL_HELD,         /* the connection is suspended: the handler runs again on resume */
+    CALL_TIMED_OUT,    /* the workers did not answer in time: the 503 saying so is queued */
+    CALL_UNANSWERABLE, /* timed out, and not even that 503 could be queued */
+};
+
+/* Post r->call (first time), then suspend the connection until every worker answered. */
+static enum call_wait await_workers(struct lg_control *c, struct MHD_Connection *conn,
+                                    struct lg_ctl_request *r)
 {
     if (r->call_deadline_ms == 0) {
         r->call_deadline_ms = lg_mono_ms() + LG_ADMIN_CALL_TIMEOUT_MS;
@@ -355,13 +358,13 @@ static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
         lg_hub_post_call(c->hub, r->call);
     }
     if (lg_call_complete(r->call))
-        return 1;
+        return CALL_COMPLETE;
     if (r->call_expired) {
         struct lg_ctl_error e = LG_CTL_ERROR_INIT;
         lg_ctl_fail(&e, 503, "unavailable",
                     "the workers did not answer within %u ms (or the gateway is stopping); retry",
                     LG_ADMIN_CALL_TIMEOUT_MS);
-        return lg_ctl_reply_error(conn, &e, NULL) == 0 ? -1 : -2;
+        return lg_ctl_reply_error(conn, &e, NULL) == 0 ? CALL_TIMED_OUT : CALL_UNANSWERABLE;
     }
     MHD_suspend_connection(conn);
     r->conn = conn;
@@ -373,11 +376,12 @@ static int await_workers(struct lg_control *c, struct MHD_Connection *conn,
     pthread_mutex_unlock(&c->admin_lock);
     if (answered)
         lg_resume_served(conn, r->host);
-    return 0;
+    return CALL_HELD;
 }
 
-/* The handler's return value for what await_workers() said when it did not say "complete". */
-static int held_or_answered(int awaited) { return awaited == -2 ? -1 : 0; }
+/* The handler's return value while a call is not complete: held or answered is done (0); a
+ * request that could not be answered fails (-1: libmicrohttpd closes the connection). */
+static int handler_result(enum call_wait waited) { return waited == CALL_UNANSWERABLE ? -1 : 0; }
 
 static int call_oom(struct MHD_Connection *conn)
 {
@@ -407,9 +411,9 @@ int lg_ctl_handle_topic_delete(struct lg_control *c, struct MHD_Connection *conn
         if (!r->call->ended)
             return no_topic(conn, name);
     }
-    int awaited = await_workers(c, conn, r);
-    if (awaited != 1)
-        return held_or_answered(awaited);
+    enum call_wait waited = await_workers(c, conn, r);
+    if (waited != CALL_COMPLETE)
+        return handler_result(waited);
     json_int_t told = 0;
     for (uint32_t w = 0; w < LG_MAX_WORKERS; w++)
         told += r->call->found[w];
@@ -473,9 +477,9 @@ int lg_ctl_handle_clients(struct lg_control *c, struct MHD_Connection *conn, con
         r->call->after_id = after_id;
         r->call->limit = limit;
     }
-    int awaited = await_workers(c, conn, r);
-    if (awaited != 1)
-        return held_or_answered(awaited);
+    enum call_wait waited = await_workers(c, conn, r);
+    if (waited != CALL_COMPLETE)
+        return handler_result(waited);
     json_t *next = NULL;
     json_t *list = merged_clients(r->call, &next);
     if (!list)
@@ -536,9 +540,9 @@ int lg_ctl_handle_client_delete(struct lg_control *c, struct MHD_Connection *con
         if (!r->call->reason[0])
             snprintf(r->call->reason, sizeof r->call->reason, "disconnected by the operator");
     }
-    int awaited = await_workers(c, conn, r);
-    if (awaited != 1)
-        return held_or_answered(awaited);
+    enum call_wait waited = await_workers(c, conn, r);
+    if (waited != CALL_COMPLETE)
+        return handler_result(waited);
     uint32_t found = 0;
     for (uint32_t w = 0; w < LG_MAX_WORKERS; w++)
         found += r->call->found[w];

@@ -106,7 +106,7 @@ bool lg_client_ring_remove_key(struct lg_client_ring *r, const struct lg_topic *
 {
     for (uint32_t i = 0; i < r->used; i++) {
         struct lg_event *ev = *slot_at(r, i);
-        if (ev && ev->topic == t && ev->key && strcmp(ev->key, key) == 0) {
+        if (ev && ev->topic_identity == t && ev->key && strcmp(ev->key, key) == 0) {
             drop_at(r, i);
             return true;
         }
@@ -119,7 +119,7 @@ uint32_t lg_client_ring_remove_topic(struct lg_client_ring *r, const struct lg_t
     uint32_t dropped = 0;
     for (uint32_t i = 0; i < r->used; i++) {
         struct lg_event *ev = *slot_at(r, i);
-        if (ev && ev->topic == t) {
+        if (ev && ev->topic_identity == t) {
             drop_at(r, i);
             dropped++;
         }

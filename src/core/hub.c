@@ -3,16 +3,17 @@
  *
  * DESIGN
  * A publish takes the registry lock (read) to find its topic, then the topic's lock. Under the
- * topic lock it looks the idempotency key up in the topic's stream, reserves one slot in the
- * inbox of every worker that has subscribers for the topic, and appends to the stream
- * (store.h): the store assigns the position and encodes the event once, and its completion,
- * still under the lock, admits the event against limits.max_retained_bytes and pushes one
- * reference into each reserved inbox before the store retains it. Doing all of that under one
- * lock is what makes per-topic order identical in the stream and in every inbox. Reserving
- * before the position is assigned is what makes refusal clean: an event is either on its way
- * to every interested worker or it never existed. Workers are woken after every lock is
- * dropped. The hub keeps the registry and the fan-out; retention, replay, epochs and
- * idempotency are the store's.
+ * topic lock it looks the idempotency key up in the topic's stream, then admits the event
+ * before the store sees it (lg_hub__admit, the same for every store): one slot reserved in the
+ * inbox of every worker that has subscribers for the topic, then room for the event's size
+ * (lg_event_size, exact, before it is encoded) in limits.max_retained_bytes, the topic's own
+ * history giving way first. Only then does it append to the stream (store.h): the store
+ * assigns the position and encodes the event once, and its completion, still under the lock,
+ * pushes the event into each reserved inbox. Doing all of that under one lock is what makes
+ * per-topic order identical in the stream and in every inbox. Admitting before the position
+ * is assigned is what makes refusal clean: an event is either on its way to every interested
+ * worker or it never existed. Workers are woken after every lock is dropped. The hub keeps
+ * the registry and the fan-out; retention, replay, epochs and idempotency are the store's.
  *
  * The once-a-second sweep (lg_hub_expire) visits a bounded slice of the table per call and
  * goes on where the last one stopped, as Redis' active expiry does: its cost per second is
@@ -44,9 +45,6 @@
 #define LG_HUB_REMOTE_IDLE_NS (10ull * 1000000000ull)
 #define LG_HUB_SWEEP_BUCKETS 8192u /* per lg_hub_expire(), once a second: a bounded slice of */
 #define LG_HUB_SWEEP_TOPICS 2048u  /* the table, and no more topics than this */
-
-static const char topic_limit_problem[] = "the gateway holds limits.max_topics topics already";
-static const char topic_oom_problem[] = "out of memory";
 
 uint32_t lg_hub_hash_name(const char *s, size_t len)
 {
@@ -155,33 +153,64 @@ static struct lg_topic *find_locked(struct lg_hub *hub, const char *name, size_t
     return NULL;
 }
 
-struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, bool create,
-                              const char **problem)
+const char *lg_hub_status_message(enum lg_hub_status s)
 {
-    const char *bad = lg_topic_name_problem(name, len);
-    if (bad) {
-        *problem = bad;
-        return NULL;
+    switch (s) {
+    case LG_HUB_OK:
+        return "ok";
+    case LG_HUB_BAD_NAME:
+        return "invalid topic name";
+    case LG_HUB_TOO_MANY_TOPICS:
+        return "the gateway holds limits.max_topics topics already";
+    case LG_HUB_OOM:
+        return "out of memory";
+    case LG_HUB_TOPIC_DELETED:
+        return "the topic was deleted while subscribing; retry";
+    case LG_HUB_CURSOR_AHEAD:
+        return "the cursor is ahead of the topic's newest event";
     }
-    uint32_t h = lg_hub_hash_name(name, len);
+    return "unknown";
+}
+
+/* The registered topic of a well-formed name, with a reference, or NULL. */
+static struct lg_topic *find_ref(struct lg_hub *hub, const char *name, size_t len, uint32_t h)
+{
     pthread_rwlock_rdlock(&hub->registry_lock);
     struct lg_topic *t = find_locked(hub, name, len, h);
     if (t)
         lg_topic_ref(t); /* under the lock: collection takes it for writing */
     pthread_rwlock_unlock(&hub->registry_lock);
-    if (t || !create) {
-        if (!t)
-            *problem = "no such topic";
-        return t;
-    }
+    return t;
+}
 
+struct lg_topic *lg_hub_find_topic(struct lg_hub *hub, const char *name, size_t len)
+{
+    if (lg_topic_name_problem(name, len))
+        return NULL;
+    return find_ref(hub, name, len, lg_hub_hash_name(name, len));
+}
+
+enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len,
+                                struct lg_topic **out)
+{
+    if (lg_topic_name_problem(name, len)) {
+        *out = NULL;
+        return LG_HUB_BAD_NAME;
+    }
+    uint32_t h = lg_hub_hash_name(name, len);
+    struct lg_topic *t = find_ref(hub, name, len, h);
+    if (t) {
+        *out = t;
+        return LG_HUB_OK;
+    }
+    enum lg_hub_status status = LG_HUB_OK;
     pthread_rwlock_wrlock(&hub->registry_lock);
     t = find_locked(hub, name, len, h); /* another thread may have created it meanwhile */
     if (t) {
         lg_topic_ref(t);
     } else {
         if (hub->topic_count >= hub->rules->limits.max_topics) {
-            *problem = topic_limit_problem;
+            status = LG_HUB_TOO_MANY_TOPICS;
         } else {
             char copy[LG_TOPIC_NAME_MAX + 1];
             memcpy(copy, name, len);
@@ -203,12 +232,13 @@ struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, 
                 hub->topic_count++;
                 LG_STAT_ADD(topics, 1);
             } else {
-                *problem = topic_oom_problem;
+                status = LG_HUB_OOM;
             }
         }
     }
     pthread_rwlock_unlock(&hub->registry_lock);
-    return t;
+    *out = t;
+    return status;
 }
 
 void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules)
@@ -282,17 +312,30 @@ void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved)
 }
 
 /*
- * The event just created counts in the accounting (accounting.h) already (its real size, encodings
- * included). Over limits.max_retained_bytes, this topic's own history gives way first, oldest
- * first; only memory pinned elsewhere (other topics, client queues) makes the publish fail.
- * Caller holds t->lock. Return value: true if the event fits.
+ * Room in limits.max_retained_bytes for `incoming` more bytes (an event's size, encodings
+ * included; 0 for one that counts in the accounting already): this topic's own history gives
+ * way first, oldest first; only memory pinned elsewhere (other topics, client queues) leaves
+ * no room. Caller holds t->lock. Return value: true if the bytes fit.
  */
-bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t)
+bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t, uint64_t incoming)
 {
-    int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes;
+    int64_t limit = (int64_t)hub->cfg->limits.max_retained_bytes - (int64_t)incoming;
     while (lg_account_event_bytes() > limit && lg_stream_evict_oldest(t->stream))
         ;
     return lg_account_event_bytes() <= limit;
+}
+
+enum lg_publish_status lg_hub__admit(struct lg_hub *hub, struct lg_topic *t,
+                                     const struct lg_event_fields *f, uint64_t *reserved)
+{
+    if (!lg_hub__reserve_inboxes(hub, t, reserved))
+        return LG_PUBLISH_WORKERS_BEHIND;
+    if (!lg_hub__make_room(hub, t, lg_event_size(f))) {
+        lg_hub__release_reservations(hub, *reserved);
+        *reserved = 0;
+        return LG_PUBLISH_MEMORY_FULL;
+    }
+    return LG_PUBLISH_OK;
 }
 
 enum lg_publish_status lg_hub__refuse(enum lg_publish_status s)
@@ -309,6 +352,18 @@ enum lg_publish_status lg_hub__refuse(enum lg_publish_status s)
         LG_STAT_ADD(publishes_refused_oom, 1);
     lg_log_ratelimited(&rl, 1000, LG_LOG_WARN, "publish refused: %s", lg_publish_status_message(s));
     return s;
+}
+
+enum lg_publish_status lg_hub__publish_status(enum lg_hub_status s)
+{
+    switch (s) {
+    case LG_HUB_BAD_NAME:
+        return LG_PUBLISH_BAD_TOPIC;
+    case LG_HUB_TOO_MANY_TOPICS:
+        return LG_PUBLISH_TOO_MANY_TOPICS;
+    default:
+        return LG_PUBLISH_OOM;
+    }
 }
 
 void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev, bool duplicate)
@@ -329,34 +384,34 @@ struct publish_call {
     enum lg_publish_status status;
 };
 
-/* The store assigned the event its position (the topic lock is still held): admit it against
- * limits.max_retained_bytes, hand it to every reserved inbox and answer the publisher. */
-static bool on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+/* The store appended the admitted event (the topic lock is still held): hand it to every
+ * reserved inbox and answer the publisher. */
+static void on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
 {
     struct publish_call *call = arg;
     struct lg_hub *hub = call->hub;
-    if (status != LG_APPEND_OK || !lg_hub__make_room(hub, call->t)) {
-        call->status = status != LG_APPEND_OK ? LG_PUBLISH_OOM : LG_PUBLISH_MEMORY_FULL;
-        return false;
+    if (status != LG_APPEND_OK) {
+        call->status = LG_PUBLISH_OOM;
+        return;
     }
     for (uint32_t w = 0; w < hub->workers; w++) {
         if (!(call->reserved & (UINT64_C(1) << w)))
             continue;
-        lg_topic_ref(call->t); /* given back by the worker once it dispatched the event */
-        if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+        if (lg_inbox_push_reserved(hub->links[w].inbox, call->t, ev))
             *call->wake_mask |= UINT64_C(1) << w;
     }
     lg_hub__fill_result(call->res, ev, false);
     call->status = LG_PUBLISH_OK;
-    return true;
 }
 
 struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req)
 {
     return (struct lg_event_fields){
-        .topic = t,
+        .topic_identity = t,
         .topic_name = t->name,
         .topic_name_len = t->name_len,
+        .epoch = lg_stream_epoch(t->stream),
+        .seq = lg_stream_newest(t->stream) + 1,
         .type = req->type,
         .type_len = req->type_len,
         .key = req->key,
@@ -393,13 +448,11 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
     if (hub->store->ops->remote && req->topic[0] != '$')
         return LG_PUBLISH_STORE_UNAVAILABLE;
 
-    const char *problem = NULL;
     struct lg_topic *t;
     for (;;) {
-        t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
-        if (!t)
-            return lg_hub__refuse(problem == topic_oom_problem ? LG_PUBLISH_OOM
-                                                               : LG_PUBLISH_TOO_MANY_TOPICS);
+        enum lg_hub_status found = lg_hub_topic(hub, req->topic, req->topic_len, &t);
+        if (found != LG_HUB_OK)
+            return lg_hub__refuse(lg_hub__publish_status(found));
         pthread_mutex_lock(&t->lock);
         if (!atomic_load_explicit(&t->deleted, memory_order_relaxed))
             break;
@@ -420,17 +473,17 @@ static enum lg_publish_status publish_one(struct lg_hub *hub, const struct lg_pu
         return LG_PUBLISH_OK;
     }
     struct publish_call call = {.hub = hub, .t = t, .wake_mask = wake_mask, .res = res};
-    if (!lg_hub__reserve_inboxes(hub, t, &call.reserved)) {
-        pthread_mutex_unlock(&t->lock);
-        lg_hub_topic_done(hub, t);
-        return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
-    }
     struct lg_event_fields f = lg_hub__event_fields(t, req);
-    lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
-    if (call.status != LG_PUBLISH_OK)
-        lg_hub__release_reservations(hub, call.reserved);
+    call.status = lg_hub__admit(hub, t, &f, &call.reserved);
+    if (call.status == LG_PUBLISH_OK) {
+        lg_stream_append(t->stream, &f, on_appended, &call); /* the memory store completes here */
+        if (call.status != LG_PUBLISH_OK)
+            lg_hub__release_reservations(hub, call.reserved);
+    }
     pthread_mutex_unlock(&t->lock);
     lg_hub_topic_done(hub, t);
+    if (call.status == LG_PUBLISH_WORKERS_BEHIND)
+        return call.status; /* not a refusal yet: the caller may wait */
     if (call.status != LG_PUBLISH_OK)
         return lg_hub__refuse(call.status);
     if (!req->gateway_own)
@@ -512,9 +565,9 @@ static void wait_for_stream(struct lg_topic *t, uint32_t w, const struct lg_curs
     }
 }
 
-int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
-                     const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
-                     bool listen, struct lg_replay *out, const char **problem)
+enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
+                                    const struct lg_cursor_entry *since, size_t max_events,
+                                    uint64_t max_bytes, bool listen, struct lg_replay *out)
 {
     (void)hub;
     memset(out, 0, sizeof *out);
@@ -522,14 +575,13 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     if (atomic_load_explicit(&t->deleted, memory_order_relaxed)) {
         /* Deleted between the lookup and now: the workers were told already (hub_admin.h). */
         pthread_mutex_unlock(&t->lock);
-        *problem = "the topic was deleted while subscribing; retry";
-        return -1;
+        return LG_HUB_TOPIC_DELETED;
     }
     if (!lg_stream_ready(t->stream)) {
         /* A remote stream not loaded: the subscription waits for its first event */
         wait_for_stream(t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
-        return 0;
+        return LG_HUB_OK;
     }
     uint32_t epoch = lg_stream_epoch(t->stream);
     uint64_t newest = lg_stream_newest(t->stream);
@@ -542,11 +594,10 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         lg_stream_refresh(t->stream);
         wait_for_stream(t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
-        return 0;
+        return LG_HUB_OK;
     } else if (since && since->seq > newest) {
         pthread_mutex_unlock(&t->lock);
-        *problem = "the cursor is ahead of the topic's newest event";
-        return -1;
+        return LG_HUB_CURSOR_AHEAD;
     } else if (since) {
         lg_stream_expire(t->stream, lg_mono_ns()); /* the sweep may not have been by yet */
         uint64_t first = lg_stream_oldest(t->stream);
@@ -557,8 +608,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
         struct lg_store_page page;
         if (lg_stream_read_after(t->stream, since->seq, max_events, max_bytes, &page) != 0) {
             pthread_mutex_unlock(&t->lock);
-            *problem = "out of memory";
-            return -1;
+            return LG_HUB_OOM;
         }
         out->events = page.events;
         out->count = page.count;
@@ -571,7 +621,7 @@ int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
     if (listen)
         add_listener(t, w);
     pthread_mutex_unlock(&t->lock);
-    return 0;
+    return LG_HUB_OK;
 }
 
 bool lg_hub_start_position(struct lg_hub *hub, struct lg_topic *t, struct lg_start start,

@@ -148,11 +148,27 @@ bool lg_hub_host(struct lg_hub *hub, const struct lg_loop_guest *guests, uint32_
  * as lg_hub_stop_store()): before the control port stops. Nothing when it hosted nothing. */
 void lg_hub_unhost(struct lg_hub *hub);
 
-/* Find a topic, creating it when create is set. Return value: the topic with a reference
- * the caller gives back with lg_hub_topic_done() (a subscription takes its own), or NULL
- * with *problem set (bad name, or too many topics). */
-struct lg_topic *lg_hub_topic(struct lg_hub *hub, const char *name, size_t len, bool create,
-                              const char **problem);
+/* Why a call on the registry or a topic (lg_hub_topic(), lg_hub_subscribe()) did not do what
+ * was asked; lg_hub_status_message() is the text for a person. */
+enum lg_hub_status {
+    LG_HUB_OK = 0,
+    LG_HUB_BAD_NAME,        /* the name breaks the grammar (lg_topic_name_problem() says how) */
+    LG_HUB_TOO_MANY_TOPICS, /* limits.max_topics reached: no new topic */
+    LG_HUB_OOM,             /* allocation failed */
+    LG_HUB_TOPIC_DELETED,   /* deleted while subscribing (DELETE /v1/topics/{topic}): retry */
+    LG_HUB_CURSOR_AHEAD,    /* the cursor names a position past the topic's newest event */
+};
+const char *lg_hub_status_message(enum lg_hub_status s);
+
+/* The topic of this name, if there is one. Return value: the topic with a reference the
+ * caller gives back with lg_hub_topic_done() (a subscription takes its own), or NULL (none;
+ * a name that breaks the grammar names none). */
+struct lg_topic *lg_hub_find_topic(struct lg_hub *hub, const char *name, size_t len);
+/* The topic of this name, created when there is none. Return value: LG_HUB_OK with *out set
+ * to the topic and a reference as lg_hub_find_topic()'s; else LG_HUB_BAD_NAME,
+ * LG_HUB_TOO_MANY_TOPICS or LG_HUB_OOM, with *out NULL. */
+enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len,
+                                struct lg_topic **out);
 void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t);
 
 /* What a subscriber must be sent first for one topic, computed under the topic's lock. */
@@ -176,11 +192,12 @@ struct lg_replay {
  * (event->size). When `listen` is set the subscriber is also
  * registered on worker w in the same critical section, so no event can fall between the replay
  * and live delivery (the worker drops live events whose seq <= replay position).
- * Return value: 0, or -1 with *problem set (cursor ahead of the topic; OOM).
+ * Return value: LG_HUB_OK, LG_HUB_TOPIC_DELETED, LG_HUB_CURSOR_AHEAD or LG_HUB_OOM (nothing
+ * registered, *out empty).
  */
-int lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
-                     const struct lg_cursor_entry *since, size_t max_events, uint64_t max_bytes,
-                     bool listen, struct lg_replay *out, const char **problem);
+enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w,
+                                    const struct lg_cursor_entry *since, size_t max_events,
+                                    uint64_t max_bytes, bool listen, struct lg_replay *out);
 void lg_replay_release(struct lg_replay *r);
 
 /* The position of t just before wall-clock time unix_ms: after its newest retained event

@@ -67,8 +67,7 @@ int lg_hub_list_topics(struct lg_hub *hub, const char *prefix, const char *after
 
 int lg_hub_topic_info(struct lg_hub *hub, const char *name, size_t len, struct lg_topic_info *out)
 {
-    const char *problem;
-    struct lg_topic *t = lg_hub_topic(hub, name, len, false, &problem);
+    struct lg_topic *t = lg_hub_find_topic(hub, name, len);
     if (!t)
         return -1;
     fill_info(t, out);
@@ -115,8 +114,7 @@ enum lg_history_status lg_hub_read_history(struct lg_hub *hub, const char *name,
                                            struct lg_replay *out)
 {
     memset(out, 0, sizeof *out);
-    const char *problem;
-    struct lg_topic *t = lg_hub_topic(hub, name, len, false, &problem);
+    struct lg_topic *t = lg_hub_find_topic(hub, name, len);
     if (!t)
         return LG_HISTORY_NO_TOPIC;
     enum lg_history_status status;

@@ -18,6 +18,8 @@
 #include "hub.h"
 #include "worker_call.h"
 
+struct lg_event_fields;
+
 struct lg_worker_link {
     struct lg_inbox *inbox;
     lg_wake_proc *wake;
@@ -53,12 +55,22 @@ uint32_t lg_hub_hash_name(const char *s, size_t len);
 /* hub.c's helpers, for hub_remote.c. Each needs t->lock held where it names t. */
 bool lg_hub__reserve_inboxes(struct lg_hub *hub, struct lg_topic *t, uint64_t *reserved);
 void lg_hub__release_reservations(struct lg_hub *hub, uint64_t reserved);
-bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t);
+bool lg_hub__make_room(struct lg_hub *hub, struct lg_topic *t, uint64_t incoming);
+/* Admission of the event of fields f (at the position t's stream assigns next) before the
+ * store's append, the same for every store: room in the inbox of every worker listening to t
+ * (reserved into *reserved; else LG_PUBLISH_WORKERS_BEHIND), then room for the event's size
+ * in limits.max_retained_bytes, t's own history giving way first (else
+ * LG_PUBLISH_MEMORY_FULL, nothing reserved). Return value: LG_PUBLISH_OK or the refusal. */
+enum lg_publish_status lg_hub__admit(struct lg_hub *hub, struct lg_topic *t,
+                                     const struct lg_event_fields *f, uint64_t *reserved);
 enum lg_publish_status lg_hub__refuse(enum lg_publish_status s);
+/* The publisher's answer when lg_hub_topic() found and made no topic. */
+enum lg_publish_status lg_hub__publish_status(enum lg_hub_status s);
 void lg_hub__fill_result(struct lg_publish_result *res, const struct lg_event *ev,
                          bool duplicate);
 void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask);
-/* The fields of the event req asks for on t, stamped now. */
+/* The fields of the event req asks for on t, stamped now, at the position t's stream assigns
+ * next (a remote store may assign a later one when other nodes publish). t->lock held. */
 struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req);
 /* The validation every publish starts with. Return value: LG_PUBLISH_OK or the problem. */
 enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req);

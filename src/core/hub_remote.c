@@ -10,13 +10,16 @@
  * position order, on the store's thread, under the topic lock - the same critical section a
  * subscriber's replay is computed in, so nothing falls between replay and live delivery. The
  * append completion only answers the publisher; an event is delivered once per node,
- * whichever node published it. No Redis call runs on a worker or under a topic lock: the
- * publisher hands its append to the store's bounded queue (full or Redis down: 503, the
- * publisher pays) and the store's reads block only its own thread. A worker inbox with no room
- * stops that topic's delivery briefly (the store reads it again from the last delivered
- * position), so the pressure goes back to Redis, which retains the stream, not to other
- * topics' memory. The store follows a topic only while its subscribers on this node want it
- * (lg_stream_listen, from lg_hub_subscribe/lg_hub_unsubscribe).
+ * whichever node published it. A publish is admitted before the append as with the memory
+ * store (lg_hub__admit: room in this node's inboxes and in its limits.max_retained_bytes);
+ * the delivery cannot refuse what Redis holds, so it only makes room. No Redis call runs on
+ * a worker or under a topic lock: the publisher hands its append to the store's bounded queue
+ * (full or Redis down: 503, the publisher pays) and the store's reads block only its own
+ * thread. A worker inbox with no room stops that topic's delivery briefly (the store reads it
+ * again from the last delivered position), so the pressure goes back to Redis, which retains
+ * the stream, not to other topics' memory. The store follows a topic only while its
+ * subscribers on this node want it (lg_stream_listen, from lg_hub_subscribe and
+ * lg_hub_unsubscribe).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,13 +50,13 @@ static bool tail_deliver(void *arg, void *owner, struct lg_event *ev)
     uint64_t reserved;
     if (!lg_hub__reserve_inboxes(hub, t, &reserved))
         return false;
-    /* Redis holds the event already: this node gives its own history way, but cannot refuse */
-    lg_hub__make_room(hub, t);
+    /* Redis holds the event already (admitted where it was published): this node gives its
+     * own history way, but cannot refuse */
+    lg_hub__make_room(hub, t, 0);
     for (uint32_t w = 0; w < hub->workers; w++) {
         if (!(reserved & (UINT64_C(1) << w)))
             continue;
-        lg_topic_ref(t); /* given back by the worker once it dispatched the event */
-        if (lg_inbox_push_reserved(hub->links[w].inbox, lg_event_ref(ev)))
+        if (lg_inbox_push_reserved(hub->links[w].inbox, t, ev))
             t->remote_wake |= UINT64_C(1) << w;
     }
     return true;
@@ -129,7 +132,7 @@ static enum lg_publish_status status_of(enum lg_append_status a)
     return LG_PUBLISH_STORE_UNAVAILABLE;
 }
 
-static bool on_remote_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+static void on_remote_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
 {
     struct remote_call *call = arg;
     call->status = status_of(status);
@@ -144,11 +147,10 @@ static bool on_remote_appended(void *arg, enum lg_append_status status, struct l
     }
     int expected = CALL_SUBMITTING;
     if (atomic_compare_exchange_strong(&call->state, &expected, CALL_COMPLETED_EARLY))
-        return true; /* lg_hub_publish_async() has not returned yet: it answers */
+        return; /* lg_hub_publish_async() has not returned yet: it answers */
     call->done(call->arg, call->status, &call->res);
     lg_hub_topic_done(call->hub, call->t);
     free(call);
-    return true;
 }
 
 bool lg_hub_remote(const struct lg_hub *hub)
@@ -162,22 +164,25 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
     enum lg_publish_status bad = lg_hub__check_request(req);
     if (bad != LG_PUBLISH_OK)
         return bad;
-    const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, req->topic, req->topic_len, true, &problem);
-    if (!t)
-        return lg_hub__refuse(strcmp(problem, "out of memory") == 0 ? LG_PUBLISH_OOM
-                                                                  : LG_PUBLISH_TOO_MANY_TOPICS);
-    /* Overload pacing as with the memory store: this node's workers with no room hold the
-     * publisher (the tail that would deliver the event pauses on them anyway) */
+    struct lg_topic *t;
+    enum lg_hub_status found = lg_hub_topic(hub, req->topic, req->topic_len, &t);
+    if (found != LG_HUB_OK)
+        return lg_hub__refuse(lg_hub__publish_status(found));
+    /* Admitted as with the memory store: this node's workers with no room hold the publisher
+     * (the tail that would deliver the event pauses on them anyway), and the event must fit
+     * in this node's limits.max_retained_bytes. The reservations only pace: the tail reserves
+     * its own when it delivers. */
     uint64_t reserved;
     pthread_mutex_lock(&t->lock);
-    bool room = lg_hub__reserve_inboxes(hub, t, &reserved);
-    if (room)
-        lg_hub__release_reservations(hub, reserved);
+    struct lg_event_fields f = lg_hub__event_fields(t, req);
+    enum lg_publish_status admitted = lg_hub__admit(hub, t, &f, &reserved);
+    lg_hub__release_reservations(hub, reserved);
     pthread_mutex_unlock(&t->lock);
-    if (!room) {
+    if (admitted != LG_PUBLISH_OK) {
         lg_hub_topic_done(hub, t);
-        return LG_PUBLISH_WORKERS_BEHIND; /* not a refusal yet: the caller may wait */
+        if (admitted == LG_PUBLISH_WORKERS_BEHIND)
+            return admitted; /* not a refusal yet: the caller may wait */
+        return lg_hub__refuse(admitted);
     }
     struct remote_call *call = calloc(1, sizeof *call);
     if (!call) {
@@ -185,7 +190,6 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
         return lg_hub__refuse(LG_PUBLISH_OOM);
     }
     *call = (struct remote_call){.hub = hub, .t = t, .done = done, .arg = arg};
-    struct lg_event_fields f = lg_hub__event_fields(t, req);
     lg_stream_append(t->stream, &f, on_remote_appended, call); /* no lock: the store's queue */
     int expected = CALL_SUBMITTING;
     if (atomic_compare_exchange_strong(&call->state, &expected, CALL_HANDED))

@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "event.h"
+#include "topic.h"
 
 int lg_inbox_init(struct lg_inbox *in, size_t capacity)
 {
     if (capacity == 0)
         return -EINVAL;
     int rc = -ENOMEM;
-    struct lg_event **items = calloc(capacity, sizeof *items);
-    struct lg_event **spare = calloc(capacity, sizeof *spare);
+    struct lg_inbox_entry *items = calloc(capacity, sizeof *items);
+    struct lg_inbox_entry *spare = calloc(capacity, sizeof *spare);
     if (!items || !spare)
         goto err;
     int e = pthread_mutex_init(&in->lock, NULL);
@@ -34,10 +35,17 @@ err:
     return rc;
 }
 
+static void drop_entries(struct lg_inbox_entry *entries, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        lg_event_unref(&entries[i].event);
+        lg_topic_unref(entries[i].topic);
+    }
+}
+
 void lg_inbox_release(struct lg_inbox *in)
 {
-    for (size_t i = 0; i < in->count; i++)
-        lg_event_unref(&in->items[i]);
+    drop_entries(in->items, in->count);
     free(in->items);
     free(in->spare);
     pthread_mutex_destroy(&in->lock);
@@ -64,23 +72,25 @@ void lg_inbox_unreserve(struct lg_inbox *in)
     atomic_fetch_sub_explicit(&in->occupancy, 1, memory_order_relaxed);
 }
 
-bool lg_inbox_push_reserved(struct lg_inbox *in, struct lg_event *ev)
+bool lg_inbox_push_reserved(struct lg_inbox *in, struct lg_topic *t, struct lg_event *ev)
 {
+    struct lg_inbox_entry entry = {.topic = t, .event = lg_event_ref(ev)};
+    lg_topic_ref(t);
     pthread_mutex_lock(&in->lock);
     /* The reservation guarantees the slot: queued events never outnumber reservations. */
     if (in->count >= in->capacity)
         __builtin_trap();
     bool was_empty = in->count == 0;
-    in->items[in->count++] = ev;
+    in->items[in->count++] = entry;
     pthread_mutex_unlock(&in->lock);
     return was_empty;
 }
 
-size_t lg_inbox_take_upto(struct lg_inbox *in, size_t max, struct lg_event ***batch)
+size_t lg_inbox_take_upto(struct lg_inbox *in, size_t max, struct lg_inbox_entry **batch)
 {
     pthread_mutex_lock(&in->lock);
     size_t n = in->count < max ? in->count : max;
-    struct lg_event **taken;
+    struct lg_inbox_entry *taken;
     if (n == in->count) {
         taken = in->items; /* everything: swap the arrays */
         in->items = in->spare;
@@ -97,7 +107,7 @@ size_t lg_inbox_take_upto(struct lg_inbox *in, size_t max, struct lg_event ***ba
     return n;
 }
 
-size_t lg_inbox_take(struct lg_inbox *in, struct lg_event ***batch)
+size_t lg_inbox_take(struct lg_inbox *in, struct lg_inbox_entry **batch)
 {
     return lg_inbox_take_upto(in, SIZE_MAX, batch);
 }
@@ -110,7 +120,8 @@ bool lg_inbox_empty(struct lg_inbox *in)
     return empty;
 }
 
-void lg_inbox_done(struct lg_inbox *in, size_t n)
+void lg_inbox_done(struct lg_inbox *in, struct lg_inbox_entry *batch, size_t n)
 {
+    drop_entries(batch, n);
     atomic_fetch_sub_explicit(&in->occupancy, n, memory_order_relaxed);
 }

@@ -13,6 +13,7 @@
 #include "stats.h"
 #include "subscribe_params.h"
 #include "topic.h"
+#include "topic_name.h"
 
 #define LAG_CHECK_MIN_QUEUED 32 /* queued events from which every push checks max_lag_ms */
 
@@ -113,8 +114,8 @@ static bool relieve(struct lg_subscriber *s, bool lagging)
     struct lg_event *oldest = lg_client_ring_oldest(&s->ring);
     if (!oldest)
         return false;
-    struct lg_subscription *sn = lg_subscriber_find(s, oldest->topic);
-    if (sn && oldest->topic->policy == LG_SLOW_DISCONNECT) {
+    struct lg_subscription *sn = lg_subscriber_find(s, oldest->topic_identity);
+    if (sn && sn->topic->policy == LG_SLOW_DISCONNECT) {
         decide_disconnect(s, lagging ? "oldest queued event is older than client_queue.max_lag_ms"
                                      : "queue full (client_queue.max_events/max_bytes)");
         return true;
@@ -175,8 +176,8 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
 {
     if (s->slow_disconnect)
         return;
-    if (ev->topic->policy == LG_SLOW_CONFLATE && ev->key &&
-        lg_client_ring_remove_key(&s->ring, ev->topic, ev->key)) {
+    if (sn->topic->policy == LG_SLOW_CONFLATE && ev->key &&
+        lg_client_ring_remove_key(&s->ring, sn->topic, ev->key)) {
         LG_STAT_ADD(events_conflated, 1);
         s->dropped++;
     }
@@ -279,10 +280,10 @@ static void page_replays(struct lg_subscriber *s)
             return;
         struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->replay_next - 1};
         struct lg_replay page;
-        const char *problem = NULL;
-        if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, room, ring_room_bytes(s),
-                             false, &page, &problem) != 0) {
-            lg_warn("topic %s: replay stopped: %s", sn->topic->name, problem);
+        enum lg_hub_status st = lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, room,
+                                                 ring_room_bytes(s), false, &page);
+        if (st != LG_HUB_OK) {
+            lg_warn("topic %s: replay stopped: %s", sn->topic->name, lg_hub_status_message(st));
             sn->replay_next = 0;
             continue;
         }
@@ -303,11 +304,11 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
             lg_hub_start_position(s->hub, sn->topic, sn->pending_start, since.seq, &since);
     }
     struct lg_replay page;
-    const char *problem = NULL;
-    if (lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, ring_room(s), ring_room_bytes(s),
-                         false, &page, &problem) != 0) {
+    enum lg_hub_status st = lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, ring_room(s),
+                                             ring_room_bytes(s), false, &page);
+    if (st != LG_HUB_OK) {
         lg_warn("topic %s: cursor refused once the topic loaded (%s): a reset is sent",
-                sn->topic->name, problem);
+                sn->topic->name, lg_hub_status_message(st));
         lg_hub_position_before(s->hub, sn->topic, INT64_MAX, &since);
         page = (struct lg_replay){.reset = true, .epoch = since.epoch, .position = since.seq};
     }
@@ -328,13 +329,13 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
     lg_replay_release(&page);
 }
 
-int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
-                      const struct lg_cursor_entry *since, struct lg_start start, bool listen,
-                      size_t max_replay, const char **problem)
+enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub,
+                                     struct lg_topic *t, const struct lg_cursor_entry *since,
+                                     struct lg_start start, bool listen, size_t max_replay)
 {
     struct lg_subscription *sn = lg_subscriber_find(s, t);
     if (sn && sn->listening)
-        return 1;
+        return LG_HUB_OK;
     struct lg_cursor_entry from;
     /* A start on a remote stream not loaded yet resolves with the topic's first event, as a
      * subscription from now does, even if the stream loads before lg_hub_subscribe() looks. */
@@ -348,21 +349,20 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
     bool fresh = sn == NULL;
     if (fresh) {
         sn = calloc(1, sizeof *sn);
-        if (!sn) {
-            *problem = "out of memory";
-            return -1;
-        }
+        if (!sn)
+            return LG_HUB_OOM;
     }
     s->hub = hub;
     size_t page = ring_room(s);
     if (page > max_replay)
         page = max_replay;
     struct lg_replay replay;
-    if (lg_hub_subscribe(hub, t, s->worker, since, page, ring_room_bytes(s), listen, &replay,
-                         problem) != 0) {
+    enum lg_hub_status st =
+        lg_hub_subscribe(hub, t, s->worker, since, page, ring_room_bytes(s), listen, &replay);
+    if (st != LG_HUB_OK) {
         if (fresh)
             free(sn);
-        return -1;
+        return st;
     }
     if (fresh) {
         sn->topic = t;
@@ -396,7 +396,7 @@ int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_top
     lg_replay_release(&replay);
     if (listen)
         link_listener(sn, s->worker);
-    return 0;
+    return LG_HUB_OK;
 }
 
 enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct lg_hub *hub,
@@ -408,7 +408,7 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
         why->problem = NULL;
         why->topic = NULL;
         size_t len = strlen(p->topics[i]);
-        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], len, false, &why->problem);
+        struct lg_topic *t = lg_hub_find_topic(hub, p->topics[i], len);
         if (!t) {
             if (creations && !lg_rate_take(creations, lg_mono_ms())) {
                 why->problem = "this connection creates new topics faster than "
@@ -417,16 +417,21 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
                 LG_STAT_ADD(topic_creations_refused, 1);
                 return LG_SUBSCRIBE_TOO_MANY_NEW;
             }
-            t = lg_hub_topic(hub, p->topics[i], len, true, &why->problem);
+            enum lg_hub_status made = lg_hub_topic(hub, p->topics[i], len, &t);
+            if (made != LG_HUB_OK) {
+                why->problem = made == LG_HUB_BAD_NAME ? lg_topic_name_problem(p->topics[i], len)
+                                                       : lg_hub_status_message(made);
+                return LG_SUBSCRIBE_UNAVAILABLE;
+            }
         }
-        if (!t)
-            return LG_SUBSCRIBE_UNAVAILABLE;
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
                                                             : NULL;
-        int added = lg_subscriber_add(s, hub, t, since, p->has_start ? p->start : t->start,
-                                      listen, max_replay, &why->problem);
+        enum lg_hub_status added = lg_subscriber_add(s, hub, t, since,
+                                                     p->has_start ? p->start : t->start,
+                                                     listen, max_replay);
         lg_hub_topic_done(hub, t); /* a subscription holds its own reference */
-        if (added < 0) {
+        if (added != LG_HUB_OK) {
+            why->problem = lg_hub_status_message(added);
             why->topic = p->topics[i];
             return LG_SUBSCRIBE_INVALID_CURSOR;
         }
@@ -569,7 +574,7 @@ static struct lg_event *next_owed(struct lg_subscriber *s, struct lg_subscriptio
 {
     struct lg_event *ev;
     while ((ev = lg_client_ring_pop(&s->ring))) {
-        struct lg_subscription *sn = lg_subscriber_find(s, ev->topic);
+        struct lg_subscription *sn = lg_subscriber_find(s, ev->topic_identity);
         if (sn && ev->seq > sn->sent_seq) {
             *snp = sn;
             return ev;

@@ -36,6 +36,7 @@
 #include "rate.h"
 #include "config.h"
 #include "cursor.h"
+#include "hub.h"
 #include "render.h"
 
 struct lg_hub;
@@ -95,11 +96,12 @@ void lg_subscriber_init(struct lg_subscriber *s, const struct lg_render_ops *ops
  * history, or a gap, or a reset) is queued as far as the ring has room and paged in later as
  * it drains. When `listen` is false the hub is not told: only the first page is computed.
  * max_replay caps the first page (a long-poll batch).
- * Return value: 0, -1 with *problem set (cursor ahead of topic, OOM), or 1 if s already listens.
+ * Return value: LG_HUB_OK (also when s already listens to t), or what lg_hub_subscribe()
+ * refused with, or LG_HUB_OOM.
  */
-int lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t,
-                      const struct lg_cursor_entry *since, struct lg_start start, bool listen,
-                      size_t max_replay, const char **problem);
+enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub,
+                                     struct lg_topic *t, const struct lg_cursor_entry *since,
+                                     struct lg_start start, bool listen, size_t max_replay);
 
 /* The subscribe loop every transport shares: each topic of p (created if need be) from p's
  * cursor entry for it (none: from p's start, or else the topic's own, topic_rules), in order,

@@ -86,8 +86,7 @@ void lg_sys_stats_tick(struct lg_sys_stats *s, struct lg_hub *hub)
     struct lg_buf data;
     lg_buf_init(&data);
     lg_sys_stats_render(s, hub, lg_mono_ms(), &data);
-    const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, topic, sizeof topic - 1, false, &problem);
+    struct lg_topic *t = lg_hub_find_topic(hub, topic, sizeof topic - 1);
     if (t && !data.oom) {
         lg_hub_topic_done(hub, t);
         struct lg_publish_req req = {.topic = topic, .topic_len = sizeof topic - 1,

@@ -41,9 +41,10 @@ struct lg_topic {
     enum lg_slow_policy policy;    /* immutable: from topic_rules at creation */
     struct lg_start start;         /* immutable: from topic_rules at creation; where a
                                       subscription its cursor does not name starts */
-    /* The registry's reference, one per subscription, one per event waiting in an inbox, one
-     * per lookup in progress (lg_hub_topic() until lg_hub_topic_done()). lg_topic_unref()
-     * never frees: the hub collects a topic once only the registry holds it (hub.h). */
+    /* The registry's reference, one per subscription, one per inbox entry (inbox.h), one per
+     * lookup in progress (lg_hub_find_topic() or lg_hub_topic() until lg_hub_topic_done()).
+     * lg_topic_unref() never frees: the hub collects a topic once only the registry holds it
+     * (hub.h). */
     _Atomic uint32_t refs;
     pthread_mutex_t lock;
     struct lg_stream *stream;      /* {lock} every call on it; the pointer is immutable */

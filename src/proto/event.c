@@ -69,6 +69,51 @@ static void append_json(struct lg_buf *b, const char *id, size_t id_len, const c
     lg_buf_append(b, "}", 1);
 }
 
+/* The allocation of an event of f with these encoded lengths: the struct, then each string
+ * NUL-terminated (the WebSocket frame is its header followed by the JSON). */
+static size_t allocation_size(const struct lg_event_fields *f, size_t id_len, size_t type_len,
+                              size_t sse_len, size_t json_len)
+{
+    return sizeof(struct lg_event) + f->topic_name_len + 1 + id_len + 1 + type_len + 1 +
+           (f->key ? f->key_len + 1 : 0) +
+           (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
+           sse_len + 1 + lg_ws_header_len(json_len) + json_len + 1;
+}
+
+static size_t u64_len(uint64_t v)
+{
+    char digits[LG_U64_DIGITS_MAX];
+    return lg_format_u64(digits, v);
+}
+
+/* What append_json() appends, counted without writing it. */
+static size_t json_len_of(const char *id, size_t id_len, const char *type, size_t type_len,
+                          const struct lg_event_fields *f)
+{
+    size_t n = sizeof "{\"type\":\"event\",\"v\":1,\"topic\":" - 1 +
+               lg_json_string_len(f->topic_name, f->topic_name_len) + sizeof ",\"id\":" - 1 +
+               lg_json_string_len(id, id_len) + sizeof ",\"seq\":" - 1 + u64_len(f->seq) +
+               sizeof ",\"event\":" - 1 + lg_json_string_len(type, type_len) +
+               sizeof ",\"time\":" - 1 +
+               u64_len(f->published_unix_ms > 0 ? (uint64_t)f->published_unix_ms : 0) +
+               sizeof ",\"data\":" - 1 +
+               (f->data_is_json ? f->data_len : lg_json_string_len(f->data, f->data_len)) + 1;
+    if (f->key)
+        n += sizeof ",\"key\":" - 1 + lg_json_string_len(f->key, f->key_len);
+    return n;
+}
+
+size_t lg_event_size(const struct lg_event_fields *f)
+{
+    const char *type = f->type ? f->type : default_type;
+    size_t type_len = f->type ? f->type_len : sizeof default_type - 1;
+    char id[LG_CURSOR_ENTRY_MAX];
+    size_t id_len = format_id(id, f);
+    size_t sse_len = 4 + id_len + 8 + type_len + 1 + lg_sse_data_len(f->data, f->data_len) + 1;
+    return allocation_size(f, id_len, type_len, sse_len,
+                           json_len_of(id, id_len, type, type_len, f));
+}
+
 /* Copy n bytes to dst and NUL-terminate them. Return value: the byte after the NUL. */
 static char *put(char *dst, const char *src, size_t n)
 {
@@ -98,19 +143,13 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     if (enc.oom)
         goto out;
     size_t json_len = enc.len - sse_len;
-    size_t ws_header_len = lg_ws_header_len(json_len);
-
-    size_t size = sizeof(struct lg_event) + f->topic_name_len + 1 + id_len + 1 + type_len + 1 +
-                  (f->key ? f->key_len + 1 : 0) +
-                  (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
-                  sse_len + 1 +
-                  ws_header_len + json_len + 1;
+    size_t size = allocation_size(f, id_len, type_len, sse_len, json_len);
     ev = malloc(size);
     if (!ev)
         goto out;
 
     atomic_init(&ev->refcount, 1);
-    ev->topic = f->topic;
+    ev->topic_identity = f->topic_identity;
     ev->epoch = f->epoch;
     ev->seq = f->seq;
     ev->id_len = id_len;
@@ -120,7 +159,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     ev->published_mono_ns = f->published_mono_ns;
     ev->sse_len = sse_len;
     ev->sse_body_offset = sse_body_offset;
-    ev->ws_frame_len = ws_header_len + json_len;
+    ev->ws_frame_len = lg_ws_header_len(json_len) + json_len;
     ev->json_len = json_len;
     ev->size = size;
 

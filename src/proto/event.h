@@ -21,14 +21,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct lg_topic;
-
 struct lg_event {
     _Atomic uint32_t refcount;
-    struct lg_topic *topic;     /* borrowed: followed only while its holder holds a topic
-                                   reference (an inbox entry, a subscription, the topic's own
-                                   history); a client's ring only compares it (the topic may be
-                                   gone by then) */
+    const void *topic_identity; /* which topic this is an event of, as its creator names it
+                                   (the hub: its struct lg_topic *): only compared, to tell a
+                                   multi-topic client's events apart, never followed; whoever
+                                   needs the topic holds it (an inbox entry, a subscription) */
     const char *topic_name;     /* NUL-terminated copy inside this event */
     uint32_t epoch;             /* the topic's epoch when published */
     uint64_t seq;               /* per-topic sequence number, 1-based, no holes at publish */
@@ -57,7 +55,7 @@ struct lg_event {
 };
 
 struct lg_event_fields {
-    struct lg_topic *topic;
+    const void *topic_identity;
     const char *topic_name;
     size_t topic_name_len;
     uint32_t epoch;
@@ -74,6 +72,10 @@ struct lg_event_fields {
     int64_t published_unix_ms;
     uint64_t published_mono_ns;
 };
+
+/* The bytes lg_event_create(f) allocates and accounts (its event->size), counted without
+ * encoding: what admission compares with limits.max_retained_bytes before the event exists. */
+size_t lg_event_size(const struct lg_event_fields *f);
 
 /* Encode and allocate an event. Returns a new reference (count 1), or NULL on OOM. */
 struct lg_event *lg_event_create(const struct lg_event_fields *f);

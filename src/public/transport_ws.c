@@ -154,8 +154,7 @@ static void unsubscribe_added(struct lg_conn *c, const struct lg_subscribe_param
     for (size_t i = 0; i < p->topic_count; i++) {
         if (had[i])
             continue;
-        struct lg_topic *t = lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), false,
-                                          &(const char *){NULL});
+        struct lg_topic *t = lg_hub_find_topic(hub, p->topics[i], strlen(p->topics[i]));
         if (t)
             lg_subscriber_remove(&c->sub, hub, t);
         lg_hub_topic_done(hub, t);
@@ -183,8 +182,7 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
     size_t fresh = 0;
     bool had[LG_CURSOR_MAX_ENTRIES] = {false};
     for (size_t i = 0; i < p->topic_count; i++) {
-        struct lg_topic *t =
-            lg_hub_topic(hub, p->topics[i], strlen(p->topics[i]), false, &(const char *){NULL});
+        struct lg_topic *t = lg_hub_find_topic(hub, p->topics[i], strlen(p->topics[i]));
         had[i] = t && lg_subscriber_find(&c->sub, t) != NULL;
         fresh += !had[i];
         lg_hub_topic_done(hub, t);
@@ -225,9 +223,8 @@ static int op_unsubscribe(struct lg_conn *c, json_t *topics)
     size_t i;
     json_t *t;
     json_array_foreach(topics, i, t) {
-        const char *problem;
-        struct lg_topic *topic = lg_hub_topic(hub, json_string_value(t), json_string_length(t),
-                                              false, &problem);
+        struct lg_topic *topic =
+            lg_hub_find_topic(hub, json_string_value(t), json_string_length(t));
         if (topic)
             lg_subscriber_remove(&c->sub, hub, topic);
         lg_hub_topic_done(hub, topic);

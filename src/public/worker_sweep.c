@@ -31,9 +31,11 @@ static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
 /* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
  * would overflow is written out first when its socket has room: a client that keeps up is
  * never judged slow because events arrive faster than the worker reaches it. */
-static void dispatch_event(struct lg_worker *w, struct lg_event *ev, uint64_t now_ns)
+static void dispatch_event(struct lg_worker *w, const struct lg_inbox_entry *entry,
+                           uint64_t now_ns)
 {
-    struct lg_subscription *sn = ev->topic->slots[w->home.index].head, *next;
+    struct lg_event *ev = entry->event;
+    struct lg_subscription *sn = entry->topic->slots[w->home.index].head, *next;
     for (; sn; sn = next) {
         struct lg_subscriber *s = sn->owner;
         /* Each subscriber is a cache miss of its own: start fetching the next one's queue
@@ -81,19 +83,16 @@ static void spend_credit(struct lg_worker *w, size_t taken)
 /* Take and dispatch up to `max` events. Return value: how many. */
 static size_t take_events(struct lg_worker *w, size_t max)
 {
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     size_t n = lg_inbox_take_upto(&w->inbox, max, &batch);
     if (n == 0)
         return 0;
     uint64_t now = lg_mono_ns();
-    for (size_t i = 0; i < n; i++) {
-        dispatch_event(w, batch[i], now);
-        lg_topic_unref(batch[i]->topic); /* the hub's reference for this inbox entry */
-        lg_event_unref(&batch[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        dispatch_event(w, &batch[i], now);
     /* The events are in their subscribers' queues now: room for the publishers. The pace of
      * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
-    lg_inbox_done(&w->inbox, n);
+    lg_inbox_done(&w->inbox, batch, n);
     lg_hub_worker_done(w->shared.hub, w->home.index);
     return n;
 }

@@ -175,7 +175,7 @@ static struct lg_event *event_of(struct redis_stream *s, struct lg_event_fields 
 
 static struct lg_event_fields fields_for(struct redis_stream *s, void *owner, uint32_t epoch)
 {
-    return (struct lg_event_fields){.topic = owner, .topic_name = s->name,
+    return (struct lg_event_fields){.topic_identity = owner, .topic_name = s->name,
                                     .topic_name_len = s->name_len, .epoch = epoch, .data = ""};
 }
 

@@ -16,7 +16,8 @@
  * Append is asynchronous in the interface: the completion receives the new event (or why
  * not) once the store has assigned its position. The memory store completes before append()
  * returns; a remote store completes later, on its own thread, and its caller must not hold
- * locks across that wait.
+ * locks across that wait. Admission (room in memory and downstream) is the caller's, decided
+ * before append(): a store appends what it is given.
  *
  * Owns:    a store owns its streams; a stream owns one reference to every retained event.
  * Frees:   stream_close() frees a stream and unrefs what it retains; destroy() frees the
@@ -52,13 +53,11 @@ enum lg_append_status {
 };
 
 /*
- * Completion of an append: ev is borrowed for the call (take a reference to keep it).
- * Returning false withdraws an event the caller's own admission refuses (the hub's
- * limits.max_retained_bytes): the memory store then forgets it as if it was never appended,
- * and its position is not used. A store that completes asynchronously has written the event
- * already and ignores the answer; its caller admits before it appends.
+ * Completion of an append: ev is borrowed for the call (take a reference to keep it). It only
+ * reports: the caller decided before append() whether the event is admitted (the hub's
+ * limits), so a store never asks it, and the completion calls nothing on the stream.
  */
-typedef bool lg_append_done(void *arg, enum lg_append_status status, struct lg_event *ev);
+typedef void lg_append_done(void *arg, enum lg_append_status status, struct lg_event *ev);
 
 /* A page of retained events, oldest first: references the caller unrefs. */
 struct lg_store_page {

@@ -204,14 +204,8 @@ static void append(struct lg_stream *base, struct lg_event_fields *f, lg_append_
         done(arg, LG_APPEND_OOM, NULL);
         return;
     }
-    /* The completion runs before retention, so evictions it makes (to make room) find the
-     * stream without this event. Our reference goes to history. */
     s->newest = ev->seq;
-    if (!done(arg, LG_APPEND_OK, ev)) {
-        s->newest = ev->seq - 1; /* withdrawn: the position is not used */
-        lg_event_unref(&ev);
-        return;
-    }
+    done(arg, LG_APPEND_OK, ev); /* before history takes our reference (and may drop it) */
     if (lg_history_append(&s->history, ev, f->published_mono_ns) != 0) {
         lg_warn("topic %s: event %" PRIu64 " not retained in history (out of memory)",
                 f->topic_name, f->seq);

@@ -159,6 +159,37 @@ void lg_encode_sse_data(struct lg_buf *b, const char *data, size_t len)
     sse_data_line(b, data + start, len - start);
 }
 
+size_t lg_sse_data_len(const char *data, size_t len)
+{
+    static const size_t per_line = 6 + 1; /* "data: " and "\n" */
+    size_t lines = 1, ends = 0;         /* ends: line-end bytes, which are not copied */
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] != '\r' && data[i] != '\n')
+            continue;
+        ends++;
+        if (data[i] == '\r' && i + 1 < len && data[i + 1] == '\n') {
+            i++; /* CRLF is one line end, not two */
+            ends++;
+        }
+        lines++;
+    }
+    return len - ends + lines * per_line;
+}
+
+size_t lg_json_string_len(const char *s, size_t len)
+{
+    size_t n = len + 2; /* the quotes */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        bool short_form = c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' ||
+                          c == '\r' || c == '\t';
+        n += short_form ? 1 : 5; /* "\n" for one byte, or "\u00XX" */
+    }
+    return n;
+}
+
 void lg_encode_json_string(struct lg_buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";

@@ -45,8 +45,13 @@ void lg_buf_appendf(struct lg_buf *b, const char *fmt, ...) __attribute__((forma
  */
 void lg_encode_sse_data(struct lg_buf *b, const char *data, size_t len);
 
+/* The bytes lg_encode_sse_data() appends for data[0..len). */
+size_t lg_sse_data_len(const char *data, size_t len);
+
 /* Append a JSON string literal (quotes included) with JSON escaping of s[0..len). */
 void lg_encode_json_string(struct lg_buf *b, const char *s, size_t len);
+/* The bytes lg_encode_json_string() appends for s[0..len). */
+size_t lg_json_string_len(const char *s, size_t len);
 
 /* Size of the header of an unmasked server WebSocket frame with this payload length. */
 size_t lg_ws_header_len(size_t payload_len);

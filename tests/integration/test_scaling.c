@@ -1305,6 +1305,46 @@ START_TEST(topics_nobody_wants_are_let_go_and_come_back_from_redis)
 }
 END_TEST
 
+/*
+ * A publish over Redis is admitted as on one node, before the append: a node whose live events
+ * hold limits.max_retained_bytes (here one topic's copy of its history, which gave way to its
+ * own new events, so less than one more event fits) refuses a publish to another topic, which
+ * has no history to give way, with the memory store's 503, and Redis never sees it.
+ */
+START_TEST(a_node_full_of_live_events_refuses_a_publish_as_one_node_does)
+{
+    struct lg_server a;
+    struct lg_sse_client hoarder;
+    node_start(&a, "\"limits\": {\"max_retained_bytes\": 1048576}");
+    lg_sse_must_open(&hoarder, a.public_port, "/sse?topic=hoard", NULL);
+    enum { DATA = 60000, EVENTS = 12 };
+    char *data = malloc(DATA + 1);
+    memset(data, 'm', DATA);
+    data[DATA] = '\0';
+    static struct seen v;
+    for (int i = 0; i < EVENTS; i++) { /* each read at once: no client queue pins memory */
+        ck_assert_int_eq(publish(&a, "hoard", data, NULL), 201);
+        sse_collect(&hoarder, &v, i + 1); /* delivered: in the node's copy of the history */
+    }
+    ck_assert_int_ge(lg_stat(a.control_port, "history_evicted"), 1);
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(a.control_port, "POST", "/v1/topics/other/events", NULL,
+                                     data, DATA, &r, WAIT_MS), 0);
+    lg_expect_error(&r, 503, "unavailable", LG_ERROR_JSON_TYPE | LG_ERROR_ONLY_KEYS);
+    ck_assert_msg(strstr(r.body, "limits.max_retained_bytes"), "%s", r.body);
+    lg_http_response_free(&r);
+    char *metrics = lg_metrics_scrape(a.control_port);
+    ck_assert_msg(strstr(metrics,
+                         "\nlivegate_publishes_refused_total{reason=\"max_retained_bytes\"} 1\n"),
+                  "%.400s", strstr(metrics, "livegate_publishes_refused_total{"));
+    free(metrics);
+    ck_assert_int_eq(lg_redis_int(&redis, "XLEN livegate:{other}:s"), 0); /* nothing appended */
+    free(data);
+    lg_sse_close(&hoarder);
+    lg_server_must_stop(&a);
+}
+END_TEST
+
 static Suite *scaling_suite(void)
 {
     Suite *s = suite_create("scaling");
@@ -1323,7 +1363,8 @@ static Suite *scaling_suite(void)
                          a_cursor_from_one_node_is_valid_on_the_other_at_once,
                          two_shards_topics_land_on_both_each_node_delivers_both,
                          clients_move_both_ways_around_a_node_killed_and_restarted,
-                         topics_nobody_wants_are_let_go_and_come_back_from_redis);
+                         topics_nobody_wants_are_let_go_and_come_back_from_redis,
+                         a_node_full_of_live_events_refuses_a_publish_as_one_node_does);
     tcase_set_timeout(tc, 60);
     TCase *sentinel = LG_TCASE(s, "sentinel", setup_sentinel, teardown_sentinel,
                                sentinel_node_publishes_only_what_a_replica_has,

@@ -31,7 +31,7 @@ static struct lg_event *make(struct lg_topic *t, uint64_t seq, const char *key)
     snprintf(data, sizeof data, "d%llu", (unsigned long long)seq);
     const char *name = t == TOPIC_A ? "a" : "b";
     struct lg_event_fields f = {
-        .topic = t,
+        .topic_identity = t,
         .topic_name = name,
         .topic_name_len = 1,
         .epoch = 7,
@@ -53,7 +53,7 @@ static void pop_expect(struct lg_client_ring *r, struct lg_topic *t, uint64_t se
 {
     struct lg_event *ev = lg_client_ring_pop(r);
     ck_assert_ptr_nonnull(ev);
-    ck_assert_ptr_eq(ev->topic, t);
+    ck_assert_ptr_eq(ev->topic_identity, t);
     ck_assert_uint_eq(ev->seq, seq);
     lg_event_unref(&ev);
 }
@@ -310,7 +310,7 @@ START_TEST(remove_key_drops_only_the_event_of_that_topic_and_key)
 
     struct lg_event *oldest = lg_client_ring_oldest(&r); /* skips the tombstone */
     ck_assert_ptr_nonnull(oldest);
-    ck_assert_ptr_eq(oldest->topic, TOPIC_B);
+    ck_assert_ptr_eq(oldest->topic_identity, TOPIC_B);
     ck_assert_uint_eq(oldest->seq, 2);
     drain_expect(&r, (const struct popped[]){{TOPIC_B, 2}, {TOPIC_A, 3}, {TOPIC_A, 4}}, 3);
 }
@@ -323,7 +323,7 @@ START_TEST(remove_topic_drops_every_event_of_the_topic_and_keeps_the_rest_in_ord
     uint64_t b_bytes = 0;
     for (uint64_t seq = 1; seq <= 5; seq++) {
         struct lg_event *ev = make(seq % 2 ? TOPIC_A : TOPIC_B, seq, NULL);
-        if (ev->topic == TOPIC_B)
+        if (ev->topic_identity == TOPIC_B)
             b_bytes += ev->size;
         ck_assert_int_eq(lg_client_ring_push(&r, ev, 10), 0);
     }

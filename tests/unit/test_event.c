@@ -68,6 +68,8 @@ static void assert_renders(const struct render_case *c)
         f.key_len = c->key_len;
     }
     struct lg_event *ev = create_ok(&f);
+    ck_assert_msg(lg_event_size(&f) == ev->size, "%s: lg_event_size %zu, created %zu", c->name,
+                  lg_event_size(&f), ev->size);
     if (c->want_sse) {
         ck_assert_msg(strcmp(ev->sse, c->want_sse) == 0, "%s: SSE frame\n%s\nwant\n%s", c->name,
                       ev->sse, c->want_sse);
@@ -272,6 +274,38 @@ END_TEST
 
 /* ---- One allocation ----------------------------------------------------------------------- */
 
+/* Admission compares lg_event_size() with the limit before the event exists: it must be the
+ * size the event then has, to the byte, whatever needs escaping or framing. */
+START_TEST(size_is_known_before_the_event_is_made)
+{
+    char big[70001];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[100] = '\r', big[101] = '\n', big[200] = '\r', big[300] = '\n', big[400] = '"';
+    big[500] = '\x01', big[600] = '\\', big[700] = '\t';
+    const char *data[] = {"", "a", "\n", "\r\n", "\r\r\n\n", "a\rb", big + 69990, big + 65000,
+                          big + 60000, big};
+    for (size_t i = 0; i < sizeof data / sizeof *data; i++) {
+        struct lg_event_fields f = text_fields("t\"q", 0xffffffffu, UINT64_MAX, data[i]);
+        f.key = "k\x1f";
+        f.key_len = 2;
+        f.idempotency_key = "retry-1";
+        f.idempotency_key_len = 7;
+        f.published_unix_ms = i % 2 ? -5 : UNIX_MS;
+        struct lg_event *ev = create_ok(&f);
+        ck_assert_msg(lg_event_size(&f) == ev->size, "data %zu: %zu, created %zu", i,
+                      lg_event_size(&f), ev->size);
+        lg_event_unref(&ev);
+        f.data_is_json = true; /* JSON text is kept as it is, not escaped */
+        f.data = "{\"a\":\"\\n\"}";
+        f.data_len = strlen(f.data);
+        ev = create_ok(&f);
+        ck_assert_uint_eq(lg_event_size(&f), ev->size);
+        lg_event_unref(&ev);
+    }
+}
+END_TEST
+
 static void assert_inside(const struct lg_event *ev, const char *p, size_t len)
 {
     const char *end = (const char *)ev + ev->size;
@@ -308,9 +342,9 @@ START_TEST(fields_are_copied_not_borrowed)
 {
     char topic[] = "demoXYZ";   /* only the first 4 bytes are the name */
     char data[] = "hello";
-    struct lg_topic *owner = (struct lg_topic *)&topic; /* any address: never dereferenced */
+    const void *owner = &topic; /* any address: never dereferenced */
     struct lg_event_fields f = text_fields(topic, 7, 9, data);
-    f.topic = owner;
+    f.topic_identity = owner;
     f.topic_name_len = 4;
     f.published_mono_ns = 123456789;
     struct lg_event *ev = create_ok(&f);
@@ -319,7 +353,7 @@ START_TEST(fields_are_copied_not_borrowed)
     ck_assert_str_eq(ev->topic_name, "demo");
     ck_assert_str_eq(ev->data, "hello");
     ck_assert_uint_eq(ev->data_len, 5);
-    ck_assert_ptr_eq(ev->topic, owner);
+    ck_assert_ptr_eq(ev->topic_identity, owner);
     ck_assert_uint_eq(ev->epoch, 7);
     ck_assert_uint_eq(ev->seq, 9);
     ck_assert_int_eq(ev->published_unix_ms, UNIX_MS);
@@ -417,8 +451,8 @@ static Suite *event_suite(void)
     tcase_add_loop_test(tc, json_objects, 0, (int)(sizeof json_cases / sizeof *json_cases));
     LG_TCASE(s, "ws_frame", NULL, NULL, ws_frame_is_header_then_json_in_place,
              ws_frame_with_16_bit_length, ws_frame_with_64_bit_length);
-    LG_TCASE(s, "storage", NULL, NULL, every_string_lives_in_the_one_allocation,
-             fields_are_copied_not_borrowed);
+    LG_TCASE(s, "storage", NULL, NULL, size_is_known_before_the_event_is_made,
+             every_string_lives_in_the_one_allocation, fields_are_copied_not_borrowed);
     tc = LG_TCASE(s, "refcount", NULL, NULL, refcount_starts_at_one_and_unref_clears_the_pointer,
                   unref_of_null_does_nothing, refcount_is_exact_under_concurrent_ref_and_unref,
                   live_event_stats_follow_create_and_last_unref);

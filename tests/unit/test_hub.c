@@ -103,23 +103,21 @@ static struct lg_publish_result publish(const char *topic, const char *data)
 /* An existing topic (never creates one). */
 static struct lg_topic *topic(const char *name)
 {
-    const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, name, strlen(name), false, &problem);
-    ck_assert_msg(t != NULL, "topic %s: %s", name, problem ? problem : "?");
+    struct lg_topic *t = lg_hub_find_topic(hub, name, strlen(name));
+    ck_assert_msg(t != NULL, "topic %s: none", name);
     return t;
 }
 
 static bool topic_exists(const char *name)
 {
-    const char *problem = NULL;
-    return lg_hub_topic(hub, name, strlen(name), false, &problem) != NULL;
+    return lg_hub_find_topic(hub, name, strlen(name)) != NULL;
 }
 
 static struct lg_topic *topic_create(const char *name)
 {
-    const char *problem = NULL;
-    struct lg_topic *t = lg_hub_topic(hub, name, strlen(name), true, &problem);
-    ck_assert_msg(t != NULL, "topic %s: %s", name, problem ? problem : "?");
+    struct lg_topic *t;
+    enum lg_hub_status st = lg_hub_topic(hub, name, strlen(name), &t);
+    ck_assert_msg(st == LG_HUB_OK, "topic %s: %s", name, lg_hub_status_message(st));
     return t;
 }
 
@@ -142,21 +140,19 @@ static const char *id_of(const char *name, uint64_t seq)
 static void listen_on(const char *name, uint32_t w)
 {
     struct lg_replay r;
-    const char *problem = NULL;
     ck_assert_int_eq(
-        lg_hub_subscribe(hub, topic_create(name), w, NULL, 100, UINT64_MAX, true, &r, &problem), 0);
+        lg_hub_subscribe(hub, topic_create(name), w, NULL, 100, UINT64_MAX, true, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 0);
     lg_replay_release(&r);
 }
 
 /* Resolve a cursor entry "name@epoch:seq" on the topic for worker 0, not listening. */
 static int resolve(const char *name, uint32_t epoch, uint64_t seq, size_t max_events,
-                   uint64_t max_bytes, struct lg_replay *out, const char **problem)
+                   uint64_t max_bytes, struct lg_replay *out)
 {
     struct lg_cursor_entry since = {.epoch = epoch, .seq = seq};
     snprintf(since.topic, sizeof since.topic, "%s", name);
-    return lg_hub_subscribe(hub, topic(name), 0, &since, max_events, max_bytes, false, out,
-                            problem);
+    return lg_hub_subscribe(hub, topic(name), 0, &since, max_events, max_bytes, false, out);
 }
 
 static size_t occupancy(uint32_t w) { return atomic_load(&inbox[w].occupancy); }
@@ -169,17 +165,17 @@ struct expect {
 };
 static void take_expect(uint32_t w, const struct expect *want, size_t n)
 {
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     size_t got = lg_inbox_take(&inbox[w], &batch);
     ck_assert_msg(got == n, "worker %u: took %zu events, want %zu", w, got, n);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_str_eq(batch[i]->topic_name, want[i].topic);
-        ck_assert_ptr_eq(batch[i]->topic, topic(want[i].topic));
-        ck_assert_uint_eq(batch[i]->seq, want[i].seq);
-        ck_assert_str_eq(batch[i]->id, id_of(want[i].topic, want[i].seq));
-        lg_event_unref(&batch[i]);
+        const struct lg_event *ev = batch[i].event;
+        ck_assert_str_eq(ev->topic_name, want[i].topic);
+        ck_assert_ptr_eq(batch[i].topic, topic(want[i].topic));
+        ck_assert_uint_eq(ev->seq, want[i].seq);
+        ck_assert_str_eq(ev->id, id_of(want[i].topic, want[i].seq));
     }
-    lg_inbox_done(&inbox[w], got);
+    lg_inbox_done(&inbox[w], batch, got);
 }
 
 /* The size of every event the tests publish with one-letter topics, data "xxxx", no key and a
@@ -229,8 +225,7 @@ START_TEST(publish_assigns_dense_seqs_per_topic_with_exact_ids)
 
     /* What history holds is exactly what was published, in order. */
     struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve("a", epoch_of("a"), 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch_of("a"), 0, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 3);
     const char *data[] = {"one", "two", "four"};
     for (size_t i = 0; i < 3; i++) {
@@ -238,7 +233,7 @@ START_TEST(publish_assigns_dense_seqs_per_topic_with_exact_ids)
         ck_assert_str_eq(r.events[i]->data, data[i]);
         ck_assert_str_eq(r.events[i]->type, "message");
         ck_assert_ptr_null(r.events[i]->key);
-        ck_assert_ptr_eq(r.events[i]->topic, topic("a"));
+        ck_assert_ptr_eq(r.events[i]->topic_identity, topic("a"));
     }
     lg_replay_release(&r);
 }
@@ -256,14 +251,14 @@ START_TEST(type_and_key_reach_the_event)
     req.data_is_json = true;
     struct lg_publish_result res;
     ck_assert_int_eq(lg_hub_publish(hub, &req, &res), LG_PUBLISH_OK);
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&inbox[0], &batch), 1);
-    ck_assert_str_eq(batch[0]->type, "price");
-    ck_assert_str_eq(batch[0]->key, "eur");
-    ck_assert_str_eq(batch[0]->data, "{\"p\":1}");
-    ck_assert(batch[0]->data_is_json);
-    lg_event_unref(&batch[0]);
-    lg_inbox_done(&inbox[0], 1);
+    const struct lg_event *ev = batch[0].event;
+    ck_assert_str_eq(ev->type, "price");
+    ck_assert_str_eq(ev->key, "eur");
+    ck_assert_str_eq(ev->data, "{\"p\":1}");
+    ck_assert(ev->data_is_json);
+    lg_inbox_done(&inbox[0], batch, 1);
 }
 END_TEST
 
@@ -324,19 +319,19 @@ START_TEST(max_topics_refuses_a_new_topic_but_not_existing_ones)
     ck_assert_int_eq(try_publish("c", "x"), LG_PUBLISH_TOO_MANY_TOPICS);
     ck_assert_uint_eq(LG_STAT_GET(publishes_refused), refused + 1);
     ck_assert(!topic_exists("c"));
-    const char *problem = NULL;
-    ck_assert_ptr_null(lg_hub_topic(hub, "c", 1, true, &problem));
-    ck_assert_str_eq(problem, "the gateway holds limits.max_topics topics already");
+    struct lg_topic *t = topic("a");
+    ck_assert_int_eq(lg_hub_topic(hub, "c", 1, &t), LG_HUB_TOO_MANY_TOPICS);
+    ck_assert_ptr_null(t);
+    ck_assert_str_eq(lg_hub_status_message(LG_HUB_TOO_MANY_TOPICS),
+                     "the gateway holds limits.max_topics topics already");
     ck_assert_uint_eq(publish("a", "x").seq, 2);
     ck_assert_uint_eq(publish("b", "x").seq, 2);
 
-    problem = NULL;
-    ck_assert_ptr_null(lg_hub_topic(hub, "zz", 2, false, &problem));
-    ck_assert_str_eq(problem, "no such topic");
-    problem = NULL;
-    ck_assert_ptr_null(lg_hub_topic(hub, "a b", 3, true, &problem));
-    ck_assert_str_eq(problem, "topic name contains a character outside A-Z a-z 0-9 _ - . / : ~ "
-                              "(at byte 2)");
+    ck_assert_ptr_null(lg_hub_find_topic(hub, "zz", 2));
+    ck_assert_ptr_null(lg_hub_find_topic(hub, "a b", 3));
+    t = topic("a");
+    ck_assert_int_eq(lg_hub_topic(hub, "a b", 3, &t), LG_HUB_BAD_NAME);
+    ck_assert_ptr_null(t);
 }
 END_TEST
 
@@ -362,8 +357,7 @@ START_TEST(retained_bytes_limit_evicts_the_topics_own_history_first)
     /* Pin a2 and a3 outside history (a replay holds them): evicting history frees nothing,
      * so the publish is refused, after history gave way, and no seq is used. */
     struct lg_replay pin;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve("a", epoch_of("a"), 1, 100, UINT64_MAX, &pin, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch_of("a"), 1, 100, UINT64_MAX, &pin), LG_HUB_OK);
     ck_assert_uint_eq(pin.count, 2);
     uint64_t refused = LG_STAT_GET(publishes_refused);
     ck_assert_int_eq(try_publish("a", "xxxx"), LG_PUBLISH_MEMORY_FULL);
@@ -581,8 +575,7 @@ START_TEST(a_retry_with_the_same_key_answers_the_original_and_publishes_nothing)
 
     /* The history's copy is the original. */
     struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve("a", epoch_of("a"), 0, 1, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch_of("a"), 0, 1, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 1);
     ck_assert_str_eq(r.events[0]->data, "v1");
     ck_assert_str_eq(r.events[0]->idempotency_key, key);
@@ -641,6 +634,31 @@ START_TEST(events_reach_only_the_workers_that_listen)
 }
 END_TEST
 
+/* Each inbox entry holds its topic from the push until its worker is done with it, so a topic
+ * with events in flight cannot be collected, and a worker done with them leaves no reference. */
+START_TEST(an_inbox_entry_holds_its_topic_until_its_worker_is_done)
+{
+    open_hub();
+    listen_on("a", 0);
+    listen_on("a", 1);
+    struct lg_topic *a = topic("a");
+    uint32_t before = atomic_load(&a->refs);
+    publish("a", "x");
+    publish("a", "y");
+    ck_assert_uint_eq(atomic_load(&a->refs), before + 4); /* two events, two workers */
+    for (uint32_t w = 0; w < WORKERS; w++) {
+        struct lg_inbox_entry *batch;
+        ck_assert_uint_eq(lg_inbox_take(&inbox[w], &batch), 2);
+        ck_assert_ptr_eq(batch[0].topic, a);
+        ck_assert_ptr_eq(batch[1].topic, a);
+        ck_assert_uint_eq(atomic_load(&a->refs), before + 4 - 2 * w); /* taken is not done */
+        lg_inbox_done(&inbox[w], batch, 2);
+        ck_assert_uint_eq(atomic_load(&a->refs), before + 2 - 2 * w);
+    }
+    ck_assert_uint_eq(atomic_load(&a->refs), before);
+}
+END_TEST
+
 START_TEST(subscribe_and_unsubscribe_count_listeners_per_worker)
 {
     open_hub();
@@ -653,10 +671,8 @@ START_TEST(subscribe_and_unsubscribe_count_listeners_per_worker)
 
     /* A subscribe that does not listen (a one-off replay) registers nothing. */
     struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(lg_hub_subscribe(hub, topic("a"), 1, NULL, 10, UINT64_MAX, false, &r,
-                                      &problem),
-                     0);
+    ck_assert_int_eq(lg_hub_subscribe(hub, topic("a"), 1, NULL, 10, UINT64_MAX, false, &r),
+                     LG_HUB_OK);
     lg_replay_release(&r);
     ck_assert_uint_eq(listeners("a", 1), 0);
 
@@ -811,9 +827,8 @@ START_TEST(a_cursor_in_history_replays_exactly_the_events_after_it)
         publish("a", "xxxx");
     uint32_t epoch = epoch_of("a");
     struct lg_replay r;
-    const char *problem = NULL;
 
-    ck_assert_int_eq(resolve("a", epoch, 2, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 2, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 3);
     for (size_t i = 0; i < 3; i++)
         ck_assert_uint_eq(r.events[i]->seq, 3 + i);
@@ -828,7 +843,7 @@ START_TEST(a_cursor_in_history_replays_exactly_the_events_after_it)
     ck_assert_uint_eq(r.count, 0);
 
     /* At the newest event: nothing to replay. */
-    ck_assert_int_eq(resolve("a", epoch, 5, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 5, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 0);
     ck_assert_uint_eq(r.position, 5);
     ck_assert(!r.more);
@@ -837,9 +852,8 @@ START_TEST(a_cursor_in_history_replays_exactly_the_events_after_it)
 
     /* No cursor: start now. */
     struct lg_replay now;
-    ck_assert_int_eq(lg_hub_subscribe(hub, topic("a"), 0, NULL, 100, UINT64_MAX, false, &now,
-                                      &problem),
-                     0);
+    ck_assert_int_eq(lg_hub_subscribe(hub, topic("a"), 0, NULL, 100, UINT64_MAX, false, &now),
+                     LG_HUB_OK);
     ck_assert_uint_eq(now.count, 0);
     ck_assert_uint_eq(now.position, 5);
     ck_assert_uint_eq(now.epoch, epoch);
@@ -848,7 +862,7 @@ START_TEST(a_cursor_in_history_replays_exactly_the_events_after_it)
     lg_replay_release(&now);
 
     /* From seq 0 (everything is retained): all five, no gap. */
-    ck_assert_int_eq(resolve("a", epoch, 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 0, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 5);
     ck_assert_uint_eq(r.events[0]->seq, 1);
     ck_assert_uint_eq(r.gap_from, 0);
@@ -864,9 +878,8 @@ START_TEST(a_replay_is_cut_at_max_events_and_max_bytes_with_more_set)
     uint64_t size = small_event_size();
     uint32_t epoch = epoch_of("a");
     struct lg_replay r;
-    const char *problem = NULL;
 
-    ck_assert_int_eq(resolve("a", epoch, 1, 2, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 1, 2, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 2);
     ck_assert_uint_eq(r.events[0]->seq, 2);
     ck_assert_uint_eq(r.events[1]->seq, 3);
@@ -874,32 +887,32 @@ START_TEST(a_replay_is_cut_at_max_events_and_max_bytes_with_more_set)
     ck_assert(r.more);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 1, 4, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 1, 4, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 4); /* exactly all that is left: no more */
     ck_assert_uint_eq(r.position, 5);
     ck_assert(!r.more);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 1, 100, 2 * size, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 1, 100, 2 * size, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 2);
     ck_assert_uint_eq(r.position, 3);
     ck_assert(r.more);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 1, 100, 2 * size - 1, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 1, 100, 2 * size - 1, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 1);
     ck_assert_uint_eq(r.position, 2);
     ck_assert(r.more);
     lg_replay_release(&r);
 
     /* The first event always comes, whatever its size. */
-    ck_assert_int_eq(resolve("a", epoch, 1, 100, 0, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 1, 100, 0, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 1);
     ck_assert_uint_eq(r.events[0]->seq, 2);
     ck_assert(r.more);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 3, 100, 2 * size, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 3, 100, 2 * size, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 2); /* 4 and 5 fit exactly */
     ck_assert_uint_eq(r.position, 5);
     ck_assert(!r.more);
@@ -916,9 +929,8 @@ START_TEST(a_cursor_older_than_history_gets_the_exact_gap)
     ck_assert_uint_eq(oldest_of("a"), 6);
     uint32_t epoch = epoch_of("a");
     struct lg_replay r;
-    const char *problem = NULL;
 
-    ck_assert_int_eq(resolve("a", epoch, 2, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 2, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.gap_from, 3);
     ck_assert_uint_eq(r.gap_to, 5);
     ck_assert_uint_eq(r.count, 3);
@@ -929,19 +941,19 @@ START_TEST(a_cursor_older_than_history_gets_the_exact_gap)
     ck_assert(!r.more);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 0, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.gap_from, 1);
     ck_assert_uint_eq(r.gap_to, 5);
     ck_assert_uint_eq(r.count, 3);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 4, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 4, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.gap_from, 5); /* a one-event gap */
     ck_assert_uint_eq(r.gap_to, 5);
     ck_assert_uint_eq(r.count, 3);
     lg_replay_release(&r);
 
-    ck_assert_int_eq(resolve("a", epoch, 5, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 5, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.gap_from, 0); /* 6 is the next one and is retained: no gap */
     ck_assert_uint_eq(r.gap_to, 0);
     ck_assert_uint_eq(r.count, 3);
@@ -949,7 +961,7 @@ START_TEST(a_cursor_older_than_history_gets_the_exact_gap)
     lg_replay_release(&r);
 
     /* A gap and a cut page together. */
-    ck_assert_int_eq(resolve("a", epoch, 2, 1, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch, 2, 1, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.gap_from, 3);
     ck_assert_uint_eq(r.gap_to, 5);
     ck_assert_uint_eq(r.count, 1);
@@ -967,8 +979,7 @@ START_TEST(a_foreign_epoch_resolves_to_reset)
     publish("a", "x");
     uint32_t epoch = epoch_of("a");
     struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve("a", epoch ^ 1u, 1, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch ^ 1u, 1, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert(r.reset);
     ck_assert_uint_eq(r.epoch, epoch); /* names the new epoch */
     ck_assert_uint_eq(r.count, 0);     /* nothing of this epoch's history is replayed */
@@ -978,7 +989,7 @@ START_TEST(a_foreign_epoch_resolves_to_reset)
     lg_replay_release(&r);
 
     /* A foreign cursor's seq is meaningless here: beyond the newest is still a reset. */
-    ck_assert_int_eq(resolve("a", epoch ^ 0x80000000u, 999, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("a", epoch ^ 0x80000000u, 999, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert(r.reset);
     ck_assert_uint_eq(r.position, 2);
     lg_replay_release(&r);
@@ -994,10 +1005,11 @@ START_TEST(a_cursor_ahead_of_the_newest_is_an_error_and_registers_nothing)
     struct lg_cursor_entry since = {.epoch = epoch, .seq = 3};
     snprintf(since.topic, sizeof since.topic, "a");
     struct lg_replay r;
-    const char *problem = NULL;
     ck_assert_int_eq(
-        lg_hub_subscribe(hub, topic("a"), 0, &since, 100, UINT64_MAX, true, &r, &problem), -1);
-    ck_assert_str_eq(problem, "the cursor is ahead of the topic's newest event");
+        lg_hub_subscribe(hub, topic("a"), 0, &since, 100, UINT64_MAX, true, &r),
+        LG_HUB_CURSOR_AHEAD);
+    ck_assert_str_eq(lg_hub_status_message(LG_HUB_CURSOR_AHEAD),
+                     "the cursor is ahead of the topic's newest event");
     ck_assert_uint_eq(r.count, 0);
     ck_assert_ptr_null(r.events);
     ck_assert_uint_eq(listeners("a", 0), 0); /* a refused subscribe does not listen */
@@ -1006,7 +1018,7 @@ START_TEST(a_cursor_ahead_of_the_newest_is_an_error_and_registers_nothing)
 
     /* Now 3 exists: the same cursor is valid and at the newest. */
     ck_assert_int_eq(
-        lg_hub_subscribe(hub, topic("a"), 0, &since, 100, UINT64_MAX, true, &r, &problem), 0);
+        lg_hub_subscribe(hub, topic("a"), 0, &since, 100, UINT64_MAX, true, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 0);
     ck_assert_uint_eq(r.position, 3);
     ck_assert_uint_eq(listeners("a", 0), 1);
@@ -1014,14 +1026,13 @@ START_TEST(a_cursor_ahead_of_the_newest_is_an_error_and_registers_nothing)
 
     /* A topic with nothing published yet: seq 0 is at the newest, seq 1 is ahead. */
     topic_create("empty");
-    ck_assert_int_eq(resolve("empty", epoch_of("empty"), 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve("empty", epoch_of("empty"), 0, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.position, 0);
     ck_assert_uint_eq(r.count, 0);
     ck_assert_uint_eq(r.gap_from, 0);
     lg_replay_release(&r);
-    problem = NULL;
-    ck_assert_int_eq(resolve("empty", epoch_of("empty"), 1, 100, UINT64_MAX, &r, &problem), -1);
-    ck_assert_str_eq(problem, "the cursor is ahead of the topic's newest event");
+    ck_assert_int_eq(resolve("empty", epoch_of("empty"), 1, 100, UINT64_MAX, &r),
+                     LG_HUB_CURSOR_AHEAD);
 }
 END_TEST
 
@@ -1033,9 +1044,8 @@ START_TEST(a_listening_subscribe_gets_live_events_after_its_replay_without_overl
     struct lg_cursor_entry since = {.epoch = epoch_of("a"), .seq = 1};
     snprintf(since.topic, sizeof since.topic, "a");
     struct lg_replay r;
-    const char *problem = NULL;
     ck_assert_int_eq(
-        lg_hub_subscribe(hub, topic("a"), 1, &since, 100, UINT64_MAX, true, &r, &problem), 0);
+        lg_hub_subscribe(hub, topic("a"), 1, &since, 100, UINT64_MAX, true, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.count, 1);
     ck_assert_uint_eq(r.events[0]->seq, 2);
     ck_assert_uint_eq(r.position, 2);
@@ -1059,10 +1069,8 @@ static void sleep_ms(unsigned ms)
 static uint64_t oldest_published_ns(const char *name)
 {
     struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve(name, epoch_of(name), oldest_of(name) - 1, 1, UINT64_MAX, &r,
-                             &problem),
-                     0);
+    ck_assert_int_eq(resolve(name, epoch_of(name), oldest_of(name) - 1, 1, UINT64_MAX, &r),
+                     LG_HUB_OK);
     ck_assert_uint_eq(r.count, 1);
     uint64_t at = r.events[0]->published_mono_ns;
     lg_replay_release(&r);
@@ -1073,8 +1081,7 @@ static uint64_t oldest_published_ns(const char *name)
 static void assert_replay_from_start_is_only_a_gap_to(const char *name, uint64_t newest)
 {
     struct lg_replay r;
-    const char *problem = NULL;
-    ck_assert_int_eq(resolve(name, epoch_of(name), 0, 100, UINT64_MAX, &r, &problem), 0);
+    ck_assert_int_eq(resolve(name, epoch_of(name), 0, 100, UINT64_MAX, &r), LG_HUB_OK);
     ck_assert_uint_eq(r.gap_from, 1);
     ck_assert_uint_eq(r.gap_to, newest);
     ck_assert_uint_eq(r.count, 0);
@@ -1193,6 +1200,7 @@ static Suite *hub_suite(void)
              a_retry_with_the_same_key_answers_the_original_and_publishes_nothing,
              a_key_is_forgotten_once_its_event_leaves_history);
     LG_TCASE(s, "fan_out", setup, teardown, events_reach_only_the_workers_that_listen,
+             an_inbox_entry_holds_its_topic_until_its_worker_is_done,
              subscribe_and_unsubscribe_count_listeners_per_worker,
              a_worker_is_woken_once_per_empty_to_non_empty_inbox,
              publish_many_wakes_each_worker_at_most_once,

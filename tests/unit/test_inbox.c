@@ -11,6 +11,7 @@
 #include "event.h"
 #include "inbox.h"
 #include "stats.h"
+#include "topic.h"
 
 #include "check_main.h"
 
@@ -33,6 +34,21 @@ static struct lg_event *event_from(uint32_t producer, uint64_t seq)
     return ev;
 }
 
+/* The topic every entry is queued with; each entry holds a reference to it. */
+static struct lg_topic *topic;
+
+static void make_topic(void)
+{
+    topic = lg_topic_create("p", 1, LG_SLOW_DROP_OLDEST, NULL, 1);
+    ck_assert_ptr_nonnull(topic);
+}
+
+static void free_topic(void)
+{
+    ck_assert_uint_eq(atomic_load(&topic->refs), 1); /* every entry gave its reference back */
+    lg_topic_destroy(topic);
+}
+
 static size_t occupancy(struct lg_inbox *in)
 {
     return atomic_load(&in->occupancy);
@@ -42,19 +58,22 @@ static size_t occupancy(struct lg_inbox *in)
 static bool push_one(struct lg_inbox *in, uint64_t seq)
 {
     ck_assert(lg_inbox_reserve(in));
-    return lg_inbox_push_reserved(in, event_from(0, seq));
+    struct lg_event *ev = event_from(0, seq);
+    bool was_empty = lg_inbox_push_reserved(in, topic, ev);
+    lg_event_unref(&ev);
+    return was_empty;
 }
 
-/* Take, check the seqs are first..first+n-1, unref them and mark them done. */
+/* Take, check the seqs are first..first+n-1 and hand them back done. */
 static void take_expect(struct lg_inbox *in, uint64_t first, size_t n)
 {
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(in, &batch), n);
     for (size_t i = 0; i < n; i++) {
-        ck_assert_uint_eq(batch[i]->seq, first + i);
-        lg_event_unref(&batch[i]);
+        ck_assert_ptr_eq(batch[i].topic, topic);
+        ck_assert_uint_eq(batch[i].event->seq, first + i);
     }
-    lg_inbox_done(in, n);
+    lg_inbox_done(in, batch, n);
 }
 
 /* ---- Lifecycle ---------------------------------------------------------------------------- */
@@ -73,7 +92,7 @@ START_TEST(init_starts_empty)
     ck_assert_uint_eq(in.capacity, 8);
     ck_assert_uint_eq(in.count, 0);
     ck_assert_uint_eq(occupancy(&in), 0);
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&in, &batch), 0);
     lg_inbox_release(&in);
 }
@@ -87,8 +106,31 @@ START_TEST(release_unrefs_queued_events)
     for (uint64_t seq = 1; seq <= 5; seq++)
         push_one(&in, seq);
     ck_assert_int_eq(lg_account_events(), live + 5);
+    ck_assert_uint_eq(atomic_load(&topic->refs), 1 + 5);
     lg_inbox_release(&in);
     ck_assert_int_eq(lg_account_events(), live);
+    ck_assert_uint_eq(atomic_load(&topic->refs), 1);
+}
+END_TEST
+
+START_TEST(an_entry_holds_its_topic_and_event_until_done)
+{
+    struct lg_inbox in;
+    ck_assert_int_eq(lg_inbox_init(&in, 4), 0);
+    ck_assert(lg_inbox_reserve(&in));
+    struct lg_event *ev = event_from(0, 1);
+    lg_inbox_push_reserved(&in, topic, ev);
+    ck_assert_uint_eq(atomic_load(&topic->refs), 2);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 2); /* the caller kept its own */
+    lg_event_unref(&ev);
+    struct lg_inbox_entry *batch;
+    ck_assert_uint_eq(lg_inbox_take(&in, &batch), 1);
+    ck_assert_uint_eq(atomic_load(&topic->refs), 2); /* taken, not yet done */
+    ck_assert_uint_eq(atomic_load(&batch[0].event->refcount), 1);
+    lg_inbox_done(&in, batch, 1);
+    ck_assert_uint_eq(atomic_load(&topic->refs), 1);
+    ck_assert_uint_eq(occupancy(&in), 0);
+    lg_inbox_release(&in);
 }
 END_TEST
 
@@ -121,12 +163,10 @@ START_TEST(taken_events_hold_room_until_done)
     for (uint64_t seq = 1; seq <= 3; seq++)
         push_one(&in, seq);
     ck_assert(!lg_inbox_reserve(&in));
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&in, &batch), 3);
     ck_assert(!lg_inbox_reserve(&in)); /* still being processed */
-    for (size_t i = 0; i < 3; i++)
-        lg_event_unref(&batch[i]);
-    lg_inbox_done(&in, 3);
+    lg_inbox_done(&in, batch, 3);
     ck_assert_uint_eq(occupancy(&in), 0);
     ck_assert(lg_inbox_reserve(&in));
     lg_inbox_unreserve(&in);
@@ -167,22 +207,19 @@ START_TEST(take_alternates_between_the_two_arrays)
 {
     struct lg_inbox in;
     ck_assert_int_eq(lg_inbox_init(&in, 4), 0);
-    struct lg_event **first, **second, **third;
+    struct lg_inbox_entry *first, *second, *third;
     push_one(&in, 1);
     ck_assert_uint_eq(lg_inbox_take(&in, &first), 1);
-    lg_event_unref(&first[0]);
-    lg_inbox_done(&in, 1);
+    lg_inbox_done(&in, first, 1);
     push_one(&in, 2);
     ck_assert_uint_eq(lg_inbox_take(&in, &second), 1);
     ck_assert_ptr_ne(second, first); /* producers filled the other array meanwhile */
-    ck_assert_uint_eq(second[0]->seq, 2);
-    lg_event_unref(&second[0]);
-    lg_inbox_done(&in, 1);
+    ck_assert_uint_eq(second[0].event->seq, 2);
+    lg_inbox_done(&in, second, 1);
     push_one(&in, 3);
     ck_assert_uint_eq(lg_inbox_take(&in, &third), 1);
     ck_assert_ptr_eq(third, first);
-    lg_event_unref(&third[0]);
-    lg_inbox_done(&in, 1);
+    lg_inbox_done(&in, third, 1);
     lg_inbox_release(&in);
 }
 END_TEST
@@ -193,13 +230,11 @@ START_TEST(take_upto_takes_the_oldest_and_keeps_the_rest_in_order)
     ck_assert_int_eq(lg_inbox_init(&in, 8), 0);
     for (uint64_t seq = 1; seq <= 5; seq++)
         push_one(&in, seq);
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take_upto(&in, 2, &batch), 2);
-    ck_assert_uint_eq(batch[0]->seq, 1);
-    ck_assert_uint_eq(batch[1]->seq, 2);
-    lg_event_unref(&batch[0]);
-    lg_event_unref(&batch[1]);
-    lg_inbox_done(&in, 2);
+    ck_assert_uint_eq(batch[0].event->seq, 1);
+    ck_assert_uint_eq(batch[1].event->seq, 2);
+    lg_inbox_done(&in, batch, 2);
     ck_assert(!lg_inbox_empty(&in));
     ck_assert(!push_one(&in, 6)); /* not empty: no wake-up, the consumer comes back itself */
     take_expect(&in, 3, 4);        /* 3, 4, 5, 6: the rest, in order */
@@ -236,8 +271,10 @@ static void *produce(void *arg)
             atomic_fetch_add(&p->st->refused, 1);
             sched_yield();
         }
-        if (lg_inbox_push_reserved(&p->st->inbox, event_from(p->index, seq)))
+        struct lg_event *ev = event_from(p->index, seq);
+        if (lg_inbox_push_reserved(&p->st->inbox, topic, ev))
             sem_post(&p->st->wake);
+        lg_event_unref(&ev);
     }
     return NULL;
 }
@@ -261,7 +298,7 @@ START_TEST(many_producers_lose_and_duplicate_nothing)
     uint64_t next[PRODUCERS] = {0};
     size_t received = 0;
     while (received < PRODUCERS * PER_PRODUCER) {
-        struct lg_event **batch;
+        struct lg_inbox_entry *batch;
         size_t n = lg_inbox_take(&st.inbox, &batch);
         if (n == 0) {
             /* Nothing queued: block until a push sees the inbox empty. A lost wake-up would
@@ -271,20 +308,20 @@ START_TEST(many_producers_lose_and_duplicate_nothing)
         }
         ck_assert_uint_le(n, STRESS_CAPACITY);
         for (size_t i = 0; i < n; i++) {
-            uint32_t producer = batch[i]->epoch;
+            uint32_t producer = batch[i].event->epoch;
             ck_assert_uint_lt(producer, PRODUCERS);
-            ck_assert_uint_eq(batch[i]->seq, next[producer] + 1); /* in order, no gap, no dup */
-            next[producer] = batch[i]->seq;
-            lg_event_unref(&batch[i]);
+            uint64_t seq = batch[i].event->seq;
+            ck_assert_uint_eq(seq, next[producer] + 1); /* in order, no gap, no dup */
+            next[producer] = seq;
         }
-        lg_inbox_done(&st.inbox, n);
+        lg_inbox_done(&st.inbox, batch, n);
         received += n;
     }
     for (uint32_t i = 0; i < PRODUCERS; i++) {
         pthread_join(threads[i], NULL);
         ck_assert_uint_eq(next[i], PER_PRODUCER);
     }
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&st.inbox, &batch), 0);
     ck_assert_uint_eq(occupancy(&st.inbox), 0);
     ck_assert_uint_gt(atomic_load(&st.refused), 0);
@@ -297,14 +334,16 @@ static Suite *inbox_suite(void)
 {
     Suite *s = suite_create("inbox");
 
-    LG_TCASE(s, "lifecycle", NULL, NULL, init_refuses_zero_capacity, init_starts_empty,
-             release_unrefs_queued_events);
-    LG_TCASE(s, "reserve", NULL, NULL, reserve_fails_when_full_and_undoes_itself,
+    LG_TCASE(s, "lifecycle", make_topic, free_topic, init_refuses_zero_capacity,
+             init_starts_empty, release_unrefs_queued_events);
+    LG_TCASE(s, "reserve", make_topic, free_topic, reserve_fails_when_full_and_undoes_itself,
              taken_events_hold_room_until_done);
-    LG_TCASE(s, "push_take", NULL, NULL, push_reports_the_empty_to_non_empty_edge,
+    LG_TCASE(s, "push_take", make_topic, free_topic, push_reports_the_empty_to_non_empty_edge,
              take_returns_everything_in_order, take_alternates_between_the_two_arrays,
-             take_upto_takes_the_oldest_and_keeps_the_rest_in_order);
-    TCase *tc = LG_TCASE(s, "mpsc", NULL, NULL, many_producers_lose_and_duplicate_nothing);
+             take_upto_takes_the_oldest_and_keeps_the_rest_in_order,
+             an_entry_holds_its_topic_and_event_until_done);
+    TCase *tc = LG_TCASE(s, "mpsc", make_topic, free_topic,
+                         many_producers_lose_and_duplicate_nothing);
     tcase_set_timeout(tc, 120); /* 40000 events; slow under valgrind */
 
     return s;

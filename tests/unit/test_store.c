@@ -1,13 +1,13 @@
 /*
  * test_store.c - the store contract (store.h), run against every store implementation in
- * `stores` below: positions, ids and epochs, withdrawal, paged reads after a position,
+ * `stores` below: positions, ids and epochs, paged reads after a position,
  * idempotency lookups, retention by count and age, eviction. A new store (Redis) joins the
  * table and must pass the same cases; what is the memory store's own (dense positions, one
  * epoch per process) is asserted only where the store says it holds. The Redis store runs
  * against a real redis-server this binary starts (tests/support/lg_redis.c), each test under
  * its own key prefix; its appends complete on its own thread, so the helpers wait for them.
- * Withdrawal and ages on the caller's monotonic clock are the memory store's alone (a remote
- * store ignores the completion's answer and ages events from their wall-clock publish time).
+ * Ages on the caller's monotonic clock are the memory store's alone (a remote store ages
+ * events from their wall-clock publish time).
  */
 #include <check.h>
 #include <inttypes.h>
@@ -92,13 +92,12 @@ static struct lg_stream *open_stream(const char *name, uint32_t max_events, uint
 
 struct appended {
     _Atomic int calls;  /* written last, on the store's thread */
-    bool accept;
     enum lg_append_status status;
     uint64_t seq;
     char id[160];
 };
 
-static bool on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
+static void on_appended(void *arg, enum lg_append_status status, struct lg_event *ev)
 {
     struct appended *a = arg;
     a->status = status;
@@ -106,14 +105,11 @@ static bool on_appended(void *arg, enum lg_append_status status, struct lg_event
         a->seq = ev->seq;
         snprintf(a->id, sizeof a->id, "%s", ev->id);
     }
-    bool accept = a->accept;
     atomic_fetch_add(&a->calls, 1); /* last: the test may reuse *a at once */
-    return accept;
 }
 
 /* Append data (and an idempotency key, or NULL) published at mono_ns; returns its position. */
-static uint64_t append_at(struct lg_stream *s, const char *data, const char *key, uint64_t mono_ns,
-                          bool accept)
+static uint64_t append_at(struct lg_stream *s, const char *data, const char *key, uint64_t mono_ns)
 {
     struct lg_event_fields f = {
         .topic_name = "t",
@@ -124,7 +120,7 @@ static uint64_t append_at(struct lg_stream *s, const char *data, const char *key
         .idempotency_key_len = key ? strlen(key) : 0,
         .published_mono_ns = mono_ns,
     };
-    struct appended a = {.accept = accept};
+    struct appended a = {0};
     lg_stream_append(s, &f, on_appended, &a);
     if (store->ops->remote)
         WAIT_FOR(atomic_load(&a.calls) > 0);
@@ -140,7 +136,7 @@ static uint64_t append_at(struct lg_stream *s, const char *data, const char *key
 
 static uint64_t append(struct lg_stream *s, const char *data, const char *key)
 {
-    return append_at(s, data, key, 1000, true);
+    return append_at(s, data, key, 1000);
 }
 
 /* The five events "a" to "e" appended to s, the first with key first_key (may be NULL); their
@@ -202,24 +198,6 @@ START_TEST(positions_increase_and_ids_name_them)
     struct lg_stream *other = open_stream("u", 10, 0);
     ck_assert_uint_eq(lg_stream_newest(other), 0);
     lg_stream_close(other);
-    lg_stream_close(s);
-    teardown_store();
-}
-END_TEST
-
-START_TEST(a_withdrawn_event_uses_no_position)
-{
-    setup_store(_i);
-    struct lg_stream *s = open_stream("t", 10, 0);
-    uint64_t a = append(s, "a", NULL);
-    uint64_t withdrawn = append_at(s, "x", "kx", 1000, false);
-    ck_assert_uint_gt(withdrawn, a);
-    ck_assert_uint_eq(lg_stream_newest(s), a);
-    ck_assert_ptr_null(lg_stream_find_key(s, "kx", 2));
-    uint64_t b = append(s, "b", NULL);
-    ck_assert_uint_eq(b, withdrawn);
-    const char *const want[] = {"a", "b"};
-    expect_page(s, 0, 10, UINT64_MAX, false, 2, want);
     lg_stream_close(s);
     teardown_store();
 }
@@ -294,8 +272,8 @@ START_TEST(expire_drops_what_is_older_than_max_age)
     setup_store(_i);
     struct lg_stream *s = open_stream("t", 10, 100); /* 100 ms */
     uint64_t ms = 1000000;
-    append_at(s, "old", "ko", 1 * ms, true);
-    uint64_t young = append_at(s, "young", NULL, 90 * ms, true); /* old is 89 ms old: kept */
+    append_at(s, "old", "ko", 1 * ms);
+    uint64_t young = append_at(s, "young", NULL, 90 * ms); /* old is 89 ms old: kept */
     ck_assert_uint_eq(lg_stream_expire(s, 160 * ms), 1);
     ck_assert_uint_eq(lg_stream_oldest(s), young);
     ck_assert_ptr_null(lg_stream_find_key(s, "ko", 2));
@@ -315,7 +293,7 @@ START_TEST(redis_ages_events_from_their_publish_time)
     struct lg_stream *s = open_stream("t", 10, 300); /* 300 ms */
     struct lg_event_fields f = {.topic_name = "t", .topic_name_len = 1, .data = "old",
                                 .data_len = 3, .published_unix_ms = lg_unix_ms() - 1000};
-    struct appended a = {.accept = true};
+    struct appended a = {0};
     lg_stream_append(s, &f, on_appended, &a);
     WAIT_FOR(atomic_load(&a.calls) > 0 && lg_stream_newest(s) >= a.seq);
     uint64_t old = a.seq;
@@ -324,7 +302,7 @@ START_TEST(redis_ages_events_from_their_publish_time)
     f.data = "young";
     f.data_len = 5;
     f.published_unix_ms = lg_unix_ms();
-    struct appended b = {.accept = true};
+    struct appended b = {0};
     lg_stream_append(s, &f, on_appended, &b);
     WAIT_FOR(atomic_load(&b.calls) > 0 && lg_stream_newest(s) >= b.seq);
     ck_assert_uint_gt(b.seq, old);
@@ -342,7 +320,6 @@ static Suite *store_suite(void)
     int n = (int)(sizeof stores / sizeof stores[0]);
     tcase_add_loop_test(tc, an_empty_stream, 0, n);
     tcase_add_loop_test(tc, positions_increase_and_ids_name_them, 0, n);
-    tcase_add_loop_test(tc, a_withdrawn_event_uses_no_position, 0, 1); /* memory */
     tcase_add_loop_test(tc, read_after_pages_by_count_and_bytes, 0, n);
     tcase_add_loop_test(tc, retention_keeps_the_newest_max_events, 0, n);
     tcase_add_loop_test(tc, idempotency_keys_find_retained_events, 0, n);

@@ -66,21 +66,18 @@ static struct lg_publish_result publish(const char *topic, const char *data)
 /* Play the worker: hand every queued event to the subscribers of its topic. */
 static void deliver(void)
 {
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     size_t n = lg_inbox_take(&inbox, &batch);
-    for (size_t i = 0; i < n; i++) {
-        for (struct lg_subscription *sn = batch[i]->topic->slots[0].head; sn; sn = sn->next)
-            lg_subscriber_offer(sn->owner, sn, batch[i], lg_mono_ns());
-        lg_event_unref(&batch[i]);
-    }
-    lg_inbox_done(&inbox, n);
+    for (size_t i = 0; i < n; i++)
+        for (struct lg_subscription *sn = batch[i].topic->slots[0].head; sn; sn = sn->next)
+            lg_subscriber_offer(sn->owner, sn, batch[i].event, lg_mono_ns());
+    lg_inbox_done(&inbox, batch, n);
 }
 
 static struct lg_topic *topic(const char *name)
 {
-    const char *problem;
-    struct lg_topic *t = lg_hub_topic(hub, name, strlen(name), true, &problem);
-    ck_assert_ptr_nonnull(t);
+    struct lg_topic *t;
+    ck_assert_int_eq(lg_hub_topic(hub, name, strlen(name), &t), LG_HUB_OK);
     return t;
 }
 
@@ -91,9 +88,9 @@ static void new_subscriber(struct lg_subscriber *s, const struct lg_render_ops *
 }
 
 /* Add topic name to s from cursor (NULL: from now on; it must parse): what lg_subscriber_add
- * returned, and its problem. */
-static int add_topic(struct lg_subscriber *s, const char *name, const char *cursor,
-                     const char **problem)
+ * returned. */
+static enum lg_hub_status add_topic(struct lg_subscriber *s, const char *name,
+                                    const char *cursor)
 {
     struct lg_cursor c;
     char err[128];
@@ -102,15 +99,12 @@ static int add_topic(struct lg_subscriber *s, const char *name, const char *curs
         ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, err, sizeof err), 0);
         since = &c.entries[0];
     }
-    *problem = NULL;
-    return lg_subscriber_add(s, hub, topic(name), since, (struct lg_start){0}, true, SIZE_MAX,
-                             problem);
+    return lg_subscriber_add(s, hub, topic(name), since, (struct lg_start){0}, true, SIZE_MAX);
 }
 
 static void subscribe(struct lg_subscriber *s, const char *name, const char *cursor)
 {
-    const char *problem;
-    ck_assert_int_eq(add_topic(s, name, cursor, &problem), 0);
+    ck_assert_int_eq(add_topic(s, name, cursor), LG_HUB_OK);
 }
 
 /* A new subscriber on worker 0 over transport, subscribed to name from cursor (NULL: now). */
@@ -268,9 +262,7 @@ START_TEST(cursor_ahead_of_topic_is_refused)
     publish("a", "1");
     struct lg_subscriber s;
     new_subscriber(&s, &lg_sse_render);
-    const char *problem;
-    ck_assert_int_eq(add_topic(&s, "a", expect_id("a", 5), &problem), -1);
-    ck_assert_ptr_nonnull(problem);
+    ck_assert_int_eq(add_topic(&s, "a", expect_id("a", 5)), LG_HUB_CURSOR_AHEAD);
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
     lg_subscriber_release(&s, hub);
 }
@@ -391,7 +383,7 @@ START_TEST(release_unregisters_from_the_topic)
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
     ck_assert_ptr_null(topic("a")->slots[0].head);
     publish("a", "nobody listens");
-    struct lg_event **batch;
+    struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&inbox, &batch), 0); /* no hand-off without subscribers */
 }
 END_TEST

@@ -118,11 +118,10 @@ static struct lg_history_bounds bounds(uint32_t max_events, uint64_t max_bytes,
     return (struct lg_history_bounds){max_events, max_bytes, max_age_ms};
 }
 
-static bool keep(void *arg, enum lg_append_status status, struct lg_event *ev)
+static void keep(void *arg, enum lg_append_status status, struct lg_event *ev)
 {
     (void)arg, (void)ev;
     ck_assert_int_eq(status, LG_APPEND_OK);
-    return true;
 }
 
 START_TEST(create_copies_the_name_and_zeroes_the_slots)
