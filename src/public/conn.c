@@ -246,6 +246,18 @@ void lg_conn_write_now(struct lg_conn *c)
     lg_conn_note_backlog(c);
 }
 
+int lg_conn_send_answer(struct lg_conn *c)
+{
+    if (!lws_partial_buffered(c->wsi) && lg_conn_flush_out(c) != 0)
+        return -1;
+    bool all_out = c->out.len == 0 && !lws_partial_buffered(c->wsi);
+    if (all_out && !c->closing && c->transport->answered)
+        c->transport->answered(c);
+    else
+        lg_conn_want_write(c);
+    return 0;
+}
+
 void lg_conn_note_backlog(struct lg_conn *c)
 {
     struct lg_dlist *backlogged = &c->home->backlogged;

@@ -65,6 +65,10 @@ struct lg_transport {
      * writes as the socket takes without blocking, a long-poll its answer. NULL: only from the
      * writable callback. Return value: 0, or -1 if the socket failed. */
     int (*write_events)(struct lg_conn *c);
+    /* c's answer (lg_conn_send_answer()) went to the socket whole: go on now, not through the
+     * writable callback (a plain connection waits for its next request). NULL: the writable
+     * callback goes on. */
+    void (*answered)(struct lg_conn *c);
     /* lws says the socket can take more (raw connections: after their pending `out` is sent).
      * Return value: 0, or -1 to close. NULL: nothing more to send. */
     int (*writable)(struct lg_conn *c);
@@ -88,10 +92,6 @@ extern const struct lg_transport lg_transport_sse;
 extern const struct lg_transport lg_transport_poll;
 extern const struct lg_transport lg_transport_ws;
 extern const struct lg_transport lg_transport_http;
-
-/* lg_transport_http's answer of c, already in c->out, handed to the socket now where it can
- * be (transport_http.c). Return value: 0, or -1 if the socket failed. */
-int lg_http_send_answer(struct lg_conn *c);
 
 /* The render tables of the transports with a subscriber (their files). */
 extern const struct lg_render_ops lg_sse_render;

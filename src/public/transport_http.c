@@ -177,22 +177,15 @@ static void next_request(struct lg_conn *c)
     }
 }
 
-/*
- * c's answer is in out (a long-poll's batch): hand it to the socket now unless lws still holds
- * earlier bytes, and when the socket took it all and no next request is buffered, wait for the
- * next one at once. Anything else goes the writable callback's way, as before. A long-poll
- * cycle so saves the POLLOUT round trip (two epoll_ctl and a wait) per answer.
- */
-int lg_http_send_answer(struct lg_conn *c)
+/* The answer went out whole: with no next request buffered, wait for one now (only its
+ * keep-alive deadline); a buffered one is served from the writable callback, in order. */
+static void http_answered(struct lg_conn *c)
 {
-    if (!lws_partial_buffered(c->wsi) && lg_conn_flush_out(c) != 0)
-        return -1;
     bool pipelined = c->http.rx && c->http.rx->len > 0;
     if (idle(c) && !pipelined)
-        next_request(c); /* nothing buffered: only its keep-alive deadline */
+        next_request(c);
     else
         lg_conn_want_write(c);
-    return 0;
 }
 
 /* ---- Lingering close -------------------------------------------------------------------- */
@@ -310,6 +303,7 @@ const struct lg_transport lg_transport_http = {
     .state_size = sizeof(struct http_state),
     .receive = http_receive,
     .timer = http_timer,
+    .answered = http_answered,
     .drain = http_drain,
 };
 

@@ -21,7 +21,7 @@
 
 /* ---- The request and its answer ---------------------------------------------------------- */
 
-/* Return value: 0, or -1 if the socket failed (lg_http_send_answer()). */
+/* Return value: 0, or -1 if the socket failed (lg_conn_send_answer()). */
 static int answer_poll(struct lg_conn *c)
 {
     struct lg_buf body;
@@ -40,7 +40,7 @@ static int answer_poll(struct lg_conn *c)
     lg_buf_append(&c->out, body.data, body.len);
     lg_buf_release(&body);
     c->closing = !c->http.keep_alive;
-    return lg_http_send_answer(c);
+    return lg_conn_send_answer(c);
 }
 
 /* The answer could not be handed to the socket: lws closes it on its next pass. */
