@@ -208,11 +208,11 @@ int lg_conn_flush_out(struct lg_conn *c)
     return 0;
 }
 
-/* Event output written at once (a stream, or a long-poll answer): the socket took all so far. */
+/* Plain event output of a stream whose socket took everything written so far. */
 static bool writes_directly(const struct lg_conn *c)
 {
-    return c->transport->write_events && !c->closing && !c->draining &&
-           !c->sub.slow_disconnect && !lws_partial_buffered(c->wsi);
+    return c->transport->stream && !c->closing && !c->draining && !c->sub.slow_disconnect &&
+           !lws_partial_buffered(c->wsi);
 }
 
 void lg_conn_close_soon(struct lg_conn *c)

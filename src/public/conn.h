@@ -188,16 +188,15 @@ void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport *transpo
  * outside any lws callback: write them to the socket now through c->transport->write_events,
  * as many write_batch_bytes-sized writes as it takes without blocking. Only a write that does
  * not go out whole (lws keeps the rest and asks for POLLOUT) leaves events queued, so a
- * client's queue grows only while its own socket is full. A held poll answers through its
- * table's write_events too; a connection closing or draining goes through the writable
- * callback.
+ * client's queue grows only while its own socket is full. Anything but plain event output
+ * (closing, draining, a held poll's answer) goes through the writable callback.
  */
 void lg_conn_write_now(struct lg_conn *c);
 
 /* c's answer is in c->out (a long-poll's batch): hand it to the socket now unless lws still
  * holds earlier bytes; when it all went out, c's transport goes on at once (its answered()),
- * else the writable callback does. Saves a long-poll cycle the POLLOUT round (two epoll_ctl
- * and a wait). Return value: 0, or -1 if the socket failed. */
+ * else the writable callback does. Saves a long-poll cycle the second POLLOUT round (the one
+ * that learned the answer was out). Return value: 0, or -1 if the socket failed. */
 int lg_conn_send_answer(struct lg_conn *c);
 /* Periodic tick of a connection with queued events: apply max_lag_ms. */
 void lg_conn_check_lag(struct lg_conn *c);

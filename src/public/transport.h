@@ -61,9 +61,8 @@ struct lg_transport {
     /* Bytes from the peer (raw role; the ws role reassembles messages itself). Return value:
      * 0, or -1 to close. NULL: ignored. */
     int (*receive)(struct lg_conn *c, const char *in, size_t len);
-    /* Write queued events now (outside any lws callback): a stream as many write_batch_bytes
-     * writes as the socket takes without blocking, a long-poll its answer. NULL: only from the
-     * writable callback. Return value: 0, or -1 if the socket failed. */
+    /* stream: write queued events now (outside any lws callback), as many write_batch_bytes
+     * writes as the socket takes without blocking. Return value: 0, or -1 if the socket failed. */
     int (*write_events)(struct lg_conn *c);
     /* c's answer (lg_conn_send_answer()) went to the socket whole: go on now, not through the
      * writable callback (a plain connection waits for its next request). NULL: the writable

@@ -91,8 +91,10 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 
 /* ---- A held poll ------------------------------------------------------------------------- */
 
-/* Events came (the sweep, or the writable callback): the answer goes now. */
-static int poll_write_events(struct lg_conn *c)
+/* The socket can take the answer (lws asked for once events came): the answer goes now. The
+ * sweep does not answer a held poll itself: by the writable callback more events may have
+ * come, and a poll answered with more events is a poll cycle fewer. */
+static int poll_writable(struct lg_conn *c)
 {
     return lg_subscriber_has_output(&c->sub) ? answer_poll(c) : 0;
 }
@@ -179,8 +181,7 @@ const struct lg_transport lg_transport_poll = {
     .path = "/poll",
     .serve = poll_serve,
     .receive = poll_receive,
-    .write_events = poll_write_events,
-    .writable = poll_write_events,
+    .writable = poll_writable,
     .timer = poll_deadline,
     .kick = poll_kick,
     .drain = poll_drain,
