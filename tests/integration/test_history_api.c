@@ -27,22 +27,6 @@ static struct lg_server reader;     /* answers the history API */
 static struct lg_server subscriber; /* where the handoff subscribes (reader itself: memory) */
 static char ep[16];
 
-static void wait_ready(const struct lg_server *s)
-{
-    int64_t deadline = lg_now_ms() + WAIT_MS;
-    int status = 0;
-    while (status != 200 && lg_now_ms() < deadline) {
-        struct lg_http_response r;
-        if (lg_http_request(s->control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0) {
-            status = r.status;
-            lg_http_response_free(&r);
-        }
-        if (status != 200)
-            usleep(10000);
-    }
-    ck_assert_msg(status == 200, "node never became ready");
-}
-
 /* store 0: memory, one node; 1: Redis, two nodes. h gets events 1..8 ("h-d<seq>"), 4..8
  * retained. */
 static void start_fixture(int store)
@@ -57,9 +41,9 @@ static void start_fixture(int store)
                  "{\"workers\":2,\"redis\":{\"url\":\"%s\"},\"history\":{\"max_events\":5}}",
                  redis.url);
         lg_server_must_start(&reader, cfg);
-        wait_ready(&reader);
+        lg_server_must_be_ready(&reader, WAIT_MS);
         lg_server_must_start(&subscriber, cfg);
-        wait_ready(&subscriber);
+        lg_server_must_be_ready(&subscriber, WAIT_MS);
     }
     lg_publish_n_tagged_epoch(reader.control_port, "h", 1, 8, ep, sizeof ep);
 }

@@ -34,18 +34,7 @@ static void node_start_with(struct lg_server *s, const char *extra, const char *
              redis.url, extra_redis ? ", " : "", extra_redis ? extra_redis : "",
              extra ? ", " : "", extra ? extra : "");
     lg_server_must_start(s, cfg);
-    int64_t deadline = lg_now_ms() + WAIT_MS;
-    struct lg_http_response r;
-    int status = 0;
-    while (status != 200 && lg_now_ms() < deadline) {
-        if (lg_http_request(s->control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0) {
-            status = r.status;
-            lg_http_response_free(&r);
-        }
-        if (status != 200)
-            usleep(10000);
-    }
-    ck_assert_msg(status == 200, "node never became ready (redis store up)");
+    lg_server_must_be_ready(s, WAIT_MS);
 }
 
 static void node_start(struct lg_server *s, const char *extra)

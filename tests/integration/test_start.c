@@ -32,22 +32,6 @@ static struct lg_redis redis;
 static struct lg_server server;
 static char ep[16]; /* the epoch of s (each topic has its own with Redis) */
 
-static void wait_ready(const struct lg_server *s)
-{
-    int64_t deadline = lg_now_ms() + WAIT_MS;
-    int status = 0;
-    while (status != 200 && lg_now_ms() < deadline) {
-        struct lg_http_response r;
-        if (lg_http_request(s->control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0) {
-            status = r.status;
-            lg_http_response_free(&r);
-        }
-        if (status != 200)
-            usleep(10000);
-    }
-    ck_assert_msg(status == 200, "node never became ready");
-}
-
 /* _i 0: the memory store; 1: the Redis store, and the subscribers on a second node that
  * has never seen the topics (their streams load when the first subscriber arrives). */
 static uint16_t start_fixture(int store, struct lg_server *publisher)
@@ -61,9 +45,9 @@ static uint16_t start_fixture(int store, struct lg_server *publisher)
         snprintf(cfg, sizeof cfg, "{\"workers\":2,\"redis\":{\"url\":\"%s\"}," RULES "}",
                  redis.url);
         lg_server_must_start(publisher, cfg);
-        wait_ready(publisher);
+        lg_server_must_be_ready(publisher, WAIT_MS);
         lg_server_must_start(&server, cfg);
-        wait_ready(&server);
+        lg_server_must_be_ready(&server, WAIT_MS);
     }
     uint16_t cport = store == 0 ? server.control_port : publisher->control_port;
     lg_publish_n_tagged_epoch(cport, "s", 1, 8, ep, sizeof ep);

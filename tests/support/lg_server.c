@@ -489,6 +489,22 @@ void lg_server_must_start(struct lg_server *s, const char *config_json)
                   config_json ? config_json : "the default config");
 }
 
+void lg_server_must_be_ready(const struct lg_server *s, int timeout_ms)
+{
+    int64_t deadline = lg_now_ms() + timeout_ms;
+    int status = 0;
+    while (status != 200 && lg_now_ms() < deadline) {
+        struct lg_http_response r;
+        if (lg_http_request(s->control_port, "GET", "/readyz", NULL, NULL, 0, &r, 1000) == 0) {
+            status = r.status;
+            lg_http_response_free(&r);
+        }
+        if (status != 200)
+            usleep(10000);
+    }
+    ck_assert_msg(status == 200, "node never became ready (GET /readyz)");
+}
+
 void lg_server_must_stop(struct lg_server *s)
 {
     int rc = lg_server_stop(s, 10000);

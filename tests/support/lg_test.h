@@ -35,6 +35,9 @@ int lg_server_stop(struct lg_server *s, int timeout_ms);
  * the server's log) unless the server started / stopped cleanly with status 0. */
 void lg_server_must_start(struct lg_server *s, const char *config_json);
 void lg_server_must_stop(struct lg_server *s);
+/* Poll GET /readyz on s's control port until it answers 200 (a Redis store connected), or fail
+ * the test after timeout_ms. */
+void lg_server_must_be_ready(const struct lg_server *s, int timeout_ms);
 /* Read whatever the server printed since the last call into s->log. */
 void lg_server_pump_log(struct lg_server *s);
 /* Wait (<= timeout_ms) until s->log contains needle. Return value: true if it did. */
