@@ -8,7 +8,7 @@
  * DESIGN
  * The worker drives connections through this base and their tables only, and the base reaches
  * the worker only through struct lg_conn_home, the part of the worker its connections share
- * (data, and one callback the worker fills). So the calls in public/ form a tree: worker ->
+ * (data, and two callbacks the worker fills). So the calls in public/ form a tree: worker ->
  * transports (through their tables, and lws' protocol callbacks) -> this base.
  *
  * Owns:    its subscriber (subscriptions and queued events), a buffer of response bytes not yet
