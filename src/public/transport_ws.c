@@ -599,13 +599,21 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
     switch (reason) {
     case LWS_CALLBACK_ESTABLISHED:
         return on_established(c, wsi);
-    case LWS_CALLBACK_RECEIVE:
-        return on_receive(c, in, len);
+    case LWS_CALLBACK_RECEIVE: {
+        struct lg_conn_home *home = c->home;
+        int rc = on_receive(c, in, len);
+        lg_conn_callback_done(home);
+        return rc;
+    }
     case LWS_CALLBACK_RECEIVE_PONG:
         heard(c);
         return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE:
-        return on_writable(c);
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+        struct lg_conn_home *home = c->home;
+        int rc = on_writable(c);
+        lg_conn_callback_done(home);
+        return rc;
+    }
     case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback when the worker's heap is out of memory */
         return ws_token_expired(c);
     case LWS_CALLBACK_CLOSED:

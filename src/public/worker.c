@@ -251,6 +251,11 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
     on_cancel(watcher->data);
 }
 
+static void control_turn(struct lg_conn_home *home)
+{
+    lg_ev_host_serve(&lg_worker_of(home)->guest);
+}
+
 void lg_worker_host(struct lg_worker *w, const struct lg_loop_guest *guest)
 {
     lg_ev_host_start(&w->guest, w->loop, guest);
@@ -417,7 +422,8 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
                                     .index = index,
                                     .static_dir = shared->static_dir, .auth = shared->auth,
                                     .clients = shared->clients,
-                                    .deadlines_moved = lg_worker_deadlines_moved};
+                                    .deadlines_moved = lg_worker_deadlines_moved,
+                                    .control_turn = control_turn};
     lg_conn_home_init(&w->home);
     if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
         snprintf(err, errlen, "out of memory");
