@@ -271,9 +271,9 @@ function own(topics, opts) {
     ws.onmessage = (m) => {
       let msg;
       try { msg = JSON.parse(m.data); } catch { return; }
-      if ((msg.type === "published" || msg.op === "publish") && pending.has(msg.ref))
-        settle(msg.ref, ([ok, no]) => msg.id ? ok(msg.id) : no(new Fatal(msg.code, msg.message)));
-      else if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; live = ws; opened(); planRefresh(); }
+      if (msg.type === "published" || msg.op === "publish") {  // never the subscription's end
+        if (pending.has(msg.ref)) settle(msg.ref, ([ok, no]) => msg.id ? ok(msg.id) : no(new Fatal(msg.code, msg.message)));
+      } else if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; live = ws; opened(); planRefresh(); }
       else if (msg.type === "authorized") {
         refreshing = false;
         if (msg.unsubscribed && msg.unsubscribed.length) {
