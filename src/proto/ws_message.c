@@ -141,7 +141,8 @@ static const char *parse_ref(json_t *msg, struct lg_ws_publish *p, char *problem
     json_t *ref = json_object_get(msg, "ref");
     if (ref == NULL || json_is_null(ref))
         return NULL;
-    if (!(json_is_integer(ref) || (json_is_string(ref) && json_string_length(ref) <= LG_WS_REF_MAX)))
+    bool short_string = json_is_string(ref) && json_string_length(ref) <= LG_WS_REF_MAX;
+    if (!json_is_integer(ref) && !short_string)
         return refuse(problem, cap, "bad_message",
                       "publish: \"ref\" must be an integer or a string of at most 64 bytes");
     p->ref = ref;
