@@ -40,7 +40,9 @@
 #include "dlist.h"
 #include "hub.h"
 
-#define LG_CLIENT_PUBLISH_REF_MAX 80 /* the client's correlation value, as compact JSON text */
+/* The client's correlation value as compact JSON text: an integer, or a string of at most 64
+ * bytes (ws_message.h) with every byte escaped (\u00XX) and its quotes. */
+#define LG_CLIENT_PUBLISH_REF_MAX (6 * 64 + 2)
 
 struct lg_client_publish;
 

@@ -19,6 +19,9 @@
 #include "rate.h"
 #include "stats.h"
 
+_Static_assert(LG_CLIENT_PUBLISH_REF_MAX >= 6 * LG_WS_REF_MAX + 2,
+               "a ref's JSON text fits in a client publish");
+
 struct lg_ws_publisher {
     struct lg_conn *conn;
     lg_ws_reply_proc *reply;
@@ -189,8 +192,8 @@ static int publish_remote(struct lg_ws_publisher *pub, const struct lg_ws_publis
     memcpy(p->topic, op->topic, op->topic_len);
     if (op->ref) {
         char *text = json_dumps(op->ref, JSON_ENCODE_ANY | JSON_COMPACT);
-        if (text && strlen(text) <= LG_CLIENT_PUBLISH_REF_MAX)
-            strcpy(p->ref, text);
+        if (text) /* fits: ws_message.c bounds a ref */
+            snprintf(p->ref, sizeof p->ref, "%s", text);
         free(text);
     }
     lg_dlist_push_tail(&pub->outstanding, &p->link);
