@@ -32,6 +32,7 @@
 #include "config.h"
 #include "cursor.h"
 
+struct lg_client_publish;
 struct lg_hub;
 struct lg_inbox;
 struct lg_loop_guest;
@@ -142,7 +143,6 @@ enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_
  * to that worker's queue and wakes it (it only schedules). Return value: LG_PUBLISH_OK when
  * handed over (p is then the worker's to take back, lg_hub_take_published()), or the refusal
  * (p was not taken: the caller frees it). */
-struct lg_client_publish;
 enum lg_publish_status lg_hub_publish_for_client(struct lg_hub *hub,
                                                  const struct lg_publish_req *req,
                                                  struct lg_client_publish *p);
