@@ -71,6 +71,7 @@ struct lg_config {
         uint32_t max_message_bytes;     /* largest inbound control message (else 1009) */
         uint32_t max_bad_messages;      /* malformed control messages tolerated before 1008 */
         uint32_t max_messages_per_s;    /* control messages per second (close 1008 above) */
+        uint32_t max_publishes_per_s;   /* publish ops per second (refused above) */
     } websocket;
     struct {
         uint32_t default_timeout_ms;    /* hold time when the request gives no timeout */

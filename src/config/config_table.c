@@ -167,6 +167,9 @@ static const struct lg_setting lg_settings[] = {
     LG_U32_IN(websocket, max_messages_per_s, 0, 1000000, 100,
               "control messages a client may send per second (a burst of as many); past it, "
               "close 1008; 0 = no bound"),
+    LG_U32_IN(websocket, max_publishes_per_s, 0, 1000000, 20,
+              "publish ops a client may send per second (a burst of as many); past it, each is "
+              "refused with a rate_limited error; 0 = no bound"),
 
     LG_LIVE_U32_IN(poll, default_timeout_ms, 0, LG_HOUR_MS, 25000,
                    "long-poll hold time when the request names none"),

@@ -12,6 +12,7 @@
 #include "acceptor.h"
 #include "auth.h"
 #include "client_address.h"
+#include "client_publish.h"
 #include "clock.h"
 #include "conn.h"
 #include "conn_auth.h"
@@ -237,9 +238,18 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
 }
 
+/* Answer the client publishes the remote store completed for this worker's connections. */
+static void answer_publishes(struct lg_worker *w)
+{
+    struct lg_client_publish *p;
+    while ((p = lg_hub_take_published(w->shared.hub, w->home.index)))
+        lg_client_publish_finish(p);
+}
+
 static void on_cancel(struct lg_worker *w)
 {
     lg_worker_answer_calls(w);
+    answer_publishes(w);
     lg_worker_sweep(w);
     if (atomic_load(&w->home.drain_requested) && !w->home.draining)
         begin_drain(w);
