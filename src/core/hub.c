@@ -218,7 +218,8 @@ enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len
             /* The gateway's own topics stay on this node: no other node publishes them. */
             struct lg_store *store = name[0] == '$' ? hub->local : hub->store;
             struct lg_stream *stream = store->ops->stream_open(
-                store, name, len, lg_config_history_for(hub->rules, copy));
+                store, name, len, lg_config_history_for(hub->rules, copy),
+                lg_config_document_for(hub->rules, copy));
             t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->rules, copy), stream,
                                          hub->workers)
                        : NULL;

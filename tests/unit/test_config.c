@@ -559,7 +559,7 @@ static const struct lg_error_case lg_error_cases[] = {
       "topic_rules[0].match: a pattern of 0 bytes is out of range (allowed 1..128 bytes)" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"priority\": 1}]}",
       "topic_rules[0].priority: unknown key; allowed keys in topic_rules[0]: match, on_slow, "
-      "history, start, rewind" },
+      "history, start, rewind, document" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"on_slow\": \"block\"}]}",
       "topic_rules[0].on_slow: \"block\" is not one of drop-oldest, disconnect, conflate" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"history\": []}]}",
