@@ -1,6 +1,6 @@
 /*
  * test_delta.c - the Fossil delta encoder (src/proto/delta.c): exact bytes for known pairs,
- * round trips through a decoder written here from the format description, the size bound,
+ * round trips through the tests' decoder (tests/support/lg_delta.c), the size bound,
  * and whole UTF-8 characters in every copy.
  */
 #include <check.h>
@@ -12,71 +12,22 @@
 
 #include "delta.h"
 #include "encode.h"
+#include "lg_test.h"
 
 #include "check_main.h"
 
-/* ---- A decoder, for the round trips ------------------------------------------------------- */
-
-static int digit_value(char c)
-{
-    static const char digits[] =
-        "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~";
-    const char *p = c ? strchr(digits, c) : NULL;
-    return p ? (int)(p - digits) : -1;
-}
-
-/* A base-64 number at *p (advanced past it). Return value: false when there is none. */
-static bool read_number(const char **p, const char *end, size_t *v)
-{
-    *v = 0;
-    const char *start = *p;
-    int d;
-    while (*p < end && (d = digit_value(**p)) >= 0)
-        *v = (*v << 6) | (size_t)d, (*p)++;
-    return *p > start;
-}
-
-static uint32_t sum_words(const unsigned char *p, size_t n)
-{
-    uint32_t sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += (uint32_t)p[i] << (24 - 8 * (i % 4));
-    return sum;
-}
-
-/* Apply delta to source into out. Return value: 0, or -1 for a malformed delta (bad command,
- * copy out of the source, length or checksum wrong). */
+/* Apply delta to source into out (lg_delta_apply(), tests/support). Return value: 0, or -1
+ * for a malformed delta. */
 static int delta_apply(const char *src, size_t src_len, const char *delta, size_t delta_len,
                        struct lg_buf *out)
 {
-    const char *p = delta, *end = delta + delta_len;
-    size_t want, n, off;
-    if (!read_number(&p, end, &want) || p == end || *p++ != '\n')
+    size_t len;
+    char *target = lg_delta_apply(src, src_len, delta, delta_len, &len);
+    if (!target)
         return -1;
-    while (p < end) {
-        if (!read_number(&p, end, &n) || p == end)
-            return -1;
-        char op = *p++;
-        if (op == '@') {
-            if (!read_number(&p, end, &off) || p == end || *p++ != ',' || off > src_len ||
-                n > src_len - off)
-                return -1;
-            lg_buf_append(out, src + off, n);
-        } else if (op == ':') {
-            if (n > (size_t)(end - p))
-                return -1;
-            lg_buf_append(out, p, n);
-            p += n;
-        } else if (op == ';') {
-            return p == end && out->len == want &&
-                           sum_words((const unsigned char *)out->data, out->len) == n
-                       ? 0
-                       : -1;
-        } else {
-            return -1;
-        }
-    }
-    return -1;
+    lg_buf_append(out, target, len);
+    free(target);
+    return 0;
 }
 
 /* ---- Helpers ------------------------------------------------------------------------------ */
