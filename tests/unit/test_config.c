@@ -708,7 +708,8 @@ START_TEST(test_topic_rules_docs_example)
         " \"topic_rules\": ["
         "  {\"match\": \"prices/*\", \"on_slow\": \"conflate\", \"history\": {\"max_events\": 10}},"
         "  {\"match\": \"orders/??\", \"on_slow\": \"disconnect\"},"
-        "  {\"match\": \"audit/*\", \"history\": {\"max_age_ms\": 0, \"max_bytes\": 67108864}}"
+        "  {\"match\": \"audit/*\", \"history\": {\"max_age_ms\": 0, \"max_bytes\": 67108864}},"
+        "  {\"match\": \"boards/*\", \"document\": true}"
         " ]}";
     static const struct {
         const char *topic;
@@ -721,6 +722,7 @@ START_TEST(test_topic_rules_docs_example)
         { "orders/eu", LG_SLOW_DISCONNECT, 1000, 4194304, 3600000 },
         { "orders/emea", LG_SLOW_DROP_OLDEST, 1000, 4194304, 3600000 },
         { "audit/login", LG_SLOW_DROP_OLDEST, 1000, 67108864, 0 },
+        { "boards/q1", LG_SLOW_DROP_OLDEST, 1000, 4194304, 3600000 },
     };
     struct lg_config cfg;
     char err[LG_CONFIG_ERR_MAX];
@@ -728,6 +730,8 @@ START_TEST(test_topic_rules_docs_example)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         lg_assert_topic_gets(&cfg, rows[i].topic, rows[i].policy, rows[i].max_events,
                              rows[i].max_bytes, rows[i].max_age_ms);
+    ck_assert(lg_config_document_for(&cfg, "boards/q1"));
+    ck_assert(!lg_config_document_for(&cfg, "prices/eur"));
     lg_config_release(&cfg);
 }
 END_TEST
