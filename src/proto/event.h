@@ -7,8 +7,8 @@
  *          because an event is shared by the hub's history, every worker's inbox and every
  *          client queue, on different threads. Vocabulary (jansson's): a function returns a
  *          "new" reference the caller must unref, or a "borrowed" one it must not.
- * Threads: any thread may read an event it holds a reference to; nothing writes after create.
- *          The refcount is the only mutable field.
+ * Threads: any thread may read an event it holds a reference to; nothing writes after create
+ *          but the refcount and ws_compressed, which is set once (compare-and-swap from NULL).
  * Bounds:  an event's size is bounded by limits.max_event_bytes (checked by the publisher);
  *          the bytes of all live events are counted in accounting.h, which the hub
  *          compares with limits.max_retained_bytes before it accepts a publish.
@@ -20,6 +20,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* An event's WebSocket message compressed for permessage-deflate (ws_deflate.h). */
+struct lg_ws_compressed {
+    size_t size;            /* bytes this allocation accounts for */
+    size_t frame_len;       /* 0: compressed it is no smaller, so the plain frame goes */
+    unsigned char frame[];  /* a final text frame, RSV1 set */
+};
 
 struct lg_event {
     _Atomic uint32_t refcount;
@@ -49,6 +56,10 @@ struct lg_event {
     size_t ws_frame_len;
     const char *json;           /* {"type":"event","v":1,...}: WS payload and long-poll item */
     size_t json_len;
+
+    /* The compressed form, set once by the first worker that needs it (ws_deflate.h) and
+     * freed with the event: the one field written after create. */
+    _Atomic(struct lg_ws_compressed *) ws_compressed;
 
     size_t size;                /* bytes this event accounts for (allocation size) */
     char storage[];

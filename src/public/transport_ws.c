@@ -4,7 +4,8 @@
  * lws does the handshake, framing of inbound messages, answers to client pings and close
  * frames. The keepalive (server pings, the pong timeout) is ours, driven by the worker's tick
  * (send_pings()).
- * Outbound events are written as frames pre-encoded once per event (event->ws_frame) and
+ * Outbound events are written as frames pre-encoded once per event (event->ws_frame, or its
+ * compressed form when the connection negotiated permessage-deflate: ws_compression.h) and
  * coalesced into one LWS_WRITE_RAW write, which lws sends unframed on a ws connection.
  * This protocol is protocols[0], so it also receives LWS_CALLBACK_WSI_DESTROY for every
  * connection of the worker: the one close notification lws never skips.
@@ -27,6 +28,8 @@
 #include "subscribe_params.h"
 #include "topic.h"
 #include "transport.h"
+#include "ws_compression.h"
+#include "ws_deflate.h"
 #include "ws_message.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
@@ -47,6 +50,10 @@ struct ws_state {
     bool close_sent;          /* the close frame is queued; nothing more is written */
     bool pinged;              /* pinged after ping_interval_ms of silence */
     bool drain_restart;       /* windowed drain: close 1012 (service restart) */
+    bool deflate;             /* permessage-deflate negotiated: events go compressed */
+    struct {                  /* compressed frames rendered, counted into the stats per write */
+        uint64_t frames, before, after;
+    } deflated;
 };
 
 static struct ws_state *ws_of(struct lg_conn *c) { return lg_conn_state(c, struct ws_state); }
@@ -353,21 +360,31 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
 
 /* ---- lws callbacks ------------------------------------------------------------------------ */
 
+/* The upgrade record of wsi's socket, NULL if none. */
+static struct lg_ws_upgrade *upgrade_of(struct lg_conn_home *home, struct lws *wsi)
+{
+    int fd = lws_get_socket_fd(wsi);
+    return fd >= 0 && (size_t)fd < home->ws_upgrades_cap ? &home->ws_upgrades[fd] : NULL;
+}
+
 /* What a WebSocket upgrade on fd brought, kept by the worker until lws reports it established:
  * its raw query (malloc'd, the caller frees it; NULL if none), its token (*token, malloc'd,
- * NULL if none) and the client address it counts against (*counted false: nobody). */
-static char *take_upgrade(struct lg_conn_home *home, int fd, char **token,
-                          struct lg_client_address *client, bool *counted)
+ * NULL if none), the client address it counts against (*counted false: nobody) and whether it
+ * negotiated permessage-deflate (*deflate). */
+static char *take_upgrade(struct lg_conn_home *home, struct lws *wsi, char **token,
+                          struct lg_client_address *client, bool *counted, bool *deflate)
 {
     *token = NULL;
     *counted = false;
-    if (fd < 0 || (size_t)fd >= home->ws_upgrades_cap)
+    *deflate = false;
+    struct lg_ws_upgrade *u = upgrade_of(home, wsi);
+    if (!u)
         return NULL;
-    struct lg_ws_upgrade *u = &home->ws_upgrades[fd];
     char *query = u->query;
     *token = u->token;
     *client = u->client;
     *counted = u->counted;
+    *deflate = u->deflate;
     *u = (struct lg_ws_upgrade){0};
     return query;
 }
@@ -391,7 +408,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     struct lg_client_address client;
     bool counted;
     char *token;
-    char *query = take_upgrade(home, lws_get_socket_fd(wsi), &token, &client, &counted);
+    char *query = take_upgrade(home, wsi, &token, &client, &counted, &ws_of(c)->deflate);
     enum lg_auth_result verdict = LG_AUTH_OK;
     if (token && lg_auth_enabled(home->auth))
         verdict = lg_auth_verify(home->auth, token, strlen(token), lg_unix_ms() / 1000,
@@ -454,6 +471,19 @@ static int on_receive(struct lg_conn *c, const char *in, size_t len)
     return rc;
 }
 
+/* The compressed frames rendered since the last call, into the stats (once per write rather
+ * than three shared atomics per delivery). */
+static void count_deflated(struct lg_conn *c)
+{
+    struct ws_state *st = ws_of(c);
+    if (!st->deflated.frames)
+        return;
+    LG_STAT_ADD(ws_deflate_frames, st->deflated.frames);
+    LG_STAT_ADD(ws_deflate_bytes_before, st->deflated.before);
+    LG_STAT_ADD(ws_deflate_bytes_after, st->deflated.after);
+    memset(&st->deflated, 0, sizeof st->deflated);
+}
+
 /* One coalesced write: queued replies, then notices and events up to write_batch_bytes.
  * Return value: 0, -1 if the socket failed, -2 if memory ran out. */
 static int write_batch(struct lg_conn *c)
@@ -463,6 +493,7 @@ static int write_batch(struct lg_conn *c)
     lg_buf_append(scratch, c->out.data, c->out.len);
     lg_buf_reset(&c->out);
     lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
+    count_deflated(c);
     if (scratch->oom)
         return -2;
     if (scratch->len > LWS_PRE &&
@@ -615,6 +646,10 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         if (c)
             lg_conn_release(c); /* idempotent; covers connections whose close callback lws skipped */
         return 0;
+    case LWS_CALLBACK_CONFIRM_EXTENSION_OKAY: {
+        struct lg_conn_home *home = lws_context_user(lws_get_context(wsi));
+        return lg_ws_compression_confirm(wsi, upgrade_of(home, wsi), home->cfg);
+    }
     case LWS_CALLBACK_HTTP:
         return -1; /* only upgrades reach lws; anything else was answered by the classifier */
     default:
@@ -645,8 +680,19 @@ static void ws_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
 static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
                             const struct lg_event *ev, size_t item)
 {
-    (void)s, (void)item;
-    lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+    (void)item;
+    struct lg_conn *c = lws_container_of(s, struct lg_conn, sub);
+    struct ws_state *st = ws_of(c);
+    const struct lg_ws_compressed *z =
+        st->deflate ? lg_event_ws_compressed(ev, &c->home->ws_deflater) : NULL;
+    if (!z) {
+        lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+        return;
+    }
+    lg_buf_append(out, z->frame, z->frame_len);
+    st->deflated.frames++;
+    st->deflated.before += ev->ws_frame_len;
+    st->deflated.after += z->frame_len;
 }
 
 const struct lg_render_ops lg_ws_render = {
