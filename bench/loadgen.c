@@ -2268,6 +2268,9 @@ int main(int argc, char **argv)
     jint("idle_open_at_end", idle_alive);
     jint("idle_bytes_rx", G.idle_bytes_rx);
     jint("bytes_rx", G.bytes_rx);
+    /* the wire cost of one delivered event (heads and control frames are a rounding error) */
+    jnum("bytes_rx_per_delivery", G.unique_total ? (double)G.bytes_rx / (double)G.unique_total : NAN,
+         1, G.unique_total > 0);
     jnum("elapsed_s", (double)(lgb_now_ns() - G.t_start) / 1e9, 3, true);
     printf(",\"aborted\":%s", G.aborted ? "true" : "false");
     if (G.aborted) printf(",\"abort_reason\":\"%s\"", G.abort_reason);
