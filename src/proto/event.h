@@ -30,12 +30,13 @@ struct lg_ws_compressed {
 
 struct lg_event {
     _Atomic uint32_t refcount;
+    uint32_t epoch;             /* the topic's epoch when published (beside the refcount: no
+                                   padding between them) */
     const void *topic_identity; /* which topic this is an event of, as its creator names it
                                    (the hub: its struct lg_topic *): only compared, to tell a
                                    multi-topic client's events apart, never followed; whoever
                                    needs the topic holds it (an inbox entry, a subscription) */
     const char *topic_name;     /* NUL-terminated copy inside this event */
-    uint32_t epoch;             /* the topic's epoch when published */
     uint64_t seq;               /* per-topic sequence number, 1-based, no holes at publish */
     const char *id;             /* "<topic>@<epoch>:<seq>", NUL-terminated */
     size_t id_len;

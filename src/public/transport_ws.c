@@ -38,6 +38,7 @@
  * frames (at most 125 bytes of payload) fit whole. 128 instead of 512 keeps 384 bytes off
  * every idle connection; a subscribe message costs a callback per 128 bytes. */
 #define LG_WS_RX_PIECE 128
+_Static_assert(LG_WS_RX_PIECE >= 128, "lws' permessage-deflate needs a receive buffer of 128 bytes");
 
 /* A WebSocket connection's own state. */
 struct ws_state {
@@ -50,13 +51,15 @@ struct ws_state {
     bool close_sent;          /* the close frame is queued; nothing more is written */
     bool pinged;              /* pinged after ping_interval_ms of silence */
     bool drain_restart;       /* windowed drain: close 1012 (service restart) */
-    bool deflate;             /* permessage-deflate negotiated: events go compressed */
     struct {                  /* compressed frames rendered, counted into the stats per write */
         uint64_t frames, before, after;
     } deflated;
 };
 
 static struct ws_state *ws_of(struct lg_conn *c) { return lg_conn_state(c, struct ws_state); }
+
+/* What a connection that negotiated permessage-deflate renders through (below). */
+static const struct lg_render_ops ws_compressed_render;
 
 /* The peer sent a frame (a message, a pong): c is alive, its keepalive starts over (the first
  * call, at the handshake, puts it in the keep-alive order). */
@@ -408,7 +411,10 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     struct lg_client_address client;
     bool counted;
     char *token;
-    char *query = take_upgrade(home, wsi, &token, &client, &counted, &ws_of(c)->deflate);
+    bool deflate;
+    char *query = take_upgrade(home, wsi, &token, &client, &counted, &deflate);
+    if (deflate)
+        c->sub.ops = &ws_compressed_render; /* nothing is queued yet */
     enum lg_auth_result verdict = LG_AUTH_OK;
     if (token && lg_auth_enabled(home->auth))
         verdict = lg_auth_verify(home->auth, token, strlen(token), lg_unix_ms() / 1000,
@@ -680,11 +686,20 @@ static void ws_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
 static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
                             const struct lg_event *ev, size_t item)
 {
+    (void)s, (void)item;
+    lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+}
+
+/* The same for a connection that negotiated permessage-deflate: the event's compressed frame
+ * (made once per event, ws_deflate.h), or the plain one when it goes uncompressed. Only such
+ * connections render through it, so s is a connection's subscriber. */
+static void ws_render_compressed_event(struct lg_buf *out, const struct lg_subscriber *s,
+                                       const struct lg_event *ev, size_t item)
+{
     (void)item;
     struct lg_conn *c = lws_container_of(s, struct lg_conn, sub);
     struct ws_state *st = ws_of(c);
-    const struct lg_ws_compressed *z =
-        st->deflate ? lg_event_ws_compressed(ev, &c->home->ws_deflater) : NULL;
+    const struct lg_ws_compressed *z = lg_event_ws_compressed(ev, &c->home->ws_deflater);
     if (!z) {
         lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
         return;
@@ -701,6 +716,14 @@ const struct lg_render_ops lg_ws_render = {
     .event_bytes = ws_event_bytes,
     .render_notice = ws_render_notice,
     .render_event = ws_render_event,
+};
+
+static const struct lg_render_ops ws_compressed_render = {
+    .name = "WebSocket",
+    .delivered = &lg_stats.events_delivered_ws,
+    .event_bytes = ws_event_bytes,
+    .render_notice = ws_render_notice,
+    .render_event = ws_render_compressed_event,
 };
 
 const struct lg_transport lg_transport_ws = {
