@@ -194,7 +194,8 @@ echo
 echo "Medians over the reps, except \"lost / dup / reord\" and \"failed conns\": the worst rep (bold when"
 echo "not 0 / 0 / 0). publish_per_s = publishes acknowledged per second (achieved), beside the offered"
 echo "rate (--rate; max = closed loop). livegate runs with its default configuration unless the"
-echo "scenario names a setting (isolation_sndbuf16k_q256_*: bench/livegate/isolation.json)."
+echo "scenario names a setting (isolation_sndbuf16k_q256_*: bench/livegate/isolation.json;"
+echo "*_deflate: bench/livegate/deflate.json, and Nchan with nchan_deflate_message_for_websocket)."
 [ -n "${LGB_LG_CONFIG:-}" ] &&
     echo "NOTE: LGB_LG_CONFIG=$LGB_LG_CONFIG replaced livegate's defaults in every other scenario."
 echo "LG = a run was load-generator-bound (lg_loadgen above 80 % of its core); busy = other"

@@ -296,6 +296,9 @@ isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 1000 --topics 1 
 isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us stalled_made
 storm_sse_10k|all|--transport sse --subscribers 10000 --topics 1 --pub-conns 1 --rate max --events 5 --reconnect-storm 5 --settle-ms 1000 --connect-concurrency 512|storm_last_first_event_us storm_first_event_p50_us storm_first_event_p99_us storm_reconnect_failed storm_server_cpu_s
 fanout_sse_1k_max_scrape100ms|livegate|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 @SCRAPE=100@|deliveries_per_s publish_per_s lat_p99_us server_cpu_us_per_delivery scrapes
+fanout_ws_1k_max_1kb|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 --payload-bytes 1000|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery bytes_rx_per_delivery
+fanout_ws_1k_max_1kb_deflate|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 --payload-bytes 1000 --ws-deflate @LGCFG=deflate.json@ @NCHAN_DEFLATE@|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery bytes_rx_per_delivery ws_compressed_messages
+idle_ws_10k_deflate|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000 --ws-deflate @LGCFG=deflate.json@ @NCHAN_DEFLATE@|conns_made connect_per_s bytes_per_conn server_cpu_idle_pct ws_deflate_negotiated
 EOF
 }
 
@@ -313,6 +316,9 @@ ingest_batch10_2conn|livegate|--subscribers 0 --topics 2 --pub-conns 2 --batch 1
 isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 100 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|publish_per_s lat_p99_us
 isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 100 --stalled 10 --topics 1 --pub-conns 1 --rate 50 --duration 1 --settle-ms 100 @LGCFG=isolation.json@|publish_per_s lat_p99_us stalled_made
 storm_sse_200|all|--transport sse --subscribers 200 --topics 1 --pub-conns 1 --rate max --events 5 --reconnect-storm 5 --settle-ms 100|storm_last_first_event_us storm_first_event_p99_us storm_reconnect_failed
+fanout_ws_100_1kb|all|--transport ws --subscribers 100 --pub-conns 1 --rate max --events 50 --settle-ms 100 --payload-bytes 1000|deliveries_per_s server_cpu_us_per_delivery bytes_rx_per_delivery
+fanout_ws_100_1kb_deflate|all|--transport ws --subscribers 100 --pub-conns 1 --rate max --events 50 --settle-ms 100 --payload-bytes 1000 --ws-deflate @LGCFG=deflate.json@ @NCHAN_DEFLATE@|deliveries_per_s server_cpu_us_per_delivery bytes_rx_per_delivery ws_compressed_messages
+idle_ws_200_deflate|all|--transport ws --subscribers 200 --events 0 --settle-ms 100 --idle-ms 100 --ws-deflate @LGCFG=deflate.json@ @NCHAN_DEFLATE@|conns_made bytes_per_conn ws_deflate_negotiated
 EOF
 }
 
@@ -344,6 +350,11 @@ lgb_run_one() {
         scfg=$LGB_BENCH/livegate/${BASH_REMATCH[1]}
         args=${args//"${BASH_REMATCH[0]}"/}
     fi
+    local nchan_deflate=0 # @NCHAN_DEFLATE@: Nchan compresses for WebSocket (gen-conf.sh)
+    if [[ $args == *@NCHAN_DEFLATE@* ]]; then
+        nchan_deflate=1
+        args=${args//@NCHAN_DEFLATE@/}
+    fi
     rm -rf "$dir"; mkdir -p "$dir"
     local started=1
     if [ "$target" = livegate ]; then
@@ -351,7 +362,7 @@ lgb_run_one() {
     elif [ "$target" = floor ]; then
         lgb_start_floor "$dir" "$lgbin" || started=0
     else
-        lgb_start_nchan "$dir" || started=0
+        NCHAN_DEFLATE=$nchan_deflate lgb_start_nchan "$dir" || started=0
     fi
     if [ $started = 0 ]; then
         printf '{"scenario":"%s","target":"%s","error":"server did not start"}\n' "$name" "$target"

@@ -18,6 +18,9 @@
  * at once with the last SSE id they saw in Last-Event-ID; the run reports the time from the
  * start of that reconnect to each client's first event and checks that each one gets exactly
  * what it missed (the storm_* fields).
+ * --ws-deflate makes WebSocket subscribers offer permessage-deflate as browsers do and inflate
+ * what arrives compressed (zlib; ws_deflate_* fields); --payload-bytes N pads every event with
+ * compressible JSON text to N bytes (bytes_rx / deliveries is then the wire cost of an event).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see
@@ -53,6 +56,8 @@
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "lg_util.h"
 
@@ -114,6 +119,10 @@ struct conn {
     uint64_t sse_ns;
     char *frag;
     uint32_t fraglen;
+    uint8_t pmd;              /* --ws-deflate: the server agreed on permessage-deflate */
+    uint8_t frag_rsv1;        /* the message being reassembled is compressed */
+    z_stream *inflater;       /* made at the first compressed message, kept: a server may take
+                                 over context from one message to the next (livegate does not) */
     /* head values kept for the body */
     int status;
     /* publisher */
@@ -154,6 +163,8 @@ static struct {
     char sub_query[1536]; /* --sub-query: "&<it>" appended to livegate subscribe requests */
     char ready_file[256]; /* --ready-file: created once the connect phase is over */
     uint64_t storm_events; /* --reconnect-storm K: events per topic published while away */
+    bool ws_deflate;       /* --ws-deflate: WebSocket subscribers offer permessage-deflate */
+    uint32_t payload_bytes;/* --payload-bytes: events padded with compressible JSON to this */
     uint32_t nonce;
 
     /* runtime */
@@ -183,6 +194,7 @@ static struct {
     uint64_t events_issued;
     uint64_t t_first_pub, t_last_pub_ack, t_last_delivery, t_pub_end;
     uint64_t bytes_rx;
+    uint64_t ws_deflate_negotiated, ws_compressed_messages, ws_inflated_bytes;
     struct lg_hist lat, publat;
     struct lg_hist lat_x[3]; /* latency per transport (X_SSE, X_WS, X_POLL) */
     uint64_t stalled_made, stalled_failed, stalled_closed;
@@ -313,6 +325,12 @@ static void close_fd(struct conn *c, bool rst)
     close(c->fd);
     c->fd = -1;
     c->state = CS_CLOSED;
+    if (c->inflater) {
+        inflateEnd(c->inflater);
+        free(c->inflater);
+        c->inflater = NULL;
+    }
+    c->pmd = 0;
     c->olen = c->ooff = 0;
     c->rlen = 0;
 }
@@ -403,6 +421,7 @@ struct head {
     int64_t content_length;
     bool chunked, conn_close;
     const char *ws_accept; size_t ws_accept_len;
+    bool pmd; /* Sec-WebSocket-Extensions: permessage-deflate... */
     const char *last_mod; size_t last_mod_len;
     const char *etag; size_t etag_len;
 };
@@ -435,6 +454,8 @@ static bool parse_head(const char *h, size_t n, struct head *out)
             else if (ci_prefix(p, ll, "connection:")) {
                 if (vl >= 5 && strncasecmp(v, "close", 5) == 0) out->conn_close = true;
             } else if (ci_prefix(p, ll, "sec-websocket-accept:")) { out->ws_accept = v; out->ws_accept_len = vl; }
+            else if (ci_prefix(p, ll, "sec-websocket-extensions:"))
+                out->pmd = vl >= 18 && !strncasecmp(v, "permessage-deflate", 18);
             else if (ci_prefix(p, ll, "last-modified:")) { out->last_mod = v; out->last_mod_len = vl; }
             else if (ci_prefix(p, ll, "etag:")) { out->etag = v; out->etag_len = vl; }
         }
@@ -617,9 +638,11 @@ static bool sub_send_request(struct conn *c)
         ws_key(c->idx, key);
         n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n",
+                     "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s%s\r\n",
                      lg ? "/ws?topic=" : "/sub/", tn, G.host, port, key,
-                     lg ? "Sec-WebSocket-Protocol: livegate.v1\r\n" : "");
+                     lg ? "Sec-WebSocket-Protocol: livegate.v1\r\n" : "",
+                     G.ws_deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                    "client_max_window_bits\r\n" : "");
     } else if (lg) {
         n = snprintf(req, sizeof req, "GET /poll?topic=%s&timeout=%d%s%s HTTP/1.1\r\nHost: %s:%d\r\n\r\n",
                      tn, G.poll_timeout_s, c->cursor ? "&since=" : "", c->cursor ? c->cursor : "",
@@ -789,6 +812,47 @@ static void ws_message(struct conn *c, const char *p, size_t n, uint64_t now)
     else G.invalid_total++;
 }
 
+/* A compressed message (permessage-deflate, RFC 7692 7.2.2): the 00 00 ff ff the server took
+ * off put back, inflated with the connection's inflater, then handled as any message. p has
+ * room for 4 more bytes. Returns false when it does not inflate. */
+static bool ws_inflated_message(struct conn *c, char *p, size_t n, uint64_t now)
+{
+    static char *out;
+    static size_t cap;
+    if (!c->inflater) {
+        c->inflater = calloc(1, sizeof *c->inflater);
+        if (!c->inflater || inflateInit2(c->inflater, -15) != Z_OK) exit(3);
+    }
+    memcpy(p + n, "\0\0\xff\xff", 4);
+    z_stream *z = c->inflater;
+    z->next_in = (Bytef *)p;
+    z->avail_in = (uInt)n + 4;
+    size_t got = 0;
+    int rc = Z_OK;
+    while (z->avail_in && rc == Z_OK) {
+        if (cap - got < 4096) { cap = cap ? 2 * cap : 65536; out = xrealloc(out, cap); }
+        z->next_out = (Bytef *)out + got;
+        z->avail_out = (uInt)(cap - got);
+        rc = inflate(z, Z_SYNC_FLUSH);
+        got = cap - z->avail_out;
+    }
+    if ((rc != Z_OK && rc != Z_BUF_ERROR) || z->avail_in) return false;
+    G.ws_compressed_messages++;
+    G.ws_inflated_bytes += got;
+    ws_message(c, out, got, now);
+    return true;
+}
+
+/* A complete data message: inflated first when compressed (p has room for 4 more bytes). */
+static bool ws_data_message(struct conn *c, char *p, size_t n, bool compressed, uint64_t now)
+{
+    if (!compressed) {
+        ws_message(c, p, n, now);
+        return true;
+    }
+    return ws_inflated_message(c, p, n, now);
+}
+
 /* returns bytes consumed; sets *closed when the connection must end */
 static size_t ws_parse(struct conn *c, uint8_t *b, size_t n, uint64_t now, bool *closed)
 {
@@ -796,7 +860,12 @@ static size_t ws_parse(struct conn *c, uint8_t *b, size_t n, uint64_t now, bool 
     while (n - off >= 2) {
         uint8_t b0 = b[off], b1 = b[off + 1];
         int op = b0 & 0x0f;
-        bool fin = b0 & 0x80, masked = b1 & 0x80;
+        bool fin = b0 & 0x80, masked = b1 & 0x80, rsv1 = b0 & 0x40;
+        if ((b0 & 0x70) && !(c->pmd && (b0 & 0x70) == 0x40 && (op == 0x1 || op == 0x2))) {
+            G.ws_errors++; /* RSV bits no extension explains */
+            *closed = true;
+            return n;
+        }
         uint64_t len = b1 & 0x7f;
         size_t hl = 2;
         if (len == 126) {
@@ -820,24 +889,31 @@ static size_t ws_parse(struct conn *c, uint8_t *b, size_t n, uint64_t now, bool 
         off += hl + (size_t)len;
         switch (op) {
         case 0x1: case 0x2:
-            if (fin) ws_message(c, (const char *)pl, (size_t)len, now);
+            if (fin && !rsv1) ws_message(c, (const char *)pl, (size_t)len, now);
             else {
                 free(c->frag);
-                c->frag = malloc((size_t)len + 1);
+                c->frag = malloc((size_t)len + 5);
                 if (!c->frag) exit(3);
                 memcpy(c->frag, pl, (size_t)len);
                 c->fraglen = (uint32_t)len;
                 c->ws_frag_op = (uint8_t)op;
+                c->frag_rsv1 = rsv1;
+                if (fin) {
+                    if (!ws_data_message(c, c->frag, c->fraglen, true, now)) G.ws_errors++;
+                    free(c->frag);
+                    c->frag = NULL;
+                    c->fraglen = 0;
+                }
             }
             break;
         case 0x0:
             if (!c->frag) { G.ws_errors++; break; }
             if (c->fraglen + len > MAX_CARRY) { G.ws_errors++; *closed = true; return n; }
-            c->frag = xrealloc(c->frag, c->fraglen + (size_t)len + 1);
+            c->frag = xrealloc(c->frag, c->fraglen + (size_t)len + 5);
             memcpy(c->frag + c->fraglen, pl, (size_t)len);
             c->fraglen += (uint32_t)len;
             if (fin) {
-                ws_message(c, c->frag, c->fraglen, now);
+                if (!ws_data_message(c, c->frag, c->fraglen, c->frag_rsv1, now)) G.ws_errors++;
                 free(c->frag);
                 c->frag = NULL;
                 c->fraglen = 0;
@@ -932,6 +1008,8 @@ static void sub_handle_head(struct conn *c, const struct head *h, uint64_t now, 
         }
         c->state = CS_WS;
         c->upgraded = 1;
+        c->pmd = h->pmd;
+        if (h->pmd) G.ws_deflate_negotiated++;
         c->t_mark = now;
         if (G.target == T_NCHAN) sub_mark_ready(c); /* livegate: on "subscribed" (or grace) */
     } else {
@@ -1040,13 +1118,30 @@ static uint32_t pub_seq_of(const struct conn *pc, uint64_t ev)
 static char *g_reqbuf;
 static size_t g_reqcap;
 
+/* --payload-bytes: n bytes of JSON-looking text after "<seq> <ns>" (a catalogue of items: what
+ * a live page's events look like, and as compressible), which parse_payload() skips. */
+static size_t pad_payload(char *out, size_t n)
+{
+    size_t len = 0;
+    for (uint32_t i = 0; len < n; i++) {
+        char item[96];
+        int il = snprintf(item, sizeof item, "%s{\"sku\":\"item-%04" PRIu32 "\",\"price\":%" PRIu32
+                          ".99,\"stock\":%" PRIu32 "}", i ? "," : " [", i, 10 + i % 90, 100 - i % 100);
+        size_t take = (size_t)il < n - len ? (size_t)il : n - len;
+        memcpy(out + len, item, take);
+        len += take;
+    }
+    out[len] = '\0';
+    return len;
+}
+
 static bool pub_issue(struct conn *pc, uint64_t now)
 {
     if (pc->state != CS_HEAD && pc->state != CS_BODY) return false;
     if (pc->qlen >= G.pipeline || pc->ev_next >= pc->ev_cap) return false;
     uint32_t nev = G.batch > 1 ? G.batch : 1;
     if (pc->ev_next + nev > pc->ev_cap) nev = (uint32_t)(pc->ev_cap - pc->ev_next);
-    size_t need = 512 + (size_t)nev * (MAX_TOPIC_NAME + 64);
+    size_t need = 512 + (size_t)nev * (MAX_TOPIC_NAME + 64) + G.payload_bytes;
     if (need > g_reqcap) { g_reqcap = need; g_reqbuf = xrealloc(g_reqbuf, g_reqcap); }
     char *req = g_reqbuf;
     int n;
@@ -1072,8 +1167,9 @@ static bool pub_issue(struct conn *pc, uint64_t now)
         n = hl + (int)bl;
     } else {
         uint64_t ev = pc->ev_next;
-        char data[48];
-        int dl = snprintf(data, sizeof data, "%" PRIu32 " %" PRIu64, pub_seq_of(pc, ev), now);
+        static char data[48 + 16384];
+        int dl = snprintf(data, 48, "%" PRIu32 " %" PRIu64, pub_seq_of(pc, ev), now);
+        dl += (int)pad_payload(data + dl, G.payload_bytes > (uint32_t)dl ? G.payload_bytes - (uint32_t)dl : 0);
         topic_name(pub_topic_of(pc, ev), tn, sizeof tn);
         if (G.target == T_LIVEGATE)
             n = snprintf(req, g_reqcap,
@@ -1679,6 +1775,8 @@ static void usage(void)
             "  [--ready-file PATH (created when the connect phase is over: \"made N failed M\")]\n"
             "  [--reconnect-storm K (SSE, --rate max: after --events, all close, K more events\n"
             "   per topic are published, all reconnect at once with Last-Event-ID)]\n"
+            "  [--ws-deflate (WebSocket subscribers offer permessage-deflate and inflate)]\n"
+            "  [--payload-bytes N (events padded to N bytes with compressible JSON text)]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
             "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n"
             "Several --sub-port ports (nodes, at most 8): a subscriber on topic t, or the idle one\n"
@@ -1717,7 +1815,7 @@ int main(int argc, char **argv)
         {"idle-ms", 1, 0, 'i'}, {"drain-ms", 1, 0, 'W'}, {"poll-timeout", 1, 0, 'T'},
         {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"sub-query", 1, 0, 'Q'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
         {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"ready-file", 1, 0, 'R'}, {"help", 0, 0, 'h'},
-        {"reconnect-storm", 1, 0, 'Y'},
+        {"reconnect-storm", 1, 0, 'Y'}, {"ws-deflate", 0, 0, 'Z'}, {"payload-bytes", 1, 0, 'b'},
         {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1777,6 +1875,8 @@ int main(int argc, char **argv)
         case 'Q': snprintf(G.sub_query, sizeof G.sub_query, "&%s", optarg); break;
         case 'R': snprintf(G.ready_file, sizeof G.ready_file, "%s", optarg); break;
         case 'Y': G.storm_events = strtoull(optarg, NULL, 10); break;
+        case 'Z': G.ws_deflate = true; break;
+        case 'b': G.payload_bytes = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'j': break;
         case 'q': G.quiet = true; break;
         default: usage(); return 2;
@@ -1798,6 +1898,8 @@ int main(int argc, char **argv)
     if (G.pub_conns < 1 || G.pub_conns > 256) die("--pub-conns must be 1..256");
     if (G.pipeline < 1 || G.pipeline > 1024) die("--pipeline must be 1..1024");
     if (G.batch < 1 || G.batch > 10000) die("--batch must be 1..10000");
+    if (G.payload_bytes > 16384) die("--payload-bytes must be at most 16384");
+    if (G.payload_bytes && G.batch > 1) die("--payload-bytes needs --batch 1");
     if (G.batch > 1 && G.target == T_NCHAN) die("--batch: Nchan has no batch publish");
     if (G.duration_s <= 0 || G.duration_s > 3600) die("--duration must be in (0, 3600]");
     if (G.max_runtime_s <= 0 || G.max_runtime_s > 7200) die("--max-runtime must be in (0, 7200]");
@@ -2086,6 +2188,9 @@ int main(int argc, char **argv)
     jint("server_closes", G.server_closes);
     jint("ws_subscribed", G.ws_subscribed);
     jint("ws_pings", G.pings);
+    jint("ws_deflate_negotiated", G.ws_deflate_negotiated);
+    jint("ws_compressed_messages", G.ws_compressed_messages);
+    jint("ws_inflated_bytes", G.ws_inflated_bytes);
     jint("poll_requests", G.poll_requests);
     jint("poll_reconnects", G.poll_reconnects);
     jint("poll_errors", G.poll_errors);
@@ -2163,6 +2268,9 @@ int main(int argc, char **argv)
     jint("idle_open_at_end", idle_alive);
     jint("idle_bytes_rx", G.idle_bytes_rx);
     jint("bytes_rx", G.bytes_rx);
+    /* the wire cost of one delivered event (heads and control frames are a rounding error) */
+    jnum("bytes_rx_per_delivery", G.unique_total ? (double)G.bytes_rx / (double)G.unique_total : NAN,
+         1, G.unique_total > 0);
     jnum("elapsed_s", (double)(lgb_now_ns() - G.t_start) / 1e9, 3, true);
     printf(",\"aborted\":%s", G.aborted ? "true" : "false");
     if (G.aborted) printf(",\"abort_reason\":\"%s\"", G.abort_reason);

@@ -12,7 +12,7 @@ case "$mode" in run|--package|--test) ;; *) echo "usage: setup.sh [--package|--t
 packages=(
   build-essential cmake pkg-config
   libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libyajl-dev libhttp-parser-dev
-  libhiredis-dev libssl-dev
+  libhiredis-dev libssl-dev zlib1g-dev
   libjemalloc-dev # the gateway's allocator (src/main.c says why)
 )
 if [[ "$mode" != run ]]; then
@@ -41,6 +41,8 @@ if [[ "$mode" == --test ]]; then
   # with npm for playwright-core and the linters. A Node that is already there (another build
   # of it, with its own npm) is used as it is: Debian's npm would conflict with it.
   packages+=(chromium nginx)
+  # tests/browser/test_deflate.mjs: the second permessage-deflate client, Python's websockets
+  packages+=(python3-websockets)
   command -v node >/dev/null || packages+=(nodejs)
   command -v npm >/dev/null || packages+=(npm)
   if [[ "${LG_SETUP_BENCH:-0}" == 1 ]]; then

@@ -72,6 +72,13 @@ struct lg_config {
         uint32_t max_bad_messages;      /* malformed control messages tolerated before 1008 */
         uint32_t max_messages_per_s;    /* control messages per second (close 1008 above) */
         uint32_t max_publishes_per_s;   /* publish ops per second (refused above) */
+        struct {
+            bool enabled;               /* permessage-deflate offered (RFC 7692) */
+            uint32_t level;             /* zlib level an event is compressed with, once */
+            uint32_t min_bytes;         /* smaller event messages go uncompressed */
+            uint32_t max_window_bits;   /* the window events are compressed with */
+            uint32_t mem_level;         /* zlib memLevel of each worker's compressor */
+        } compression;
     } websocket;
     struct {
         uint32_t default_timeout_ms;    /* hold time when the request gives no timeout */

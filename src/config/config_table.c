@@ -170,6 +170,20 @@ static const struct lg_setting lg_settings[] = {
     LG_U32_IN(websocket, max_publishes_per_s, 0, 1000000, 20,
               "publish ops a client may send per second (a burst of as many); past it, each is "
               "refused with a rate_limited error; 0 = no bound"),
+    { .key = "websocket.compression.enabled", .type = LG_SETTING_BOOL,
+      .offset = LG_OFF(websocket.compression.enabled), .def = 0,
+      .doc = "offer permessage-deflate (RFC 7692): each event compressed once, for every "
+             "connection that negotiated it" },
+    LG_U32_IN(websocket, compression.level, 1, 9, 6,
+              "zlib level events are compressed with (once per event)"),
+    LG_U32_IN(websocket, compression.min_bytes, 0, LG_MIB(16), 256,
+              "event messages shorter than this go uncompressed"),
+    LG_U32_IN(websocket, compression.max_window_bits, 9, 15, 15,
+              "LZ77 window events are compressed with; offers that cap the server's window "
+              "below it are declined"),
+    LG_U32_IN(websocket, compression.mem_level, 1, 9, 8,
+              "zlib memLevel of each worker's compressor (memory: 2^(max_window_bits+2) + "
+              "2^(mem_level+9) bytes per worker)"),
 
     LG_LIVE_U32_IN(poll, default_timeout_ms, 0, LG_HOUR_MS, 25000,
                    "long-poll hold time when the request names none"),

@@ -75,8 +75,9 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
                             json_integer((json_int_t)LG_STAT_GET(redis_replicas_short)));
     }
 #undef STAT
-    /* Authorization refusals by reason (docs/security.md), publishes refused while draining and
-     * clients closed without their notice, set beside the packed ones. */
+    /* Authorization refusals by reason (docs/security.md), publishes refused while draining,
+     * clients closed without their notice and WebSocket compression, set beside the packed
+     * ones. */
     static const struct {
         const char *name;
         _Atomic uint64_t *counter;
@@ -95,6 +96,12 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         {"clients_closed_unread", &lg_stats.clients_closed_unread},
         {"auth_streams_expired", &lg_stats.auth_streams_expired},
         {"auth_refreshed", &lg_stats.auth_refreshed},
+        {"ws_deflate_negotiated", &lg_stats.ws_deflate_negotiated},
+        {"ws_deflate_declined", &lg_stats.ws_deflate_declined},
+        {"ws_deflate_events", &lg_stats.ws_deflate_events},
+        {"ws_deflate_frames", &lg_stats.ws_deflate_frames},
+        {"ws_deflate_bytes_before", &lg_stats.ws_deflate_bytes_before},
+        {"ws_deflate_bytes_after", &lg_stats.ws_deflate_bytes_after},
     };
     for (size_t i = 0; body && i < sizeof auth_counters / sizeof auth_counters[0]; i++)
         json_object_set_new(body, auth_counters[i].name,

@@ -17,6 +17,11 @@ void lg_account_event_freed(size_t bytes)
     atomic_fetch_sub_explicit(&events, 1, memory_order_relaxed);
 }
 
+void lg_account_event_bytes_changed(int64_t delta)
+{
+    atomic_fetch_add_explicit(&event_bytes, delta, memory_order_relaxed);
+}
+
 int64_t lg_account_event_bytes(void) { return atomic_load_explicit(&event_bytes, memory_order_relaxed); }
 int64_t lg_account_events(void) { return atomic_load_explicit(&events, memory_order_relaxed); }
 

@@ -20,6 +20,8 @@
 /* An event of `bytes` (its whole allocation) came to life / was freed. */
 void lg_account_event_created(size_t bytes);
 void lg_account_event_freed(size_t bytes);
+/* A live event's bytes grew (a form made after it was created) or shrank by delta. */
+void lg_account_event_bytes_changed(int64_t delta);
 int64_t lg_account_event_bytes(void); /* bytes of every event still referenced */
 int64_t lg_account_events(void);      /* events still referenced */
 

@@ -43,6 +43,13 @@ struct lg_stats {
     _Atomic uint64_t topics_collected;       /* idle, never published to: dropped from the registry */
     _Atomic uint64_t topic_creations_refused;/* limits.topic_creations_per_s reached */
     _Atomic uint64_t ws_closed_message_rate; /* websocket.max_messages_per_s reached: 1008 */
+    /* permessage-deflate (websocket.compression) */
+    _Atomic uint64_t ws_deflate_negotiated;  /* handshakes that agreed on it */
+    _Atomic uint64_t ws_deflate_declined;    /* handshakes whose offers were all declined */
+    _Atomic uint64_t ws_deflate_events;      /* events compressed (once each, for every worker) */
+    _Atomic uint64_t ws_deflate_frames;      /* event frames written compressed */
+    _Atomic uint64_t ws_deflate_bytes_before;/* those frames' bytes uncompressed */
+    _Atomic uint64_t ws_deflate_bytes_after; /* their bytes as written */
     _Atomic uint64_t control_connections_timed_out; /* control request past its deadline */
     /* the Redis store (docs/scaling.md) */
     _Atomic uint64_t publishes_refused_store; /* 503: Redis unreachable or redis.queue_max */

@@ -181,6 +181,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
         goto out;
 
     atomic_init(&ev->refcount, 1);
+    atomic_init(&ev->ws_compressed, NULL);
     ev->topic_identity = f->topic_identity;
     ev->epoch = f->epoch;
     ev->seq = f->seq;
@@ -251,6 +252,12 @@ void lg_event_unref(struct lg_event **evp)
 #endif
     if (before != 1)
         return;
+    struct lg_ws_compressed *compressed = atomic_load_explicit(&ev->ws_compressed,
+                                                               memory_order_acquire);
+    if (compressed) {
+        lg_account_event_bytes_changed(-(int64_t)compressed->size);
+        free(compressed);
+    }
     lg_account_event_freed(ev->size);
     free(ev);
 }

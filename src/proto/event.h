@@ -7,8 +7,8 @@
  *          because an event is shared by the hub's history, every worker's inbox and every
  *          client queue, on different threads. Vocabulary (jansson's): a function returns a
  *          "new" reference the caller must unref, or a "borrowed" one it must not.
- * Threads: any thread may read an event it holds a reference to; nothing writes after create.
- *          The refcount is the only mutable field.
+ * Threads: any thread may read an event it holds a reference to; nothing writes after create
+ *          but the refcount and ws_compressed, which is set once (compare-and-swap from NULL).
  * Bounds:  an event's size is bounded by limits.max_event_bytes (checked by the publisher);
  *          the bytes of all live events are counted in accounting.h, which the hub
  *          compares with limits.max_retained_bytes before it accepts a publish.
@@ -25,14 +25,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* An event's WebSocket message compressed for permessage-deflate (ws_deflate.h). */
+struct lg_ws_compressed {
+    size_t size;            /* bytes this allocation accounts for */
+    size_t frame_len;       /* 0: compressed it is no smaller, so the plain frame goes */
+    unsigned char frame[];  /* a final text frame, RSV1 set */
+};
+
 struct lg_event {
     _Atomic uint32_t refcount;
+    uint32_t epoch;             /* the topic's epoch when published (beside the refcount: no
+                                   padding between them) */
     const void *topic_identity; /* which topic this is an event of, as its creator names it
                                    (the hub: its struct lg_topic *): only compared, to tell a
                                    multi-topic client's events apart, never followed; whoever
                                    needs the topic holds it (an inbox entry, a subscription) */
     const char *topic_name;     /* NUL-terminated copy inside this event */
-    uint32_t epoch;             /* the topic's epoch when published */
     uint64_t seq;               /* per-topic sequence number, 1-based, no holes at publish */
     const char *id;             /* "<topic>@<epoch>:<seq>", NUL-terminated */
     size_t id_len;
@@ -58,6 +66,10 @@ struct lg_event {
      * previous event's `json` (seq - 1) into this one's (docs/protocol.md, "Deltas"). */
     const char *delta_frame;
     size_t delta_frame_len;
+
+    /* The compressed form, set once by the first worker that needs it (ws_deflate.h) and
+     * freed with the event: the one field written after create. */
+    _Atomic(struct lg_ws_compressed *) ws_compressed;
 
     size_t size;                /* bytes this event accounts for (allocation size) */
     char storage[];

@@ -52,6 +52,7 @@ void lg_conn_home_release(struct lg_conn_home *home)
     for (size_t i = 0; i < home->ws_upgrades_cap; i++)
         free(home->ws_upgrades[i].query), free(home->ws_upgrades[i].token);
     free(home->ws_upgrades);
+    lg_ws_deflater_release(&home->ws_deflater);
 }
 
 /* The request flag too: a request classified between lg_worker_drain() and the worker's

@@ -46,6 +46,7 @@
 #include "rate.h"
 #include "subscriber.h"
 #include "transport.h"
+#include "ws_deflate.h"
 
 struct lg_auth;
 struct lg_client_addresses;
@@ -60,6 +61,10 @@ struct lg_ws_upgrade {
     char *token;                        /* its token (conn_auth.h), NULL = none */
     struct lg_client_address client;
     bool counted;
+    /* permessage-deflate (ws_compression.h) */
+    uint8_t deflate_offers;             /* offers lws asked about so far */
+    int8_t deflate_offer;               /* the one to accept, -1 none (set at the first) */
+    bool deflate;                       /* negotiated */
 };
 
 /*
@@ -95,6 +100,8 @@ struct lg_conn_home {
     struct lg_ws_upgrade *ws_upgrades;  /* [fd]: a WebSocket upgrade handed to lws, not yet
                                            established */
     size_t ws_upgrades_cap;
+    struct lg_ws_deflater ws_deflater;  /* compresses events for permessage-deflate; not
+                                           ready when websocket.compression is off */
 };
 
 /* A request head being read on a keep-alive connection. */

@@ -4,7 +4,8 @@
  * lws does the handshake, framing of inbound messages, answers to client pings and close
  * frames. The keepalive (server pings, the pong timeout) is ours, driven by the worker's tick
  * (send_pings()).
- * Outbound events are written as frames pre-encoded once per event (event->ws_frame) and
+ * Outbound events are written as frames pre-encoded once per event (event->ws_frame, or its
+ * compressed form when the connection negotiated permessage-deflate: ws_compression.h) and
  * coalesced into one LWS_WRITE_RAW write, which lws sends unframed on a ws connection.
  * This protocol is protocols[0], so it also receives LWS_CALLBACK_WSI_DESTROY for every
  * connection of the worker: the one close notification lws never skips.
@@ -27,6 +28,8 @@
 #include "subscribe_params.h"
 #include "topic.h"
 #include "transport.h"
+#include "ws_compression.h"
+#include "ws_deflate.h"
 #include "ws_message.h"
 #include "ws_publish.h"
 
@@ -36,6 +39,7 @@
  * frames (at most 125 bytes of payload) fit whole. 128 instead of 512 keeps 384 bytes off
  * every idle connection; a subscribe message costs a callback per 128 bytes. */
 #define LG_WS_RX_PIECE 128
+_Static_assert(LG_WS_RX_PIECE >= 128, "lws' permessage-deflate needs a receive buffer of 128 bytes");
 
 /* A WebSocket connection's own state. */
 struct ws_state {
@@ -49,9 +53,15 @@ struct ws_state {
     bool pinged;              /* pinged after ping_interval_ms of silence */
     bool drain_restart;       /* windowed drain: close 1012 (service restart) */
     struct lg_ws_publisher *publisher; /* its publishes (ws_publish.h); NULL until the first */
+    struct {                  /* compressed frames rendered, counted into the stats per write */
+        uint64_t frames, before, after;
+    } deflated;
 };
 
 static struct ws_state *ws_of(struct lg_conn *c) { return lg_conn_state(c, struct ws_state); }
+
+/* What a connection that negotiated permessage-deflate renders through (below). */
+static const struct lg_render_ops ws_compressed_render;
 
 /* The peer sent a frame (a message, a pong): c is alive, its keepalive starts over (the first
  * call, at the handshake, puts it in the keep-alive order). */
@@ -360,21 +370,31 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
 
 /* ---- lws callbacks ------------------------------------------------------------------------ */
 
+/* The upgrade record of wsi's socket, NULL if none. */
+static struct lg_ws_upgrade *upgrade_of(struct lg_conn_home *home, struct lws *wsi)
+{
+    int fd = lws_get_socket_fd(wsi);
+    return fd >= 0 && (size_t)fd < home->ws_upgrades_cap ? &home->ws_upgrades[fd] : NULL;
+}
+
 /* What a WebSocket upgrade on fd brought, kept by the worker until lws reports it established:
  * its raw query (malloc'd, the caller frees it; NULL if none), its token (*token, malloc'd,
- * NULL if none) and the client address it counts against (*counted false: nobody). */
-static char *take_upgrade(struct lg_conn_home *home, int fd, char **token,
-                          struct lg_client_address *client, bool *counted)
+ * NULL if none), the client address it counts against (*counted false: nobody) and whether it
+ * negotiated permessage-deflate (*deflate). */
+static char *take_upgrade(struct lg_conn_home *home, struct lws *wsi, char **token,
+                          struct lg_client_address *client, bool *counted, bool *deflate)
 {
     *token = NULL;
     *counted = false;
-    if (fd < 0 || (size_t)fd >= home->ws_upgrades_cap)
+    *deflate = false;
+    struct lg_ws_upgrade *u = upgrade_of(home, wsi);
+    if (!u)
         return NULL;
-    struct lg_ws_upgrade *u = &home->ws_upgrades[fd];
     char *query = u->query;
     *token = u->token;
     *client = u->client;
     *counted = u->counted;
+    *deflate = u->deflate;
     *u = (struct lg_ws_upgrade){0};
     return query;
 }
@@ -398,7 +418,10 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     struct lg_client_address client;
     bool counted;
     char *token;
-    char *query = take_upgrade(home, lws_get_socket_fd(wsi), &token, &client, &counted);
+    bool deflate;
+    char *query = take_upgrade(home, wsi, &token, &client, &counted, &deflate);
+    if (deflate)
+        c->sub.ops = &ws_compressed_render; /* nothing is queued yet */
     enum lg_auth_result verdict = LG_AUTH_OK;
     if (token && lg_auth_enabled(home->auth))
         verdict = lg_auth_verify(home->auth, token, strlen(token), lg_unix_ms() / 1000,
@@ -462,6 +485,19 @@ static int on_receive(struct lg_conn *c, const char *in, size_t len)
     return rc;
 }
 
+/* The compressed frames rendered since the last call, into the stats (once per write rather
+ * than three shared atomics per delivery). */
+static void count_deflated(struct lg_conn *c)
+{
+    struct ws_state *st = ws_of(c);
+    if (!st->deflated.frames)
+        return;
+    LG_STAT_ADD(ws_deflate_frames, st->deflated.frames);
+    LG_STAT_ADD(ws_deflate_bytes_before, st->deflated.before);
+    LG_STAT_ADD(ws_deflate_bytes_after, st->deflated.after);
+    memset(&st->deflated, 0, sizeof st->deflated);
+}
+
 /* One coalesced write: queued replies, then notices and events up to write_batch_bytes.
  * Return value: 0, -1 if the socket failed, -2 if memory ran out. */
 static int write_batch(struct lg_conn *c)
@@ -471,6 +507,7 @@ static int write_batch(struct lg_conn *c)
     lg_buf_append(scratch, c->out.data, c->out.len);
     lg_buf_reset(&c->out);
     lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
+    count_deflated(c);
     if (scratch->oom)
         return -2;
     if (scratch->len > LWS_PRE &&
@@ -632,6 +669,10 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
         if (c)
             lg_conn_release(c); /* idempotent; covers connections whose close callback lws skipped */
         return 0;
+    case LWS_CALLBACK_CONFIRM_EXTENSION_OKAY: {
+        struct lg_conn_home *home = lws_context_user(lws_get_context(wsi));
+        return lg_ws_compression_confirm(wsi, upgrade_of(home, wsi), home->cfg);
+    }
     case LWS_CALLBACK_HTTP:
         return -1; /* only upgrades reach lws; anything else was answered by the classifier */
     default:
@@ -674,6 +715,26 @@ static void ws_render_delta(struct lg_buf *out, const struct lg_subscriber *s,
     LG_STAT_ADD(deltas_delivered, 1);
 }
 
+/* The same for a connection that negotiated permessage-deflate: the event's compressed frame
+ * (made once per event, ws_deflate.h), or the plain one when it goes uncompressed. Only such
+ * connections render through it, so s is a connection's subscriber. */
+static void ws_render_compressed_event(struct lg_buf *out, const struct lg_subscriber *s,
+                                       const struct lg_event *ev, size_t item)
+{
+    (void)item;
+    struct lg_conn *c = lws_container_of(s, struct lg_conn, sub);
+    struct ws_state *st = ws_of(c);
+    const struct lg_ws_compressed *z = lg_event_ws_compressed(ev, &c->home->ws_deflater);
+    if (!z) {
+        lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
+        return;
+    }
+    lg_buf_append(out, z->frame, z->frame_len);
+    st->deflated.frames++;
+    st->deflated.before += ev->ws_frame_len;
+    st->deflated.after += z->frame_len;
+}
+
 const struct lg_render_ops lg_ws_render = {
     .name = "WebSocket",
     .delivered = &lg_stats.events_delivered_ws,
@@ -681,6 +742,15 @@ const struct lg_render_ops lg_ws_render = {
     .render_notice = ws_render_notice,
     .render_event = ws_render_event,
     .render_delta = ws_render_delta,
+};
+
+static const struct lg_render_ops ws_compressed_render = {
+    .name = "WebSocket",
+    .delivered = &lg_stats.events_delivered_ws,
+    .event_bytes = ws_event_bytes,
+    .render_notice = ws_render_notice,
+    .render_event = ws_render_compressed_event,
+    .render_delta = ws_render_delta, /* deltas are short: sent uncompressed */
 };
 
 const struct lg_transport lg_transport_ws = {

@@ -28,6 +28,7 @@
 #include "transport.h"
 #include "worker_internal.h"
 #include "worker_stats.h"
+#include "ws_compression.h"
 
 _Static_assert(LG_MAX_WORKERS <= LG_WORKER_STATS_MAX, "a worker_stats slot per worker");
 
@@ -395,6 +396,7 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
     info.foreign_loops = foreign_loops;
     info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
     info.protocols = w->protocols;
+    info.extensions = lg_ws_compression_extensions(cfg);
     info.user = &w->home;
     info.retry_and_idle_policy = &no_lws_keepalive;
     info.timeout_secs = cfg->limits.request_timeout_ms / 1000 ? cfg->limits.request_timeout_ms / 1000 : 1;
@@ -405,6 +407,14 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
         return -1;
     }
     w->vhost = lws_get_vhost_by_name(w->ctx, "default");
+    if (cfg->websocket.compression.enabled &&
+        lg_ws_deflater_init(&w->home.ws_deflater, (int)cfg->websocket.compression.level,
+                            (int)cfg->websocket.compression.max_window_bits,
+                            (int)cfg->websocket.compression.mem_level,
+                            cfg->websocket.compression.min_bytes) != 0) {
+        snprintf(err, errlen, "worker %u: cannot set up its compressor", w->home.index);
+        return -1;
+    }
     w->home.ws_upgrades_cap = rl.rlim_cur;
     w->home.ws_upgrades = calloc(w->home.ws_upgrades_cap, sizeof *w->home.ws_upgrades);
     if (!w->vhost || !w->home.ws_upgrades) {

@@ -117,6 +117,9 @@ struct lg_ws_client {
     size_t len, cap;
     int close_code;        /* from the server's close frame, 0 if none yet */
     char close_reason[128];
+    char extensions[256];  /* the answer's Sec-WebSocket-Extensions, "" if none */
+    bool deflate;          /* it names permessage-deflate: RSV1 messages are inflated */
+    unsigned compressed;   /* messages received compressed (RSV1) */
 };
 
 /* Handshake for path (e.g. "/ws?topic=a"), offering subprotocol (NULL = none). Return 0 / -1. */
@@ -125,6 +128,8 @@ int lg_ws_open(struct lg_ws_client *c, uint16_t port, const char *path, const ch
 int lg_ws_open_with(struct lg_ws_client *c, uint16_t port, const char *path,
                     const char *subprotocol, const char *extra_headers);
 int lg_ws_send_text(struct lg_ws_client *c, const char *text, size_t len);
+/* A text message compressed on its own (permessage-deflate, RSV1 set). Return 0 / -1. */
+int lg_ws_send_deflated(struct lg_ws_client *c, const char *text, size_t len);
 /* Next text message (malloc'd, NUL-terminated, in *msg). Return value: 1 message, 0 timeout,
  * -1 closed (close_code/close_reason filled when the server sent a close frame).
  * Pings are answered and pongs skipped transparently. */

@@ -6,7 +6,10 @@
  * fragments of a message, and cut out of the buffer, so nothing about a half-received
  * message has to live outside c->buf. Pings are answered, pongs skipped; a close frame is
  * recorded (code 1005 when it carries none) and answered with a close frame echoing its code.
- * SHA-1 and base64 for the handshake come from OpenSSL's libcrypto.
+ * SHA-1 and base64 for the handshake come from OpenSSL's libcrypto. When the server answers
+ * with permessage-deflate, a message whose first frame has RSV1 set is inflated with zlib
+ * (a fresh raw inflater per message and the 00 00 ff ff put back: livegate compresses every
+ * message on its own).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "lg_internal.h"
 #include "lg_test.h"
@@ -36,6 +40,7 @@ enum {
 
 struct lg_test__frame {
     bool fin;
+    bool rsv1;             /* permessage-deflate: a compressed message (first frame only) */
     int opcode;
     bool masked;           /* servers must not mask, but a masked frame is still decoded */
     unsigned char mask[4];
@@ -72,6 +77,7 @@ static void lg_test__ws_accept(const char *key, char *out)
 
 /* ---- Frames ------------------------------------------------------------------------------ */
 
+/* opcode may carry RSV1 (0x40). */
 static int lg_test__ws_send_frame(struct lg_ws_client *c, int opcode, const void *payload,
                                   size_t len)
 {
@@ -112,11 +118,12 @@ static int lg_test__ws_frame_at(const struct lg_ws_client *c, size_t off, struct
     if (avail < 2)
         return 0;
     const unsigned char *h = c->buf + off;
-    if (h[0] & 0x70) {
-        fprintf(stderr, "lg_ws: frame with RSV bits set (no extension was negotiated)\n");
+    if ((h[0] & 0x70) && !(c->deflate && (h[0] & 0x70) == 0x40)) {
+        fprintf(stderr, "lg_ws: frame with RSV bits set that no extension explains\n");
         return -1;
     }
     f->fin = h[0] & 0x80;
+    f->rsv1 = h[0] & 0x40;
     f->opcode = h[0] & 0x0f;
     f->masked = h[1] & 0x80;
     uint64_t plen = h[1] & 0x7f;
@@ -213,16 +220,57 @@ static int lg_test__ws_control(struct lg_ws_client *c, size_t off, const struct 
     return rc;
 }
 
-/* Copy the payloads of the data frames in buf[0, end) into one malloc'd string. */
+/* A compressed message's payload (len bytes, room for 4 more) inflated into a malloc'd,
+ * NUL-terminated string; NULL when it does not inflate. */
+static char *lg_test__ws_inflate(unsigned char *in, size_t len)
+{
+    memcpy(in + len, "\0\0\xff\xff", 4);
+    z_stream z = {0};
+    if (inflateInit2(&z, -15) != Z_OK)
+        return NULL;
+    size_t cap = 4 * len + 256, n = 0;
+    char *out = malloc(cap);
+    z.next_in = in;
+    z.avail_in = (uInt)len + 4;
+    int rc = Z_OK;
+    while (out && rc == Z_OK && z.avail_in) {
+        if (cap - n < 1024) {
+            char *bigger = realloc(out, cap *= 2);
+            if (!bigger)
+                free(out);
+            out = bigger;
+            if (!out)
+                break;
+        }
+        z.next_out = (unsigned char *)out + n;
+        z.avail_out = (uInt)(cap - n - 1);
+        rc = inflate(&z, Z_SYNC_FLUSH);
+        n = cap - 1 - z.avail_out;
+    }
+    inflateEnd(&z);
+    if (out && (rc != Z_OK || z.avail_in)) {
+        fprintf(stderr, "lg_ws: a compressed message does not inflate (%d)\n", rc);
+        free(out);
+        return NULL;
+    }
+    if (out)
+        out[n] = '\0';
+    return out;
+}
+
+/* Copy the payloads of the data frames in buf[0, end) into one malloc'd string (inflated
+ * when the message is compressed). */
 static char *lg_test__ws_assemble(struct lg_ws_client *c, size_t end)
 {
     size_t total = 0;
     struct lg_test__frame f;
+    bool compressed = false;
     for (size_t off = 0; off < end; off += f.hdr + f.plen) {
         lg_test__ws_frame_at(c, off, &f);
+        compressed |= off == 0 && f.rsv1;
         total += f.plen;
     }
-    char *msg = malloc(total + 1);
+    char *msg = malloc(total + 4 + 1);
     if (!msg)
         return NULL;
     size_t o = 0;
@@ -234,6 +282,12 @@ static char *lg_test__ws_assemble(struct lg_ws_client *c, size_t end)
     }
     msg[o] = '\0';
     lg_test__ws_consume(c, 0, end);
+    if (compressed) {
+        c->compressed++;
+        char *text = lg_test__ws_inflate((unsigned char *)msg, o);
+        free(msg);
+        return text;
+    }
     return msg;
 }
 
@@ -371,6 +425,9 @@ int lg_ws_open_with(struct lg_ws_client *c, uint16_t port, const char *path,
                                   sizeof c->protocol) &&
              (!subprotocol || strcmp(c->protocol, subprotocol) != 0))
         why = "server chose a subprotocol that was not offered";
+    if (!why && lg_test__header_find(head, "Sec-WebSocket-Extensions", c->extensions,
+                                     sizeof c->extensions))
+        c->deflate = strncmp(c->extensions, "permessage-deflate", 18) == 0;
     if (why) {
         fprintf(stderr, "lg_ws_open: %s: %s\n%s\n", path, why, head);
         lg_test__rbuf_release(&b);
@@ -386,6 +443,29 @@ int lg_ws_open_with(struct lg_ws_client *c, uint16_t port, const char *path,
 int lg_ws_send_text(struct lg_ws_client *c, const char *text, size_t len)
 {
     return lg_test__ws_send_frame(c, LG_TEST__WS_TEXT, text, len);
+}
+
+int lg_ws_send_deflated(struct lg_ws_client *c, const char *text, size_t len)
+{
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -1;
+    size_t cap = deflateBound(&z, len) + 16;
+    unsigned char *out = malloc(cap);
+    z.next_in = (unsigned char *)text;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    int rc = out ? deflate(&z, Z_SYNC_FLUSH) : Z_MEM_ERROR;
+    size_t n = cap - z.avail_out;
+    deflateEnd(&z);
+    if (rc != Z_OK || n < 4) {
+        free(out);
+        return -1;
+    }
+    rc = lg_test__ws_send_frame(c, 0x40 | LG_TEST__WS_TEXT, out, n - 4); /* 00 00 ff ff off */
+    free(out);
+    return rc;
 }
 
 /* Binary messages are returned too (NUL-terminated like text). */
