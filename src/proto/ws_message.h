@@ -1,7 +1,8 @@
 /*
  * ws_message.h - the control messages a WebSocket client sends (docs/protocol.md,
  * "WebSocket"): {"op":"subscribe","topics":[...],"since":"...","rewind":N}, {"op":"unsubscribe",
- * "topics":[...]}, {"op":"ping"}, and {"op":"auth"|"refresh","token":"..."} (docs/security.md). Parsed and checked here as a pure function, so a fuzzer
+ * "topics":[...]}, {"op":"ping"}, {"op":"auth"|"refresh","token":"..."} (docs/security.md),
+ * and {"op":"presence","topic":"...","after":"..."} (a page of a presence topic's members). Parsed and checked here as a pure function, so a fuzzer
  * reaches it; transport_ws.c applies the result to the live connection.
  *
  * Owns:    a parsed message holds a reference to its JSON document (unsubscribe topics are
@@ -24,13 +25,21 @@
 
 #include "subscribe_params.h"
 
-enum lg_ws_op { LG_WS_OP_SUBSCRIBE, LG_WS_OP_UNSUBSCRIBE, LG_WS_OP_PING, LG_WS_OP_AUTH };
+enum lg_ws_op {
+    LG_WS_OP_SUBSCRIBE,
+    LG_WS_OP_UNSUBSCRIBE,
+    LG_WS_OP_PING,
+    LG_WS_OP_AUTH,
+    LG_WS_OP_PRESENCE,
+};
 
 struct lg_ws_message {
     enum lg_ws_op op;
     json_t *doc;    /* the parsed message, or NULL */
     json_t *topics; /* unsubscribe: an array of strings, borrowed from doc */
     json_t *token;  /* auth (and refresh, the same): a string, borrowed from doc */
+    json_t *topic;  /* presence: a string naming a topic, borrowed from doc */
+    json_t *after;  /* presence: the member the page starts after (a string), or NULL */
 };
 
 /*

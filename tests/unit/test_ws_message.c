@@ -37,7 +37,8 @@ static const struct row rows[] = {
      "invalid JSON at column 14: duplicate object key near '\"op\"'"},
     {"{\"topics\":[\"a\"]}", "bad_message", true, "a control message needs \"op\": a string"},
     {"{\"op\":\"publish\"}", "unknown_op", true,
-     "op must be \"subscribe\", \"unsubscribe\", \"auth\", \"refresh\" or \"ping\""},
+     "op must be \"subscribe\", \"unsubscribe\", \"auth\", \"refresh\", \"presence\" or "
+     "\"ping\""},
     {"{\"op\":\"subscribe\",\"topics\":[]}", "bad_message", false,
      "subscribe needs \"topics\": a non-empty array"},
     {"{\"op\":\"subscribe\",\"topics\":[1]}", "bad_message", false,
