@@ -28,6 +28,11 @@
 // `rewind`, a subscription has its own connection.
 // Start: {since: "latest"} (the newest retained event) or {rewind: N} (the last N) is sent
 // only while the cursor is empty; from the first position on, reconnects resume from it.
+// Presence: join, leave and occupancy notices (topics a topic rule marks) go to onJoin,
+// onLeave and onOccupancy; a `resync` (this client missed a batch) to onResync, after which
+// presence(topic) gives the list again. presence(topic) asks over the WebSocket
+// ({"op":"presence"}, one answer per page, in order); on SSE and long-poll it is refused
+// (code "not_supported"): the member list is on the control port, for backends.
 
 const MAX_LINE_BUFFER = 1 << 20;
 const FATAL_HTTP = [400, 401, 403, 404];
@@ -40,6 +45,9 @@ class Fatal extends Error {
   constructor(code, message) { super(message); this.code = code; }
 }
 const EXPIRED = "token_expired";
+const PRESENCE = ["join", "leave", "occupancy", "resync"];
+// Errors a {"op":"presence"} is answered with: they end that question, not the connection.
+const PRESENCE_ERRORS = ["no_presence", "forbidden", "token_missing", "invalid_topic", "unavailable"];
 // The claims of a JWT are read only for its exp, to refresh it in time: the gateway verifies it.
 function tokenExpMs(token) {
   try {
@@ -95,10 +103,29 @@ function shared(topics, opts) {
     learn(c);
     call(k, a);
   }
-  // A tab that asks is told the leader's state and cursor.
+  // A tab that asks is told the leader's state and cursor; one that asks who is here, the
+  // leader's answer ({k: "who", q: its id, t: topic} answered by {k: "here", q, r | e}).
+  const asked = new Map();
   ch.onmessage = ({ data }) => {
-    if (data.k !== "hello") take(data);
+    if (data.k === "who") {
+      if (inner) inner.presence(data.t).then((r) => ch.postMessage({ k: "here", q: data.q, r }),
+        (e) => ch.postMessage({ k: "here", q: data.q, e: { code: e.code, message: e.message } }));
+    } else if (data.k === "here") {
+      const p = asked.get(data.q);
+      if (!p) return;
+      asked.delete(data.q);
+      if (data.e) p.reject(Object.assign(new Error(data.e.message), { code: data.e.code }));
+      else p.resolve(data.r);
+    } else if (data.k !== "hello") take(data);
     else if (inner) ch.postMessage({ k: "onState", a: { state: sub.state, transport: sub.transport, attempt: 0, error: sub.error }, c: inner.cursor() });
+  };
+  sub.presence = (topic) => {
+    if (inner) return inner.presence(topic);
+    return new Promise((resolve, reject) => {
+      const q = Math.random().toString(36).slice(2);
+      asked.set(q, { resolve, reject });
+      ch.postMessage({ k: "who", q, t: topic });
+    });
   };
   ch.postMessage({ k: "hello" });
   // The lock is held until this tab closes the subscription, or the tab goes.
@@ -109,7 +136,8 @@ function shared(topics, opts) {
     // Posted before taken: taking an onEnd may close the channel.
     const relay = (k) => (a) => { const m = { k, a, c: inner.cursor() }; if (!stopped) ch.postMessage(m); take(m); };
     inner = own(topics, Object.assign({}, opts, { since: cursorOf(pos) || undefined,
-      onEvent: relay("onEvent"), onGap: relay("onGap"), onReset: relay("onReset"), onState: relay("onState"), onEnd: relay("onEnd") }));
+      onEvent: relay("onEvent"), onGap: relay("onGap"), onReset: relay("onReset"), onState: relay("onState"), onEnd: relay("onEnd"),
+      onJoin: relay("onJoin"), onLeave: relay("onLeave"), onOccupancy: relay("onOccupancy"), onResync: relay("onResync") }));
   })).catch(() => {});
   function stop() {
     stopped = true;
@@ -139,6 +167,7 @@ function own(topics, opts) {
   const start = opts.since === "latest" ? { since: "latest" } : opts.rewind != null ? { rewind: opts.rewind } : {};
 
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
+  let askPresence = null;  // set while a WebSocket is open
   const sub = { state: "connecting", transport: order[0], error: null };
 
   const call = caller(opts);
@@ -167,8 +196,19 @@ function own(topics, opts) {
     for (const e of parseCursor(text)) if (!cursor.has(e.topic) && topics.includes(e.topic)) cursor.set(e.topic, e);
   }
 
+  // A presence notice: no id, the cursor does not move (docs/protocol.md, "Presence").
+  function presenceNotice(item, transport) {
+    if (!topics.includes(item.topic)) return false;
+    const a = { topic: item.topic, transport };
+    if (item.type === "occupancy") call("onOccupancy", Object.assign(a, { subscribers: item.subscribers }));
+    else if (item.type === "resync") call("onResync", a);
+    else call(item.type === "join" ? "onJoin" : "onLeave", Object.assign(a, { members: item.members }));
+    return true;
+  }
+
   // One delivered item in the envelope of docs/protocol.md; false when it was a duplicate.
   function deliver(item, transport) {
+    if (PRESENCE.includes(item.type)) return presenceNotice(item, transport);
     const pos = parseEntry(item.id || "");
     if (!pos) return false;
     const had = cursor.get(pos.topic);
@@ -238,6 +278,21 @@ function own(topics, opts) {
   function openWs(done, gen) {
     let isOpen = false, fatal = null, refreshTimer = null, refreshing = false;
     const ws = new WS(url("ws", "since"), "livegate.v1");
+    const asked = [];  // {topic, members, resolve, reject}: presence questions, answered in order
+    const ask = (q, after) => ws.send(JSON.stringify(after ? { op: "presence", topic: q.topic, after } : { op: "presence", topic: q.topic }));
+    askPresence = (topic) => new Promise((resolve, reject) => {
+      if (!isOpen) return reject(Object.assign(new Error("not connected"), { code: "not_connected" }));
+      const q = { topic, members: [], resolve, reject };
+      asked.push(q);
+      ask(q);
+    });
+    const answered = (msg) => {
+      const q = asked[0];
+      q.members.push(...msg.members);
+      if (msg.next) return ask(q, msg.next);  // the next page, before any later question's
+      asked.shift();
+      q.resolve({ topic: q.topic, members: q.members, unlisted: msg.unlisted });
+    };
     // Before exp (a third of its remaining life, at most 10 s, ahead), send a fresh token.
     const planRefresh = () => {
       clearTimeout(refreshTimer);
@@ -265,6 +320,9 @@ function own(topics, opts) {
           ws.close(1000);
         } else planRefresh();
       }
+      else if (msg.type === "presence" && asked.length) answered(msg);
+      else if (msg.type === "error" && asked.length && PRESENCE_ERRORS.includes(msg.code))
+        asked.shift().reject(Object.assign(new Error(msg.message), { code: msg.code }));
       // A refused refresh changes nothing: at exp the 4003 renews the token.
       else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;
       else if (msg.type === "error") {
@@ -276,13 +334,21 @@ function own(topics, opts) {
     };
     ws.onclose = (e) => {
       clearTimeout(refreshTimer);
+      askPresence = null;
+      for (const q of asked.splice(0)) q.reject(Object.assign(new Error("connection closed"), { code: "not_connected" }));
       if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
       if (e.code === 1008 && !fatal)
         fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy",
                           e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
-    return () => { clearTimeout(refreshTimer); ws.onclose = ws.onmessage = null; ws.close(1000); };
+    return () => {
+      clearTimeout(refreshTimer);
+      askPresence = null;
+      for (const q of asked.splice(0)) q.reject(Object.assign(new Error("closed"), { code: "not_connected" }));
+      ws.onclose = ws.onmessage = null;
+      ws.close(1000);
+    };
   }
 
   async function httpGet(path, param, extra, signal) {
@@ -364,7 +430,9 @@ function own(topics, opts) {
   // An SSE event's id is the whole stream's cursor: the entry that moved names its topic.
   function sseBlock(b) {
     const data = b.data.join("\n");
-    if (b.event === "gap" || b.event === "reset" || b.event === "end") {
+    if (PRESENCE.includes(b.event)) {
+      deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
+    } else if (b.event === "gap" || b.event === "reset" || b.event === "end") {
       deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
     } else if (b.event === "error" || b.event === "refused") {
       // refused: {status, error, message, retry_ms}: full or draining, retried after retry_ms
@@ -408,6 +476,11 @@ function own(topics, opts) {
   }
 
   sub.close = () => { if (!stopped) finish({ reason: "closed" }); };
+  // Who listens to topic: {topic, members, unlisted}, every page asked for in turn.
+  sub.presence = (topic) => askPresence ? askPresence(topic)
+    : Promise.reject(Object.assign(new Error(sub.transport === "websocket" ? "not connected"
+      : `presence() needs the WebSocket transport (this subscription uses ${sub.transport})`),
+      { code: sub.transport === "websocket" ? "not_connected" : "not_supported" }));
   if (!order.length) setTimeout(() => finish({ reason: "error", error: { code: "no_transport", message: "no usable transport" } }));
   else setTimeout(connect);
   return sub;
