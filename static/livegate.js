@@ -46,8 +46,7 @@ class Fatal extends Error {
 }
 const EXPIRED = "token_expired";
 const PRESENCE = ["join", "leave", "occupancy", "resync"];
-// Errors a {"op":"presence"} is answered with: they end that question, not the connection.
-const PRESENCE_ERRORS = ["no_presence", "forbidden", "token_missing", "invalid_topic", "unavailable"];
+const ON_PRESENCE = ["onJoin", "onLeave", "onOccupancy", "onResync"];
 // The claims of a JWT are read only for its exp, to refresh it in time: the gateway verifies it.
 function tokenExpMs(token) {
   try {
@@ -103,30 +102,22 @@ function shared(topics, opts) {
     learn(c);
     call(k, a);
   }
-  // A tab that asks is told the leader's state and cursor; one that asks who is here, the
-  // leader's answer ({k: "who", q: its id, t: topic} answered by {k: "here", q, r | e}).
+  // A tab that asks is told the leader's state and cursor; one that asks who is here
+  // ({k: "who", q: its number, t: topic}), the leader's answer ({k: "here", q, r | e}).
   const asked = new Map();
-  ch.onmessage = ({ data }) => {
-    if (data.k === "who") {
-      if (inner) inner.presence(data.t).then((r) => ch.postMessage({ k: "here", q: data.q, r }),
-        (e) => ch.postMessage({ k: "here", q: data.q, e: { code: e.code, message: e.message } }));
-    } else if (data.k === "here") {
-      const p = asked.get(data.q);
-      if (!p) return;
-      asked.delete(data.q);
-      if (data.e) p.reject(Object.assign(new Error(data.e.message), { code: data.e.code }));
-      else p.resolve(data.r);
-    } else if (data.k !== "hello") take(data);
+  ch.onmessage = ({ data: d }) => {
+    const p = asked.get(d.q);
+    if (d.k === "who") inner && inner.presence(d.t).then((r) => ch.postMessage({ k: "here", q: d.q, r }),
+      (e) => ch.postMessage({ k: "here", q: d.q, e: [e.code, e.message] }));
+    else if (d.k === "here") p && (asked.delete(d.q), d.e ? p[1](new Fatal(...d.e)) : p[0](d.r));
+    else if (d.k !== "hello") take(d);
     else if (inner) ch.postMessage({ k: "onState", a: { state: sub.state, transport: sub.transport, attempt: 0, error: sub.error }, c: inner.cursor() });
   };
-  sub.presence = (topic) => {
-    if (inner) return inner.presence(topic);
-    return new Promise((resolve, reject) => {
-      const q = Math.random().toString(36).slice(2);
-      asked.set(q, { resolve, reject });
-      ch.postMessage({ k: "who", q, t: topic });
-    });
-  };
+  sub.presence = (t) => inner ? inner.presence(t) : new Promise((...p) => {
+    const q = Math.random();
+    asked.set(q, p);
+    ch.postMessage({ k: "who", q, t });
+  });
   ch.postMessage({ k: "hello" });
   // The lock is held until this tab closes the subscription, or the tab goes.
   navigator.locks.request(name, { signal: quit.signal }, () => new Promise((done) => {
@@ -136,8 +127,7 @@ function shared(topics, opts) {
     // Posted before taken: taking an onEnd may close the channel.
     const relay = (k) => (a) => { const m = { k, a, c: inner.cursor() }; if (!stopped) ch.postMessage(m); take(m); };
     inner = own(topics, Object.assign({}, opts, { since: cursorOf(pos) || undefined,
-      onEvent: relay("onEvent"), onGap: relay("onGap"), onReset: relay("onReset"), onState: relay("onState"), onEnd: relay("onEnd"),
-      onJoin: relay("onJoin"), onLeave: relay("onLeave"), onOccupancy: relay("onOccupancy"), onResync: relay("onResync") }));
+      ...Object.fromEntries(["onEvent", "onGap", "onReset", "onState", "onEnd", ...ON_PRESENCE].map((k) => [k, relay(k)])) }));
   })).catch(() => {});
   function stop() {
     stopped = true;
@@ -197,12 +187,9 @@ function own(topics, opts) {
   }
 
   // A presence notice: no id, the cursor does not move (docs/protocol.md, "Presence").
-  function presenceNotice(item, transport) {
-    if (!topics.includes(item.topic)) return false;
-    const a = { topic: item.topic, transport };
-    if (item.type === "occupancy") call("onOccupancy", Object.assign(a, { subscribers: item.subscribers }));
-    else if (item.type === "resync") call("onResync", a);
-    else call(item.type === "join" ? "onJoin" : "onLeave", Object.assign(a, { members: item.members }));
+  // onJoin/onLeave({topic, members}), onOccupancy({topic, subscribers}), onResync({topic}).
+  function presenceNotice({ type, v, ...a }, transport) {
+    call(ON_PRESENCE[PRESENCE.indexOf(type)], Object.assign(a, { transport }));
     return true;
   }
 
@@ -278,20 +265,19 @@ function own(topics, opts) {
   function openWs(done, gen) {
     let isOpen = false, fatal = null, refreshTimer = null, refreshing = false;
     const ws = new WS(url("ws", "since"), "livegate.v1");
-    const asked = [];  // {topic, members, resolve, reject}: presence questions, answered in order
-    const ask = (q, after) => ws.send(JSON.stringify(after ? { op: "presence", topic: q.topic, after } : { op: "presence", topic: q.topic }));
-    askPresence = (topic) => new Promise((resolve, reject) => {
-      if (!isOpen) return reject(Object.assign(new Error("not connected"), { code: "not_connected" }));
-      const q = { topic, members: [], resolve, reject };
-      asked.push(q);
-      ask(q);
+    // Presence questions, answered in order: [topic, members so far, resolve, reject].
+    const asked = [], ask = (topic, after) => ws.send(JSON.stringify({ op: "presence", topic, after }));
+    const unasked = (m) => { askPresence = null; for (const q of asked.splice(0)) q[3](new Fatal("not_connected", m)); };
+    askPresence = (topic) => new Promise((...p) => {
+      if (!isOpen) throw new Fatal("not_connected", "not connected");
+      asked.push([topic, [], ...p]);
+      ask(topic);
     });
     const answered = (msg) => {
       const q = asked[0];
-      q.members.push(...msg.members);
-      if (msg.next) return ask(q, msg.next);  // the next page, before any later question's
-      asked.shift();
-      q.resolve({ topic: q.topic, members: q.members, unlisted: msg.unlisted });
+      q[1].push(...msg.members);
+      if (msg.next) return ask(q[0], msg.next);  // the next page, before any later question's
+      asked.shift()[2]({ topic: q[0], members: q[1], unlisted: msg.unlisted });
     };
     // Before exp (a third of its remaining life, at most 10 s, ahead), send a fresh token.
     const planRefresh = () => {
@@ -321,8 +307,9 @@ function own(topics, opts) {
         } else planRefresh();
       }
       else if (msg.type === "presence" && asked.length) answered(msg);
-      else if (msg.type === "error" && asked.length && PRESENCE_ERRORS.includes(msg.code))
-        asked.shift().reject(Object.assign(new Error(msg.message), { code: msg.code }));
+      // Past the subscribe only refreshes (token_ codes) and presence questions are answered.
+      else if (msg.type === "error" && asked.length && !(refreshing && /^token_/.test(msg.code)))
+        asked.shift()[3](new Fatal(msg.code, msg.message));
       // A refused refresh changes nothing: at exp the 4003 renews the token.
       else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;
       else if (msg.type === "error") {
@@ -334,21 +321,14 @@ function own(topics, opts) {
     };
     ws.onclose = (e) => {
       clearTimeout(refreshTimer);
-      askPresence = null;
-      for (const q of asked.splice(0)) q.reject(Object.assign(new Error("connection closed"), { code: "not_connected" }));
+      unasked("connection closed");
       if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
       if (e.code === 1008 && !fatal)
         fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy",
                           e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
-    return () => {
-      clearTimeout(refreshTimer);
-      askPresence = null;
-      for (const q of asked.splice(0)) q.reject(Object.assign(new Error("closed"), { code: "not_connected" }));
-      ws.onclose = ws.onmessage = null;
-      ws.close(1000);
-    };
+    return () => { clearTimeout(refreshTimer); unasked("closed"); ws.onclose = ws.onmessage = null; ws.close(1000); };
   }
 
   async function httpGet(path, param, extra, signal) {
@@ -477,10 +457,8 @@ function own(topics, opts) {
 
   sub.close = () => { if (!stopped) finish({ reason: "closed" }); };
   // Who listens to topic: {topic, members, unlisted}, every page asked for in turn.
-  sub.presence = (topic) => askPresence ? askPresence(topic)
-    : Promise.reject(Object.assign(new Error(sub.transport === "websocket" ? "not connected"
-      : `presence() needs the WebSocket transport (this subscription uses ${sub.transport})`),
-      { code: sub.transport === "websocket" ? "not_connected" : "not_supported" }));
+  sub.presence = (topic) => askPresence ? askPresence(topic) : Promise.reject(sub.transport === "websocket"
+    ? new Fatal("not_connected", "not connected") : new Fatal("not_supported", `presence() needs the WebSocket, not ${sub.transport}`));
   if (!order.length) setTimeout(() => finish({ reason: "error", error: { code: "no_transport", message: "no usable transport" } }));
   else setTimeout(connect);
   return sub;
