@@ -1,5 +1,5 @@
 /*
- * test_presence.c - occupancy and presence through the real binary: join, leave and occupancy
+ * test_presence_api.c - occupancy and presence through the real binary: join, leave and occupancy
  * notices, exact, on SSE, WebSocket and long-poll; a member with two connections listed once;
  * the member bound (presence_max_members: counted, not listed); the member list on the
  * control port (GET /v1/topics/{t}/presence, paged) and in-band ({"op":"presence"}); the
