@@ -105,12 +105,16 @@ bool lg_presence_join(struct lg_presence *p, const char *id, size_t len)
         return false;
     struct member **mp = find_slot(p, id, len);
     struct member *m = *mp;
-    if (m) {
+    if (m && (m->conns > 0 || p->listed < p->max_members)) {
         if (m->conns++ == 0) {
             p->listed++;
             m->gone_once = false;
         }
         return true;
+    }
+    if (m) { /* gone, its leave not reported yet, and no room: it stays gone */
+        p->unlisted++;
+        return false;
     }
     if (p->listed >= p->max_members || p->entries >= 2 * p->max_members ||
         !(m = calloc(1, sizeof *m + len + 1))) {

@@ -124,6 +124,12 @@ START_TEST(test_presence_bound_and_listing)
     ck_assert_uint_eq(l.unlisted, 0);
     lg_presence_list_release(&l);
     EXPECT_TICK(3, "join \"topic\":\"room/1\",\"members\":[\"bea\",\"cat\",\"dan\"]}");
+    leave("dan");
+    ck_assert(join("eve"));
+    ck_assert(!join("dan")); /* back before his leave was reported, but eve took his place */
+    EXPECT_TICK(3, "join \"topic\":\"room/1\",\"members\":[\"eve\"]}");
+    EXPECT_TICK(3, "leave \"topic\":\"room/1\",\"members\":[\"dan\"]}");
+    lg_presence_leave_unlisted(p);
 }
 END_TEST
 
