@@ -54,6 +54,8 @@ struct lg_topic_rule {
     struct lg_start start;            /* "start": "now" | "latest", or "rewind": N */
     struct lg_presence_rule presence; /* "presence", "presence_max_members",
                                          "occupancy_events" */
+    bool client_publish;              /* "client_publish": whoever may subscribe to a matching
+                                         topic may also publish to it from a WebSocket */
 };
 
 /* ---- Lookups (any thread) ---------------------------------------------------------------- */
@@ -72,6 +74,9 @@ struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, cons
 struct lg_start lg_config_start_for(const struct lg_config *cfg, const char *topic);
 /* The first matching rule's presence settings (max_members always set), or none. */
 struct lg_presence_rule lg_config_presence_for(const struct lg_config *cfg, const char *topic);
+
+/* Whether the first matching rule sets "client_publish": true (no matching rule: false). */
+bool lg_config_client_publish_for(const struct lg_config *cfg, const char *topic);
 
 /* ---- Building (config.c, main thread) ---------------------------------------------------- */
 

@@ -87,7 +87,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
     if (pthread_mutex_init(&hub->presence_lock, NULL) != 0)
         abort(); /* a mutex with default attributes does not fail to initialise */
     for (uint32_t w = 0; w < workers; w++)
-        if (lg_mailbox_init(&hub->links[w].calls) != 0)
+        if (lg_mailbox_init(&hub->links[w].calls) != 0 ||
+            lg_client_publish_queue_init(&hub->links[w].published) != 0)
             abort(); /* a mutex with default attributes does not fail to initialise */
     return hub;
 err:
@@ -122,6 +123,8 @@ void lg_hub_destroy(struct lg_hub *hub)
         next = t->next_in_bucket;
         destroy_topic(t);
     }
+    for (uint32_t w = 0; w < hub->workers; w++)
+        lg_client_publish_queue_release(&hub->links[w].published);
     pthread_rwlock_destroy(&hub->registry_lock);
     pthread_mutex_destroy(&hub->presence_lock);
     if (hub->local != hub->store)
@@ -261,6 +264,14 @@ void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules)
     pthread_rwlock_wrlock(&hub->registry_lock);
     hub->rules = rules;
     pthread_rwlock_unlock(&hub->registry_lock);
+}
+
+bool lg_hub_client_publish_open(struct lg_hub *hub, const char *topic)
+{
+    pthread_rwlock_rdlock(&hub->registry_lock);
+    bool open = lg_config_client_publish_for(hub->rules, topic);
+    pthread_rwlock_unlock(&hub->registry_lock);
+    return open;
 }
 
 void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t)

@@ -158,6 +158,7 @@ static const struct lg_setting_case lg_settings[] = {
     {LG_SETTING(limits.control_max_connections), 512, 512},
     {LG_SETTING(socket_send_buffer_bytes), 131072, 0},
     {LG_SETTING(write_batch_bytes), 65536, 4096},
+    {LG_SETTING(control_busy_poll_us), 50, 50},
     {LG_SETTING(drain_timeout_ms), 5000, 0},
 };
 
@@ -454,7 +455,7 @@ struct lg_error_case {
 #define LG_TOP_KEYS                                                                                \
     "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, "               \
     "client_queue, topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, "          \
-    "write_batch_bytes, drain_timeout_ms, drain_window_ms, redis, auth, allowed_origins, metrics"
+    "write_batch_bytes, control_busy_poll_us, drain_timeout_ms, drain_window_ms, redis, auth, allowed_origins, metrics"
 #define LG_PATTERN_CHARS                                                                           \
     "(patterns use A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)"
 
@@ -559,7 +560,10 @@ static const struct lg_error_case lg_error_cases[] = {
       "topic_rules[0].match: a pattern of 0 bytes is out of range (allowed 1..128 bytes)" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"priority\": 1}]}",
       "topic_rules[0].priority: unknown key; allowed keys in topic_rules[0]: match, on_slow, "
-      "history, start, rewind, presence, presence_max_members, occupancy_events" },
+      "history, start, rewind, client_publish, presence, presence_max_members, "
+      "occupancy_events" },
+    { "{\"topic_rules\": [{\"match\": \"a\", \"client_publish\": 1}]}",
+      "topic_rules[0].client_publish: expected true or false, got integer" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"presence\": 1}]}",
       "topic_rules[0].presence: expected true or false, got integer" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"presence_max_members\": 0}]}",
