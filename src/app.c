@@ -379,6 +379,7 @@ static void serve_until_signal(struct lg_app *app, const sigset_t *signals)
         if (next_tick <= lg_mono_ms())
             next_tick = lg_mono_ms() + 1000; /* the tick fell behind (a stopped process) */
         lg_sys_stats_tick(&app->sys_stats, app->hub);
+        lg_hub_presence_report(app->hub); /* at most one presence batch per topic a tick */
         lg_control_sweep(app->control);
         size_t collected = lg_hub_expire(app->hub);
         if (collected)

@@ -33,6 +33,12 @@
 // client keeps the last event message of each topic (one string per topic) and rebuilds the
 // full message from it, so onEvent never sees a delta. A delta that does not apply (no base,
 // a broken delta) drops the connection; the reconnect from the cursor gets the next whole.
+//
+// Presence: join, leave and occupancy notices (topics a topic rule marks) go to onJoin,
+// onLeave and onOccupancy; a `resync` (this client missed a batch) to onResync, after which
+// presence(topic) gives the list again. presence(topic) asks over the WebSocket
+// ({"op":"presence"}, one answer per page, in order); on SSE and long-poll it is refused
+// (code "not_supported"): the member list is on the control port, for backends.
 
 const MAX_LINE_BUFFER = 1 << 20;
 const FATAL_HTTP = [400, 401, 403, 404];
@@ -45,6 +51,8 @@ class Fatal extends Error {
   constructor(code, message) { super(message); this.code = code; }
 }
 const EXPIRED = "token_expired";
+const PRESENCE = ["join", "leave", "occupancy", "resync"];
+const ON_PRESENCE = ["onJoin", "onLeave", "onOccupancy", "onResync"];
 // The claims of a JWT are read only for its exp, to refresh it in time: the gateway verifies it.
 function tokenExpMs(token) {
   try {
@@ -123,11 +131,22 @@ function shared(topics, opts) {
     learn(c);
     call(k, a);
   }
-  // A tab that asks is told the leader's state and cursor.
-  ch.onmessage = ({ data }) => {
-    if (data.k !== "hello") take(data);
+  // A tab that asks is told the leader's state and cursor; one that asks who is here
+  // ({k: "who", q: its number, t: topic}), the leader's answer ({k: "here", q, r | e}).
+  const asked = new Map();
+  ch.onmessage = ({ data: d }) => {
+    const p = asked.get(d.q);
+    if (d.k === "who") inner && inner.presence(d.t).then((r) => ch.postMessage({ k: "here", q: d.q, r }),
+      (e) => ch.postMessage({ k: "here", q: d.q, e: [e.code, e.message] }));
+    else if (d.k === "here") p && (asked.delete(d.q), d.e ? p[1](new Fatal(...d.e)) : p[0](d.r));
+    else if (d.k !== "hello") take(d);
     else if (inner) ch.postMessage({ k: "onState", a: { state: sub.state, transport: sub.transport, attempt: 0, error: sub.error }, c: inner.cursor() });
   };
+  sub.presence = (t) => inner ? inner.presence(t) : new Promise((...p) => {
+    const q = Math.random();
+    asked.set(q, p);
+    ch.postMessage({ k: "who", q, t });
+  });
   ch.postMessage({ k: "hello" });
   // The lock is held until this tab closes the subscription, or the tab goes.
   navigator.locks.request(name, { signal: quit.signal }, () => new Promise((done) => {
@@ -137,7 +156,7 @@ function shared(topics, opts) {
     // Posted before taken: taking an onEnd may close the channel.
     const relay = (k) => (a) => { const m = { k, a, c: inner.cursor() }; if (!stopped) ch.postMessage(m); take(m); };
     inner = own(topics, Object.assign({}, opts, { since: cursorOf(pos) || undefined,
-      onEvent: relay("onEvent"), onGap: relay("onGap"), onReset: relay("onReset"), onState: relay("onState"), onEnd: relay("onEnd") }));
+      ...Object.fromEntries(["onEvent", "onGap", "onReset", "onState", "onEnd", ...ON_PRESENCE].map((k) => [k, relay(k)])) }));
   })).catch(() => {});
   function stop() {
     stopped = true;
@@ -169,6 +188,7 @@ function own(topics, opts) {
   const start = opts.since === "latest" ? { since: "latest" } : opts.rewind != null ? { rewind: opts.rewind } : {};
 
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
+  let askPresence = null;  // set while a WebSocket is open
   const sub = { state: "connecting", transport: order[0], error: null };
   // Publishing (WebSocket only): the open socket, and ref -> [resolve, reject] of each publish
   // awaiting its answer.
@@ -209,8 +229,16 @@ function own(topics, opts) {
     for (const e of parseCursor(text)) if (!cursor.has(e.topic) && topics.includes(e.topic)) cursor.set(e.topic, e);
   }
 
+  // A presence notice: no id, the cursor does not move (docs/protocol.md, "Presence").
+  // onJoin/onLeave({topic, members}), onOccupancy({topic, subscribers}), onResync({topic}).
+  function presenceNotice({ type, v, ...a }, transport) {
+    call(ON_PRESENCE[PRESENCE.indexOf(type)], Object.assign(a, { transport }));
+    return true;
+  }
+
   // One delivered item in the envelope of docs/protocol.md; false when it was a duplicate.
   function deliver(item, transport) {
+    if (PRESENCE.includes(item.type)) return presenceNotice(item, transport);
     const pos = parseEntry(item.id || "");
     if (!pos) return false;
     const had = cursor.get(pos.topic);
@@ -281,6 +309,20 @@ function own(topics, opts) {
     let isOpen = false, fatal = null, refreshTimer = null, refreshing = false;
     const ws = new WS(url("ws", "since", { delta: "fossil" }), "livegate.v1");
     const bases = new Map();  // topic: the last event message on this connection, for its delta
+    // Presence questions, answered in order: [topic, members so far, resolve, reject].
+    const asked = [], ask = (topic, after) => ws.send(JSON.stringify({ op: "presence", topic, after }));
+    const unasked = (m) => { askPresence = null; for (const q of asked.splice(0)) q[3](new Fatal("not_connected", m)); };
+    askPresence = (topic) => new Promise((...p) => {
+      if (!isOpen) throw new Fatal("not_connected", "not connected");
+      asked.push([topic, [], ...p]);
+      ask(topic);
+    });
+    const answered = (msg) => {
+      const q = asked[0];
+      q[1].push(...msg.members);
+      if (msg.next) return ask(q[0], msg.next);  // the next page, before any later question's
+      asked.shift()[2]({ topic: q[0], members: q[1], unlisted: msg.unlisted });
+    };
     // Before exp (a third of its remaining life, at most 10 s, ahead), send a fresh token.
     const planRefresh = () => {
       clearTimeout(refreshTimer);
@@ -321,6 +363,11 @@ function own(topics, opts) {
           ws.close(1000);
         } else planRefresh();
       }
+      else if (msg.type === "presence" && asked.length) answered(msg);
+      // Past the subscribe only refreshes (token_ codes), publishes (above) and presence
+      // questions are answered.
+      else if (msg.type === "error" && asked.length && !(refreshing && /^token_/.test(msg.code)))
+        asked.shift()[3](new Fatal(msg.code, msg.message));
       // A refused refresh changes nothing: at exp the 4003 renews the token.
       else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;
       else if (msg.type === "error") {
@@ -332,6 +379,7 @@ function own(topics, opts) {
     };
     ws.onclose = (e) => {
       clearTimeout(refreshTimer);
+      unasked("connection closed");
       dropPending();
       if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
       if (e.code === 1008 && !fatal)
@@ -339,7 +387,7 @@ function own(topics, opts) {
                           e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
-    return () => { clearTimeout(refreshTimer); dropPending(); ws.onclose = ws.onmessage = null; ws.close(1000); };
+    return () => { clearTimeout(refreshTimer); unasked("closed"); dropPending(); ws.onclose = ws.onmessage = null; ws.close(1000); };
   }
 
   // The socket went: what awaits an answer may or may not have been published.
@@ -428,7 +476,9 @@ function own(topics, opts) {
   // An SSE event's id is the whole stream's cursor: the entry that moved names its topic.
   function sseBlock(b) {
     const data = b.data.join("\n");
-    if (b.event === "gap" || b.event === "reset" || b.event === "end") {
+    if (PRESENCE.includes(b.event)) {
+      deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
+    } else if (b.event === "gap" || b.event === "reset" || b.event === "end") {
       deliver(Object.assign({ type: b.event }, JSON.parse(data)), "sse");
     } else if (b.event === "error" || b.event === "refused") {
       // refused: {status, error, message, retry_ms}: full or draining, retried after retry_ms
@@ -472,6 +522,9 @@ function own(topics, opts) {
   }
 
   sub.close = () => { if (!stopped) finish({ reason: "closed" }); };
+  // Who listens to topic: {topic, members, unlisted}, every page asked for in turn.
+  sub.presence = (topic) => askPresence ? askPresence(topic) : Promise.reject(sub.transport === "websocket"
+    ? new Fatal("not_connected", "not connected") : new Fatal("not_supported", `presence() needs the WebSocket, not ${sub.transport}`));
   if (!order.length) setTimeout(() => finish({ reason: "error", error: { code: "no_transport", message: "no usable transport" } }));
   else setTimeout(connect);
   return sub;

@@ -112,6 +112,38 @@ static int parse_rule_start(struct lg_topic_rule *rule, const char *key, const j
     return 0;
 }
 
+/* "presence" and "occupancy_events" (booleans), "presence_max_members" (a count). */
+static int parse_rule_presence(struct lg_presence_rule *p, const char *key, const json_t *v,
+                               const char *path, char *err)
+{
+    if (strcmp(key, "presence_max_members") == 0) {
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > LG_PRESENCE_MAX_MEMBERS_MAX) {
+            lg_config__errf(err, "%s: expected a whole number of members in 1..%d", path,
+                            LG_PRESENCE_MAX_MEMBERS_MAX);
+            return -1;
+        }
+        p->max_members = (uint32_t)json_integer_value(v);
+        p->has_max_members = true;
+        return 0;
+    }
+    if (!json_is_boolean(v)) {
+        lg_config__errf(err, "%s: expected true or false, got %s", path, lg_config__json_type(v));
+        return -1;
+    }
+    if (strcmp(key, "presence") == 0)
+        p->members = json_is_true(v);
+    else
+        p->occupancy_events = json_is_true(v);
+    return 0;
+}
+
+static bool is_presence_key(const char *key)
+{
+    return strcmp(key, "presence") == 0 || strcmp(key, "presence_max_members") == 0 ||
+           strcmp(key, "occupancy_events") == 0;
+}
+
 static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t index, char *err)
 {
     char rule_path[64], path[LG_PATH_MAX];
@@ -184,10 +216,14 @@ static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t inde
                 rule->client_publish = json_is_true(v);
             }
             continue;
+        } else if (is_presence_key(key)) {
+            if (parse_rule_presence(&rule->presence, key, v, path, err) != 0)
+                return -1;
+            continue;
         }
         return lg_config__unknown_key(err, path, rule_path,
                                       "match, on_slow, history, start, rewind, client_publish, "
-                                      "document");
+                                      "document, presence, presence_max_members, occupancy_events");
     }
     if (rule->match == NULL) {
         lg_config__errf(err, "%s: \"match\" is required (a topic pattern such as \"prices/*\")",
@@ -291,6 +327,13 @@ json_t *lg_topic_rules_json(const struct lg_topic_rule *rules, size_t count)
             rc |= json_object_set_new(obj, "client_publish", json_true());
         if (r->has_document)
             rc |= json_object_set_new(obj, "document", json_boolean(r->document));
+        if (r->presence.members)
+            rc |= json_object_set_new(obj, "presence", json_true());
+        if (r->presence.has_max_members)
+            rc |= json_object_set_new(obj, "presence_max_members",
+                                      json_integer(r->presence.max_members));
+        if (r->presence.occupancy_events)
+            rc |= json_object_set_new(obj, "occupancy_events", json_true());
         if (rc != 0) {
             json_decref(arr);
             return NULL;
@@ -343,4 +386,14 @@ bool lg_config_document_for(const struct lg_config *cfg, const char *topic)
     const struct lg_topic_rule *r = lg_topic_rules_first_match(cfg->topic_rules,
                                                                cfg->topic_rule_count, topic);
     return r != NULL && r->has_document && r->document;
+}
+
+struct lg_presence_rule lg_config_presence_for(const struct lg_config *cfg, const char *topic)
+{
+    const struct lg_topic_rule *r = lg_topic_rules_first_match(cfg->topic_rules,
+                                                               cfg->topic_rule_count, topic);
+    struct lg_presence_rule p = r != NULL ? r->presence : (struct lg_presence_rule){0};
+    if (!p.has_max_members)
+        p.max_members = LG_PRESENCE_MAX_MEMBERS_DEFAULT;
+    return p;
 }

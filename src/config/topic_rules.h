@@ -2,7 +2,8 @@
  * topic_rules.h - per-topic overrides of on_slow, history and the start of a subscription
  * without a cursor ("topic_rules" in the config), the mark of a document topic (its events
  * are versions of one document: WebSocket clients may get deltas), and the lookup that gives
- * a new topic its policy, bounds, start and mark. The patterns are topic_glob.h's.
+ * a new topic its policy, bounds, start, mark and presence (presence.h in core). The patterns
+ * are topic_glob.h's.
  *
  * Owns:    the rules array and each rule's match string (malloc'd). struct lg_config holds
  *          them (topic_rules, topic_rule_count).
@@ -22,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "policy.h"
 
@@ -30,6 +32,16 @@ struct json_t;    /* jansson's json_t */
 
 /* The most topic rules a file may hold: every new topic scans them once, in order. */
 #define LG_TOPIC_RULES_MAX 1024
+
+/* What a topic keeps of who listens (core/presence.h): nothing unless a rule asks. */
+#define LG_PRESENCE_MAX_MEMBERS_MAX 100000
+#define LG_PRESENCE_MAX_MEMBERS_DEFAULT 1000
+struct lg_presence_rule {
+    bool members;              /* "presence": list members, send join and leave notices */
+    bool occupancy_events;     /* "occupancy_events": send occupancy notices */
+    bool has_max_members;      /* "presence_max_members" was given */
+    uint32_t max_members;      /* members listed at most (1..LG_PRESENCE_MAX_MEMBERS_MAX) */
+};
 
 /* One entry of "topic_rules": the first rule whose glob matches a topic name wins. */
 struct lg_topic_rule {
@@ -42,6 +54,8 @@ struct lg_topic_rule {
     unsigned history_given;           /* LG_HISTORY_GIVEN_* bits: fields the rule set itself */
     bool has_start;
     struct lg_start start;            /* "start": "now" | "latest", or "rewind": N */
+    struct lg_presence_rule presence; /* "presence", "presence_max_members",
+                                         "occupancy_events" */
     bool client_publish;              /* "client_publish": whoever may subscribe to a matching
                                          topic may also publish to it from a WebSocket */
     bool has_document;
@@ -64,6 +78,9 @@ struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, cons
 struct lg_start lg_config_start_for(const struct lg_config *cfg, const char *topic);
 /* Whether the topic is a document topic: the first matching rule's "document", or false. */
 bool lg_config_document_for(const struct lg_config *cfg, const char *topic);
+
+/* The first matching rule's presence settings (max_members always set), or none. */
+struct lg_presence_rule lg_config_presence_for(const struct lg_config *cfg, const char *topic);
 
 /* Whether the first matching rule sets "client_publish": true (no matching rule: false). */
 bool lg_config_client_publish_for(const struct lg_config *cfg, const char *topic);

@@ -81,6 +81,8 @@ static const struct lg_ctl_route routes[] = {
      .handle = lg_ctl_handle_topics},
     {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "/events", .method = "GET",
      .allow = "GET, HEAD, POST", .handle = lg_ctl_handle_topic_history},
+    {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "/presence", .method = "GET",
+     .allow = "GET, HEAD", .handle = lg_ctl_handle_topic_presence},
     {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "", .method = "GET",
      .allow = "GET, HEAD, DELETE", .handle = lg_ctl_handle_topic_get},
     {.access = LG_CTL_ADMIN, .prefix = "/v1/topics/", .suffix = "", .method = "DELETE",
@@ -120,9 +122,10 @@ static bool route_matches(const struct lg_ctl_route *rt, const char *url)
     if (rt->suffix == NULL)
         return strcmp(url, rt->prefix) == 0;
     size_t suf = strlen(rt->suffix);
-    /* A path ending in "/events" is the publish route's: the admin routes on /v1/topics/{topic}
-     * reach such a topic with its slash encoded (%2Fevents). */
-    if (suf == 0 && (len == pre || (len >= 7 && strcmp(url + len - 7, "/events") == 0)))
+    /* A path ending in "/events" or "/presence" is those routes': the admin routes on
+     * /v1/topics/{topic} reach such a topic with its slash encoded (%2Fevents). */
+    if (suf == 0 && (len == pre || (len >= 7 && strcmp(url + len - 7, "/events") == 0) ||
+                     (len >= 9 && strcmp(url + len - 9, "/presence") == 0)))
         return false;
     return len >= pre + suf && strncmp(url, rt->prefix, pre) == 0 &&
            strcmp(url + len - suf, rt->suffix) == 0;
@@ -259,6 +262,7 @@ static int begin_request(struct lg_control *c, struct MHD_Connection *conn, cons
              "no such path \"%.100s\"; the control port serves POST and GET "
              "/v1/topics/{topic}/events, "
              "POST /v1/publish, GET /v1/stats, GET /metrics, GET /v1/topics[/{topic}], "
+             "GET /v1/topics/{topic}/presence, "
              "DELETE /v1/topics/{topic}, GET /v1/clients, DELETE /v1/clients/{id}, "
              "GET /healthz and GET /readyz", url);
         return lg_ctl_reply_error(conn, &e, NULL);

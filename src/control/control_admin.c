@@ -29,6 +29,8 @@
 #include "http_request.h"
 #include "hub.h"
 #include "hub_admin.h"
+#include "presence.h"
+#include "auth.h"
 #include "publish_pacer.h"
 #include "render.h"
 #include "topic_name.h"
@@ -170,6 +172,57 @@ int lg_ctl_handle_topic_get(struct lg_control *c, struct MHD_Connection *conn, c
     if (lg_hub_topic_info(c->hub, name, strlen(name), &info) != 0)
         return no_topic(conn, name);
     return lg_ctl_reply_json(conn, 200, topic_json(&info));
+}
+
+/* ---- Presence --------------------------------------------------------------------------------- */
+
+/* {"topic":T,"members":[ids after `after`, sorted],"next":last id|null,"total":N,
+ * "unlisted":U}: a page of who listens to a presence topic. */
+static json_t *presence_page(const char *topic, const struct lg_presence_list *l,
+                             const char *after, uint32_t limit)
+{
+    size_t from = lg_presence_list_after(l, after[0] ? after : NULL), n = 0;
+    json_t *members = json_array();
+    for (size_t i = from; i < l->count && n < limit; i++, n++)
+        json_array_append_new(members, json_string(l->ids[i]));
+    bool more = from + n < l->count;
+    return json_pack("{s:s,s:o,s:o,s:I,s:I}", "topic", topic, "members", members, "next",
+                     more ? json_string(l->ids[from + n - 1]) : json_null(), "total",
+                     (json_int_t)l->count, "unlisted", (json_int_t)l->unlisted);
+}
+
+int lg_ctl_handle_topic_presence(struct lg_control *c, struct MHD_Connection *conn,
+                                 const char *url, struct lg_ctl_request *r)
+{
+    (void)r;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    char name[LG_TOPIC_NAME_MAX * 3 + 1], after[LG_GRANT_SUB_MAX + 1];
+    uint32_t limit;
+    if (path_name(url, "/v1/topics/", name, sizeof name, &e) != 0 ||
+        query_text(conn, "after", after, sizeof after, &e) != 0 ||
+        query_limit(conn, &limit, &e) != 0)
+        return lg_ctl_reply_error(conn, &e, NULL);
+    name[strlen(name) - strlen("/presence")] = '\0';
+    struct lg_topic *t = lg_hub_find_topic(c->hub, name, strlen(name));
+    if (!t)
+        return no_topic(conn, name);
+    struct lg_presence_list list;
+    bool on = lg_hub_presence_on(t);
+    int rc = on ? lg_hub_presence_copy(c->hub, t, &list) : 0;
+    lg_hub_topic_done(c->hub, t);
+    if (!on) {
+        lg_ctl_fail(&e, 404, "no_presence", "topic \"%.128s\" keeps no presence (no topic_rules "
+                    "entry with \"presence\": true matches it)", name);
+        return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    if (rc != 0) {
+        lg_ctl_fail(&e, 503, "unavailable", "out of memory listing members; retry");
+        return lg_ctl_reply_error(conn, &e, NULL);
+    }
+    lg_presence_list_sort(&list);
+    json_t *page = presence_page(name, &list, after, limit);
+    lg_presence_list_release(&list);
+    return lg_ctl_reply_json(conn, 200, page);
 }
 
 /* ---- History ---------------------------------------------------------------------------------- */

@@ -172,6 +172,7 @@ lg_ctl_handler lg_ctl_handle_stats;
 lg_ctl_handler lg_ctl_handle_metrics;       /* metrics.c */
 lg_ctl_handler lg_ctl_handle_topics;        /* control_admin.c */
 lg_ctl_handler lg_ctl_handle_topic_get;
+lg_ctl_handler lg_ctl_handle_topic_presence;
 lg_ctl_handler lg_ctl_handle_topic_history;
 lg_ctl_handler lg_ctl_handle_topic_delete;
 lg_ctl_handler lg_ctl_handle_clients;

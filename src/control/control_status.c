@@ -62,6 +62,18 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
     if (body)
         json_object_set_new(body, "deltas_delivered",
                             json_integer((json_int_t)LG_STAT_GET(deltas_delivered)));
+    if (body) {
+        json_object_set_new(body, "presence_batches",
+                            json_integer((json_int_t)LG_STAT_GET(presence_batches)));
+        json_object_set_new(body, "presence_batches_lost",
+                            json_integer((json_int_t)LG_STAT_GET(presence_batches_lost)));
+        json_object_set_new(body, "presence_notices_sent",
+                            json_integer((json_int_t)LG_STAT_GET(presence_notices_sent)));
+        json_object_set_new(body, "presence_resyncs_sent",
+                            json_integer((json_int_t)LG_STAT_GET(presence_resyncs_sent)));
+        json_object_set_new(body, "presence_unlisted",
+                            json_integer((json_int_t)LG_STAT_GET(presence_unlisted)));
+    }
     if (body && lg_hub_remote(c->hub)) {
         json_object_set_new(body, "publishes_refused_store",
                             json_integer((json_int_t)LG_STAT_GET(publishes_refused_store)));

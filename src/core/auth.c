@@ -441,6 +441,16 @@ static void copy_patterns(const json_t *list, const char **dst, size_t *count, c
     }
 }
 
+/* The length of the "sub" claim a grant keeps: 0 (none) unless it is a string that can name a
+ * presence member (1..LG_GRANT_SUB_MAX bytes, no NUL). */
+static size_t subject_kept(const json_t *subject)
+{
+    if (!json_is_string(subject))
+        return 0;
+    size_t len = json_string_length(subject);
+    return len <= LG_GRANT_SUB_MAX && strlen(json_string_value(subject)) == len ? len : 0;
+}
+
 /* The grant of claims, or why not. */
 static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *claims,
                                     int64_t now_s, struct lg_grant **out)
@@ -461,6 +471,10 @@ static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *c
         return LG_AUTH_NOT_YET_VALID;
     if (now_s >= exp + a->leeway_s)
         return LG_AUTH_EXPIRED;
+    const json_t *subject = json_object_get(claims, "sub");
+    size_t subject_len = subject_kept(subject);
+    if (subject_len)
+        bytes += subject_len + 1;
     struct lg_grant *g = malloc(sizeof *g + bytes);
     if (!g)
         return LG_AUTH_MALFORMED; /* out of memory: refused, never allowed */
@@ -473,6 +487,10 @@ static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *c
         copy_patterns(sub, g->subscribe, &g->subscribe_count, &text);
     if (pub)
         copy_patterns(pub, g->publish, &g->publish_count, &text);
+    if (subject_len) {
+        memcpy(text, json_string_value(subject), subject_len + 1);
+        g->sub = text;
+    }
     *out = g;
     return LG_AUTH_OK;
 }

@@ -51,6 +51,7 @@ struct lg_config;
 
 #define LG_AUTH_TOKEN_MAX 4096
 #define LG_GRANT_PATTERNS_MAX 64
+#define LG_GRANT_SUB_MAX 128 /* a longer "sub" claim is not kept: the client is anonymous */
 #define LG_AUTH_KEYS_MAX 64 /* keys of auth.jwks_file */
 /* exp and nbf are clamped to +-this (9999-12-31T23:59:59Z): a later exp means "never expires"
  * and the times derived from it (plus auth.leeway_s, in milliseconds) stay in int64_t. */
@@ -76,6 +77,8 @@ struct lg_grant {
     size_t subscribe_count, publish_count;
     const char **subscribe;        /* globs, inside this block */
     const char **publish;
+    const char *sub;               /* the token's "sub" claim (1..LG_GRANT_SUB_MAX bytes, no
+                                      NUL), inside this block; NULL when absent or longer */
 };
 
 struct lg_auth;

@@ -57,6 +57,13 @@ uint32_t lg_hub_hash_name(const char *s, size_t len)
     return h;
 }
 
+/* A topic and what the hub gave it beside its stream. */
+static void destroy_topic(struct lg_topic *t)
+{
+    lg_presence_destroy(t->presence);
+    lg_topic_destroy(t);
+}
+
 struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
 {
     struct lg_hub *hub = calloc(1, sizeof *hub);
@@ -78,6 +85,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
     if (!hub->store || !hub->local || !hub->buckets || !hub->links ||
         pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
+    if (pthread_mutex_init(&hub->presence_lock, NULL) != 0)
+        abort(); /* a mutex with default attributes does not fail to initialise */
     for (uint32_t w = 0; w < workers; w++)
         if (lg_mailbox_init(&hub->links[w].calls) != 0 ||
             lg_client_publish_queue_init(&hub->links[w].published) != 0)
@@ -99,24 +108,26 @@ void lg_hub_destroy(struct lg_hub *hub)
     if (!hub)
         return;
     lg_hub_stop_store(hub); /* no tail delivery while topics go */
+    /* Calls a stopped worker never took hold topic references: dropped while topics exist. */
+    for (uint32_t w = 0; w < hub->workers; w++)
+        lg_mailbox_release(&hub->links[w].calls, w);
     for (size_t b = 0; b <= hub->bucket_mask; b++) {
         struct lg_topic *t = hub->buckets[b];
         while (t) {
             struct lg_topic *next = t->next_in_bucket;
-            lg_topic_destroy(t);
+            destroy_topic(t);
             LG_STAT_SUB(topics, 1);
             t = next;
         }
     }
     for (struct lg_topic *t = hub->graveyard, *next; t; t = next) {
         next = t->next_in_bucket;
-        lg_topic_destroy(t);
+        destroy_topic(t);
     }
-    for (uint32_t w = 0; w < hub->workers; w++) {
-        lg_mailbox_release(&hub->links[w].calls, w); /* calls a stopped worker never took */
+    for (uint32_t w = 0; w < hub->workers; w++)
         lg_client_publish_queue_release(&hub->links[w].published);
-    }
     pthread_rwlock_destroy(&hub->registry_lock);
+    pthread_mutex_destroy(&hub->presence_lock);
     if (hub->local != hub->store)
         hub->local->ops->destroy(hub->local);
     hub->store->ops->destroy(hub->store); /* after every topic closed its stream */
@@ -227,6 +238,10 @@ enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len
             t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->rules, copy), stream,
                                          hub->workers)
                        : NULL;
+            if (t && lg_hub__give_presence(hub, t, copy) != 0) {
+                destroy_topic(t);
+                t = NULL;
+            }
             if (t) {
                 t->start = lg_config_start_for(hub->rules, copy);
                 if (store->ops->bind)
@@ -554,24 +569,26 @@ uint64_t lg_hub_backlog(const struct lg_hub *hub)
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
 /* One more subscription of t on worker w; the first makes the store follow t. t->lock held. */
-static void add_listener(struct lg_topic *t, uint32_t w)
+static void add_listener(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
 {
     t->slots[w].subscribers++;
     if (t->listeners++ == 0)
         lg_stream_listen(t->stream, true);
+    if (t->presence)
+        lg_hub__presence_changed(hub, t);
 }
 
 /* A subscription that waits for t's remote stream to load or catch up: its replay is
  * computed on the topic's next event. One that does not stay (a poll that only reads) still
  * makes the store follow the topic a while, so that event comes. t->lock held. */
-static void wait_for_stream(struct lg_topic *t, uint32_t w, const struct lg_cursor_entry *since,
+static void wait_for_stream(struct lg_hub *hub, struct lg_topic *t, uint32_t w, const struct lg_cursor_entry *since,
                             bool listen, struct lg_replay *out)
 {
     out->pending = true;
     out->epoch = since ? since->epoch : 0;
     out->position = since ? since->seq : 0;
     if (listen) {
-        add_listener(t, w);
+        add_listener(hub, t, w);
     } else if (t->listeners == 0) {
         lg_stream_listen(t->stream, true);
         lg_stream_listen(t->stream, false);
@@ -582,7 +599,6 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
                                     const struct lg_cursor_entry *since, size_t max_events,
                                     uint64_t max_bytes, bool listen, struct lg_replay *out)
 {
-    (void)hub;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&t->lock);
     if (atomic_load_explicit(&t->deleted, memory_order_relaxed)) {
@@ -592,7 +608,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
     }
     if (!lg_stream_ready(t->stream)) {
         /* A remote stream not loaded: the subscription waits for its first event */
-        wait_for_stream(t, w, since, listen, out);
+        wait_for_stream(hub, t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
         return LG_HUB_OK;
     }
@@ -605,7 +621,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
     } else if (since && since->seq > newest && t->stream->store->ops->remote) {
         /* This node's copy trails Redis by what is in flight: wait for it to catch up */
         lg_stream_refresh(t->stream);
-        wait_for_stream(t, w, since, listen, out);
+        wait_for_stream(hub, t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
         return LG_HUB_OK;
     } else if (since && since->seq > newest) {
@@ -632,7 +648,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
             out->position = out->gap_to ? out->gap_to : since->seq;
     }
     if (listen)
-        add_listener(t, w);
+        add_listener(hub, t, w);
     pthread_mutex_unlock(&t->lock);
     return LG_HUB_OK;
 }
@@ -665,7 +681,6 @@ void lg_replay_release(struct lg_replay *r)
 
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
 {
-    (void)hub;
     pthread_mutex_lock(&t->lock);
     if (t->slots[w].subscribers > 0) {
         t->slots[w].subscribers--;
@@ -673,6 +688,8 @@ void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
             lg_stream_listen(t->stream, false);
             t->unwanted_since_ns = lg_mono_ns();
         }
+        if (t->presence)
+            lg_hub__presence_changed(hub, t);
     }
     pthread_mutex_unlock(&t->lock);
 }
@@ -715,7 +732,7 @@ static size_t collect_idle(struct lg_hub *hub, bool idle, size_t from, size_t to
                 continue;
             }
             *pp = t->next_in_bucket;
-            lg_topic_destroy(t);
+            destroy_topic(t);
             hub->topic_count--;
             collected++;
         }
@@ -727,7 +744,7 @@ static size_t collect_idle(struct lg_hub *hub, bool idle, size_t from, size_t to
             continue;
         }
         *pp = t->next_in_bucket;
-        lg_topic_destroy(t); /* deleted and let go by every subscriber and inbox */
+        destroy_topic(t); /* deleted and let go by every subscriber and inbox */
     }
     pthread_rwlock_unlock(&hub->registry_lock);
     LG_STAT_SUB(topics, (int64_t)collected);

@@ -31,6 +31,7 @@
 
 #include "config.h"
 #include "cursor.h"
+#include "presence.h"
 
 struct lg_client_publish;
 struct lg_hub;
@@ -237,6 +238,26 @@ uint32_t lg_hub_workers(const struct lg_hub *hub);
 uint64_t lg_hub_backlog(const struct lg_hub *hub);
 /* Occupancy of worker w's inbox. */
 uint64_t lg_hub_worker_backlog(const struct lg_hub *hub, uint32_t w);
+
+/* ---- Occupancy and presence (hub_presence.c, presence.h) ---- */
+
+/* t's listening subscriptions over every worker: its occupancy (any thread). */
+uint32_t lg_hub_subscribers(struct lg_hub *hub, struct lg_topic *t);
+/* Whether t lists its members (a "presence" rule; immutable). */
+bool lg_hub_presence_on(const struct lg_topic *t);
+/* A subscription of member id (len bytes) started listening to t (its worker's thread).
+ * Return value: true when it is listed; false when t lists no members or the member is beyond
+ * presence_max_members (counted, not listed). Pass it to lg_hub_presence_leave(). */
+bool lg_hub_presence_join(struct lg_hub *hub, struct lg_topic *t, const char *id, size_t len);
+/* That subscription stopped listening. */
+void lg_hub_presence_leave(struct lg_hub *hub, struct lg_topic *t, const char *id, size_t len,
+                           bool listed);
+/* Copy t's listed members (none when t lists none). Return value: 0, or -1 out of memory. */
+int lg_hub_presence_copy(struct lg_hub *hub, struct lg_topic *t, struct lg_presence_list *out);
+/* Hand each topic's presence and occupancy changes since the last call, coalesced into one
+ * batch, to the workers (worker_call.h). Called once a tick by one thread (the main thread).
+ * Return value: batches posted. */
+size_t lg_hub_presence_report(struct lg_hub *hub);
 
 /* Evict history past its age bound and collect idle topics (see Frees above) in the next slice
  * of the table: at most 8,192 buckets and about 2,048 topics a call, so that every topic is

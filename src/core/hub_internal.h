@@ -1,8 +1,9 @@
 /*
- * hub_internal.h - the hub's state, shared by the three files that implement it: hub.c (the
+ * hub_internal.h - the hub's state, shared by the files that implement it: hub.c (the
  * registry, the in-memory publish path, subscribing, expiry), hub_admin.c (the admin API's
- * listing, deletion and worker calls) and hub_remote.c (the publish path and the fan-out of a
- * remote store, store_redis.h). No other file includes it.
+ * listing, deletion and worker calls), hub_presence.c (occupancy and presence, presence.h)
+ * and hub_remote.c (the publish path and the fan-out of a remote store, store_redis.h). No
+ * other file includes it.
  *
  * Owns/Frees/Threads/Bounds: as hub.h says. The graveyard holds deleted topics (unlinked from
  * the registry) until only its own reference is left; lg_hub_expire() then frees them.
@@ -51,6 +52,9 @@ struct lg_hub {
     size_t topic_count;             /* {registry_lock} */
     struct lg_topic *graveyard;     /* {registry_lock} deleted topics, via next_in_bucket */
     size_t sweep_next;              /* {the thread calling lg_hub_expire} next bucket to sweep */
+    pthread_mutex_t presence_lock;  /* the list below; taken after a topic's lock */
+    struct lg_topic *reporting;     /* {presence_lock} topics with presence changes to report,
+                                       each with a reference (hub_presence.c) */
 };
 
 uint32_t lg_hub_hash_name(const char *s, size_t len);
@@ -77,6 +81,12 @@ void lg_hub__wake_workers(struct lg_hub *hub, uint64_t mask);
 struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_publish_req *req);
 /* The validation every publish starts with. Return value: LG_PUBLISH_OK or the problem. */
 enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req);
+
+/* hub_presence.c: give t, made under the registry write lock, the presence state its rule
+ * asks for (name: t's name, NUL-terminated). Return value: 0, or -1 when out of memory. */
+int lg_hub__give_presence(struct lg_hub *hub, struct lg_topic *t, const char *name);
+/* t's subscriber count or members changed: list it for the next report. t->lock held. */
+void lg_hub__presence_changed(struct lg_hub *hub, struct lg_topic *t);
 
 /* hub_remote.c: the Redis store for cfg->redis, its tail delivering through hub. Return
  * value: the store, or NULL (logged why). */

@@ -27,8 +27,14 @@ struct lg_buf;
 struct lg_event;
 struct lg_subscriber;
 
-/* A gap or reset notice owed to a client, as the subscriber settled it (transport-neutral). */
+/* A gap, reset or end notice owed to a client, as the subscriber settled it, or a presence
+ * notice (kind set: it has no id, and its fields come ready made) (transport-neutral). */
 struct lg_notice {
+    const char *kind;        /* NULL, or a presence notice: "join", "leave", "occupancy" or
+                                "resync" (presence.h) */
+    const char *fields;      /* a presence notice's JSON members after "topic" (closing brace
+                                included); NULL for "resync", whose only member is the topic */
+    size_t fields_len;
     bool reset;              /* reset: the topic's epoch changed; else gap: events were lost */
     bool end;                /* end: the topic was deleted (admin API); the client is
                                 unsubscribed from it (reset is false) */
@@ -43,6 +49,8 @@ struct lg_notice {
  * "topic":"t","from":F,"to":T,"id":"..."} (or "epoch":"xxxxxxxx" for a reset), closing brace
  * included. Shared by every wire format (render.c). */
 void lg_notice_json_fields(struct lg_buf *out, const struct lg_notice *n);
+/* The notice's type: "gap", "reset", "end" or its presence kind. */
+const char *lg_notice_type(const struct lg_notice *n);
 
 struct lg_render_ops {
     const char *name;              /* in log lines: "SSE", "WebSocket", "long-poll" */

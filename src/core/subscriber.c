@@ -9,6 +9,7 @@
 #include "event.h"
 #include "hub.h"
 #include "log.h"
+#include "presence.h"
 #include "worker_stats.h"
 #include "stats.h"
 #include "subscribe_params.h"
@@ -63,6 +64,10 @@ static void unlink_listener(struct lg_subscription *sn, struct lg_hub *hub, uint
     sn->prev = sn->next = NULL;
     sn->listening = false;
     lg_hub_unsubscribe(hub, sn->topic, worker);
+    struct lg_subscriber *s = sn->owner;
+    if (s->member)
+        lg_hub_presence_leave(hub, sn->topic, s->member, s->member_len, sn->presence_listed);
+    sn->presence_listed = false;
 }
 
 /* ---- Slow-consumer policy --------------------------------------------------------------- */
@@ -394,8 +399,11 @@ enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub
     sn->pending_start = start;
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
-    if (listen)
+    if (listen) {
         link_listener(sn, s->worker);
+        if (s->member)
+            sn->presence_listed = lg_hub_presence_join(hub, t, s->member, s->member_len);
+    }
     return LG_HUB_OK;
 }
 
@@ -441,6 +449,10 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
 
 static void free_subscription(struct lg_subscriber *s, struct lg_subscription *sn)
 {
+    if (sn->presence_owed) {
+        s->presence_owed--;
+        lg_presence_batch_unref(sn->presence_owed);
+    }
     if (sn->gap_from || sn->reset_owed)
         s->notices_owed--;
     if (sn->end_owed)
@@ -478,6 +490,8 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub)
     lg_client_ring_release(&s->ring);
     free(s->disconnect_reason);
     s->disconnect_reason = NULL;
+    free(s->member);
+    s->member = NULL;
 }
 
 bool lg_subscriber_pending(const struct lg_subscriber *s)
@@ -490,7 +504,35 @@ bool lg_subscriber_pending(const struct lg_subscriber *s)
 
 bool lg_subscriber_has_output(const struct lg_subscriber *s)
 {
-    return s->ring.live > 0 || s->notices_owed > 0 || s->ends_owed > 0 || s->slow_disconnect;
+    return s->ring.live > 0 || s->notices_owed > 0 || s->ends_owed > 0 || s->slow_disconnect ||
+           s->presence_owed > 0; /* last: after an event, the ring answers first */
+}
+
+int lg_subscriber_set_member(struct lg_subscriber *s, const char *sub, uint64_t client_id)
+{
+    if (s->member)
+        return 0;
+    char anonymous[32];
+    if (!sub) {
+        snprintf(anonymous, sizeof anonymous, "client:%llu", (unsigned long long)client_id);
+        sub = anonymous;
+    }
+    s->member = strdup(sub);
+    s->member_len = s->member ? strlen(s->member) : 0;
+    return s->member ? 0 : -1;
+}
+
+void lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
+                            struct lg_presence_batch *b)
+{
+    lg_presence_batch_ref(b);
+    if (sn->presence_owed) {
+        lg_presence_batch_unref(sn->presence_owed);
+        sn->presence_resync = true;
+    } else {
+        s->presence_owed++;
+    }
+    sn->presence_owed = b;
 }
 
 void lg_subscriber_end(struct lg_subscriber *s, struct lg_subscription *sn)
@@ -570,6 +612,35 @@ static size_t render_ends(struct lg_subscriber *s, struct lg_buf *out)
     return items;
 }
 
+/* The presence batches owed: a resync notice first where one was replaced, then the batch's
+ * notices. They carry no id: a client's cursor does not move. Return value: items. */
+static size_t render_presence(struct lg_subscriber *s, struct lg_buf *out, size_t items)
+{
+    for (struct lg_subscription *sn = s->subs; sn && s->presence_owed; sn = sn->next_of_owner) {
+        struct lg_presence_batch *b = sn->presence_owed;
+        if (!b)
+            continue;
+        struct lg_notice n = {.topic = sn->topic->name, .topic_len = sn->topic->name_len};
+        if (sn->presence_resync) {
+            n.kind = "resync";
+            s->ops->render_notice(out, s, &n, items++);
+            LG_STAT_ADD(presence_resyncs_sent, 1);
+        }
+        for (size_t i = 0; i < b->count; i++) {
+            n.kind = b->notices[i].type;
+            n.fields = b->notices[i].fields;
+            n.fields_len = b->notices[i].fields_len;
+            s->ops->render_notice(out, s, &n, items++);
+        }
+        LG_STAT_ADD(presence_notices_sent, b->count);
+        sn->presence_owed = NULL;
+        sn->presence_resync = false;
+        s->presence_owed--;
+        lg_presence_batch_unref(b);
+    }
+    return items;
+}
+
 /* Pop the next event that is still owed to a subscription (unsubscribed ones are skipped). */
 static struct lg_event *next_owed(struct lg_subscriber *s, struct lg_subscription **snp)
 {
@@ -607,6 +678,8 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
             ops->render_notice(out, s, &n, items++);
         }
     }
+    if (s->presence_owed)
+        items = render_presence(s, out, items);
     while (events < max_events && out->len < max_bytes) {
         struct lg_subscription *sn;
         struct lg_event *ev = lg_client_ring_oldest(&s->ring);

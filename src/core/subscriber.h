@@ -72,6 +72,9 @@ struct lg_subscription {
     bool pending_from_now;    /* ... and it subscribed without a cursor, */
     int64_t pending_since_ms; /* ... at this wall-clock time */
     struct lg_start pending_start; /* ... and from this start (policy.h) */
+    bool presence_listed;     /* the topic lists it among its members (lg_hub_presence_join) */
+    bool presence_resync;     /* a presence batch was replaced before it was written */
+    struct lg_presence_batch *presence_owed; /* a reference: the batch to write, NULL = none */
 };
 
 struct lg_subscriber {
@@ -94,6 +97,11 @@ struct lg_subscriber {
     uint64_t bytes_out;             /* bytes of events and notices rendered for it */
     char *disconnect_reason;        /* why slow_disconnect fired (malloc'd, freed by release;
                                        read it through lg_subscriber_disconnect_reason()) */
+    uint32_t presence_owed;         /* subscriptions owed a presence batch */
+    char *member;                   /* who it is in a presence topic: a copy of its token's
+                                       "sub", or "client:<id>" (lg_subscriber_set_member);
+                                       malloc'd, freed by release */
+    size_t member_len;
 };
 
 void lg_subscriber_init(struct lg_subscriber *s, const struct lg_render_ops *ops,
@@ -132,6 +140,17 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
                                                const struct lg_subscribe_params *p, bool listen,
                                                size_t max_replay, struct lg_rate *creations,
                                                struct lg_subscribe_failure *why);
+
+/* Who s is in presence topics: sub (copied), or when it is NULL "client:<client_id>". The
+ * first call decides for the subscriber's life (a later token does not rename it: its
+ * subscriptions leave as they joined). Called before subscribing. Return value: 0, or -1 when
+ * out of memory. */
+int lg_subscriber_set_member(struct lg_subscriber *s, const char *sub, uint64_t client_id);
+
+/* Owe sn the presence batch b (a reference of sn's is taken). A batch still owed is replaced
+ * and the client is sent a resync notice before the new one (it missed changes). */
+void lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
+                            struct lg_presence_batch *b);
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */
 void lg_subscriber_remove(struct lg_subscriber *s, struct lg_hub *hub, struct lg_topic *t);

@@ -2,7 +2,8 @@
  * topic.h - one topic: its name, its stream in the store (epoch, positions, retained events:
  * store.h), its slow-consumer policy, and who listens on which worker.
  *
- * Owns:    its stream (closed with the topic) and the per-worker slots.
+ * Owns:    its stream (closed with the topic), the per-worker slots and its presence state
+ *          (destroyed by the hub before it destroys the topic).
  * Frees:   lg_topic_destroy() (called only by the hub: when it collects an idle topic, and at
  *          shutdown) closes the stream. A struct lg_topic * is held only with a reference
  *          (refs): from a lookup, a subscription or an event waiting in an inbox. Events
@@ -28,6 +29,7 @@
 #include "topic_name.h"
 
 struct lg_subscription;
+struct lg_presence;
 
 /* Per-worker view of a topic. */
 struct lg_topic_slot {
@@ -59,6 +61,12 @@ struct lg_topic {
     uint64_t rate_mark_ns;         /* {lock} ... and when (monotonic; 0 = never) */
     uint64_t publish_rate;         /* {lock} events per second between its last two sweeps */
     _Atomic bool deleted;          /* DELETE /v1/topics/{topic}: unlinked from the registry */
+    struct lg_presence *presence;  /* {lock} its contents; the pointer is immutable: NULL
+                                      unless a rule asks for presence or occupancy notices
+                                      (presence.h) */
+    struct lg_topic *next_reporting; /* {hub presence lock} the hub's list of topics with
+                                        presence changes to report (hub_presence.c) */
+    bool reporting;                /* {hub presence lock} on that list */
     struct lg_topic_slot slots[];  /* one per worker */
 };
 

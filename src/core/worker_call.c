@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "presence.h"
 #include "topic.h"
 
 struct lg_call *lg_call_new(enum lg_call_kind kind)
@@ -25,6 +26,7 @@ void lg_call_unref(struct lg_call *call)
         json_decref(call->results[w]);
     if (call->ended)
         lg_topic_unref(call->ended);
+    lg_presence_batch_unref(call->presence);
     free(call);
 }
 

@@ -8,12 +8,14 @@
  * outlives the request by reference count).
  *
  * Owns:    its parameters, one result per worker (a jansson array for LIST_CLIENTS, freed with
- *          the call) and, for END_TOPIC, a reference to the deleted topic.
+ *          the call) and, for END_TOPIC, a reference to the deleted topic; for PRESENCE
+ *          (posted by the main thread's tick, not the control port), one to the batch.
  * Frees:   lg_call_unref(): the last of the caller's reference and each worker's frees it.
  * Threads: created and read by a control handler; slot w (results[w], found[w]) is written
  *          only by worker w before it decrements `pending` (release), and read by the handler
  *          only after it saw pending == 0 (acquire). Mailbox links are under the mailbox lock.
- * Bounds:  one call in flight per control connection (limits.control_max_connections); a
+ * Bounds:  one call in flight per control connection (limits.control_max_connections), one
+ *          PRESENCE call per presence topic (hub_presence.c); a
  *          LIST_CLIENTS result holds at most `limit` + 1 clients per worker.
  */
 #ifndef LG_WORKER_CALL_H
@@ -28,11 +30,13 @@
 #include "topic_name.h"
 
 struct lg_topic;
+struct lg_presence_batch;
 
 enum lg_call_kind {
     LG_CALL_LIST_CLIENTS, /* clients with id > after_id (subscribed to topic, if set) */
     LG_CALL_KICK,         /* disconnect client_id with reason */
     LG_CALL_END_TOPIC,    /* subscribers of `ended` get an end notice and are unsubscribed */
+    LG_CALL_PRESENCE,     /* subscribers of presence->topic are owed the batch (presence.h) */
 };
 
 #define LG_CALL_REASON_MAX 120
@@ -49,6 +53,7 @@ struct lg_call {
     uint64_t client_id;
     char reason[LG_CALL_REASON_MAX + 1];
     struct lg_topic *ended;          /* END_TOPIC: a reference, dropped when the call is freed */
+    struct lg_presence_batch *presence; /* PRESENCE: a reference, dropped when it is freed */
     /* The asker's completion, run once by the worker whose answer was the last (on that
      * worker's thread, the call still alive): it resumes whoever waits for this call. */
     void (*answered)(void *arg, struct lg_call *call);

@@ -86,6 +86,11 @@ struct lg_stats {
     _Atomic uint64_t deltas_delivered;       /* events_delivered_ws sent as deltas */
     _Atomic uint64_t resets_sent;            /* reset notices written to clients */
     _Atomic uint64_t ends_sent;              /* end notices (topic deleted) written to clients */
+    _Atomic uint64_t presence_batches;       /* presence batches handed to the workers */
+    _Atomic uint64_t presence_batches_lost;  /* batches not made (out of memory): changes lost */
+    _Atomic uint64_t presence_notices_sent;  /* join, leave and occupancy notices written */
+    _Atomic uint64_t presence_resyncs_sent;  /* resync notices: a client missed a batch */
+    _Atomic uint64_t presence_unlisted;      /* subscriptions beyond presence_max_members */
     _Atomic uint64_t publishes_refused_topics;  /* publishes_refused: limits.max_topics */
     _Atomic uint64_t publishes_refused_memory;  /* publishes_refused: max_retained_bytes */
     _Atomic uint64_t publishes_refused_oom;     /* publishes_refused: out of memory */

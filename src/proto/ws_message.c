@@ -97,6 +97,24 @@ static const char *parse_unsubscribe(struct lg_ws_message *m, char *problem, siz
     return NULL;
 }
 
+/* {"op":"presence","topic":"t","after":"member"}: after is optional. */
+static const char *parse_presence(struct lg_ws_message *m, char *problem, size_t cap)
+{
+    m->topic = json_object_get(m->doc, "topic");
+    const char *why = json_is_string(m->topic)
+                          ? lg_topic_name_problem(json_string_value(m->topic),
+                                                  json_string_length(m->topic))
+                          : "presence needs \"topic\": a string";
+    if (why)
+        return refuse(problem, cap, "invalid_topic", why);
+    m->after = json_object_get(m->doc, "after");
+    if (json_is_null(m->after))
+        m->after = NULL;
+    if (m->after && !json_is_string(m->after))
+        return refuse(problem, cap, "bad_message", "\"after\" must be a member id (a string)");
+    return NULL;
+}
+
 /* ---- publish ---------------------------------------------------------------------------- */
 
 /* An optional string member: absent or null = not given. Return value: NULL, or the problem. */
@@ -244,10 +262,12 @@ static const char *parse_op(struct lg_ws_message *m, bool *malformed, char *prob
         m->op = LG_WS_OP_AUTH;
     else if (strcmp(op, "publish") == 0)
         m->op = LG_WS_OP_PUBLISH;
+    else if (strcmp(op, "presence") == 0)
+        m->op = LG_WS_OP_PRESENCE;
     else
         return refuse(problem, cap, "unknown_op",
                       "op must be \"subscribe\", \"unsubscribe\", \"publish\", \"auth\", "
-                      "\"refresh\" or \"ping\"");
+                      "\"refresh\", \"presence\" or \"ping\"");
     *malformed = false;
     return NULL;
 }
@@ -274,6 +294,8 @@ const char *lg_ws_message_parse(const char *text, size_t len, uint32_t max_topic
         return parse_subscribe(m->doc, max_topics, params, problem, problem_cap);
     if (m->op == LG_WS_OP_UNSUBSCRIBE)
         return parse_unsubscribe(m, problem, problem_cap);
+    if (m->op == LG_WS_OP_PRESENCE)
+        return parse_presence(m, problem, problem_cap);
     if (m->op == LG_WS_OP_PUBLISH)
         return parse_publish(text, len, m->doc, &m->publish, problem, problem_cap);
     if (m->op == LG_WS_OP_AUTH) {
@@ -293,4 +315,5 @@ void lg_ws_message_release(struct lg_ws_message *m)
     m->doc = NULL;
     m->topics = NULL;
     m->token = NULL;
+    m->topic = m->after = NULL;
 }

@@ -1,9 +1,10 @@
 /*
  * ws_message.h - the control messages a WebSocket client sends (docs/protocol.md,
  * "WebSocket"): {"op":"subscribe","topics":[...],"since":"...","rewind":N}, {"op":"unsubscribe",
- * "topics":[...]}, {"op":"ping"}, {"op":"auth"|"refresh","token":"..."} (docs/security.md), and
+ * "topics":[...]}, {"op":"ping"}, {"op":"auth"|"refresh","token":"..."} (docs/security.md),
  * {"op":"publish","topic":"...","data":...,"type","key","idempotency_key","ref"} (a client's
- * publish, ws_publish.h). Parsed and checked here as a pure function, so a fuzzer
+ * publish, ws_publish.h), and {"op":"presence","topic":"...","after":"..."} (a page of a
+ * presence topic's members). Parsed and checked here as a pure function, so a fuzzer
  * reaches it; transport_ws.c applies the result to the live connection.
  *
  * Owns:    a parsed message holds a reference to its JSON document (unsubscribe topics and a
@@ -33,6 +34,7 @@ enum lg_ws_op {
     LG_WS_OP_UNSUBSCRIBE,
     LG_WS_OP_PING,
     LG_WS_OP_AUTH,
+    LG_WS_OP_PRESENCE,
     LG_WS_OP_PUBLISH,
 };
 
@@ -63,6 +65,8 @@ struct lg_ws_message {
     json_t *doc;    /* the parsed message, or NULL */
     json_t *topics; /* unsubscribe: an array of strings, borrowed from doc */
     json_t *token;  /* auth (and refresh, the same): a string, borrowed from doc */
+    json_t *topic;  /* presence: a string naming a topic, borrowed from doc */
+    json_t *after;  /* presence: the member the page starts after (a string), or NULL */
     struct lg_ws_publish publish; /* publish */
 };
 

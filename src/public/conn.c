@@ -459,6 +459,7 @@ int lg_conn_http_subscribe(struct lg_conn *c, const struct lg_subscribe_params *
 {
     struct lg_hub *hub = c->home->hub;
     struct lg_subscribe_failure why;
+    (void)lg_subscriber_set_member(&c->sub, c->grant ? c->grant->sub : NULL, c->report.id);
     switch (lg_subscriber_add_all(&c->sub, hub, p, listen, max_replay, &c->topic_creations, &why)) {
     case LG_SUBSCRIBE_OK:
         return 0;

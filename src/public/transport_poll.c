@@ -141,10 +141,9 @@ static void poll_render_notice(struct lg_buf *out, const struct lg_subscriber *s
                                const struct lg_notice *n, size_t item)
 {
     (void)s;
-    lg_buf_append_str(out, item ? "," : "");
-    lg_buf_append_str(out, n->end     ? "{\"type\":\"end\",\"v\":1,"
-                           : n->reset ? "{\"type\":\"reset\",\"v\":1,"
-                                      : "{\"type\":\"gap\",\"v\":1,");
+    lg_buf_append_str(out, item ? ",{\"type\":\"" : "{\"type\":\"");
+    lg_buf_append_str(out, lg_notice_type(n));
+    lg_buf_append_str(out, "\",\"v\":1,");
     lg_notice_json_fields(out, n);
 }
 

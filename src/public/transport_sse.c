@@ -175,16 +175,20 @@ static void send_heartbeats(struct lg_dlist *order, uint64_t now_ms)
 
 static size_t sse_event_bytes(const struct lg_event *ev) { return ev->sse_len; }
 
-/* A notice is an SSE event of its own; its id is the whole cursor after it. */
+/* A notice is an SSE event of its own; its id is the whole cursor after it. A presence
+ * notice has no id line: the browser's Last-Event-ID stays the last event's. */
 static void sse_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
                               const struct lg_notice *n, size_t item)
 {
     (void)item;
-    lg_buf_append_str(out, "id: ");
-    lg_subscriber_cursor(s, out);
-    lg_buf_append_str(out, n->end     ? "\nevent: end\ndata: {"
-                           : n->reset ? "\nevent: reset\ndata: {"
-                                      : "\nevent: gap\ndata: {");
+    if (!n->kind) {
+        lg_buf_append_str(out, "id: ");
+        lg_subscriber_cursor(s, out);
+        lg_buf_append_str(out, "\n");
+    }
+    lg_buf_append_str(out, "event: ");
+    lg_buf_append_str(out, lg_notice_type(n));
+    lg_buf_append_str(out, "\ndata: {");
     lg_notice_json_fields(out, n);
     lg_buf_append_str(out, "\n\n");
 }

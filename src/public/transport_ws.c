@@ -34,6 +34,9 @@
 #include "ws_publish.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
+#define WS_PRESENCE_PAGE 100       /* members in one presence answer (ids of at most 128
+                                      bytes: well within websocket.max_message_bytes' minimum
+                                      times the backlog factor) */
 /* lws allocates this much receive buffer for every WebSocket connection and hands longer
  * messages over in pieces of it (on_receive reassembles them up to max_message_bytes). Control
  * frames (at most 125 bytes of payload) fit whole. 128 instead of 512 keeps 384 bytes off
@@ -207,6 +210,7 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
         return reply_error(c, "too_many_topics", text);
     }
     struct lg_subscribe_failure why;
+    (void)lg_subscriber_set_member(&c->sub, c->grant ? c->grant->sub : NULL, c->report.id);
     switch (lg_subscriber_add_all(&c->sub, hub, p, true, SIZE_MAX, &c->topic_creations, &why)) {
     case LG_SUBSCRIBE_OK:
         break;
@@ -243,6 +247,48 @@ static int op_unsubscribe(struct lg_conn *c, json_t *topics)
     }
     json_t *obj = message("unsubscribed");
     json_object_set(obj, "topics", topics);
+    return reply(c, obj);
+}
+
+/* {"op":"presence","topic":T,"after":M}: a page of at most WS_PRESENCE_PAGE of T's members
+ * after M, for a client allowed to subscribe to T, answered in-band:
+ * {"type":"presence","v":1,"topic":T,"members":[...],"next":M|null,"total":N,"unlisted":U}. */
+static int op_presence(struct lg_conn *c, const struct lg_ws_message *m)
+{
+    struct lg_hub *hub = c->home->hub;
+    const char *topic = json_string_value(m->topic);
+    char text[LG_TOPIC_NAME_MAX + 160];
+    if (!lg_auth_may_subscribe(c->home->auth, c->grant, topic)) {
+        snprintf(text, sizeof text, "topic %s is outside %s", topic,
+                 c->grant ? "the token's subscribe claim" : "auth.anonymous_subscribe");
+        return reply_error(c, c->grant ? "forbidden" : "token_missing", text);
+    }
+    struct lg_topic *t = lg_hub_find_topic(hub, topic, json_string_length(m->topic));
+    struct lg_presence_list list;
+    bool on = t && lg_hub_presence_on(t);
+    int rc = on ? lg_hub_presence_copy(hub, t, &list) : 0;
+    lg_hub_topic_done(hub, t);
+    if (!on) {
+        snprintf(text, sizeof text, "topic %s keeps no presence (nobody subscribes to it, or no "
+                 "topic rule asks for it)", topic);
+        return reply_error(c, "no_presence", text);
+    }
+    if (rc != 0)
+        return reply_error(c, "unavailable", "out of memory listing members; retry");
+    lg_presence_list_sort(&list);
+    size_t from = lg_presence_list_after(&list, m->after ? json_string_value(m->after) : NULL);
+    size_t n = 0;
+    json_t *members = json_array();
+    for (; from + n < list.count && n < WS_PRESENCE_PAGE; n++)
+        json_array_append_new(members, json_string(list.ids[from + n]));
+    json_t *obj = message("presence");
+    json_object_set_new(obj, "topic", json_string(topic));
+    json_object_set_new(obj, "members", members);
+    json_object_set_new(obj, "next", from + n < list.count ? json_string(list.ids[from + n - 1])
+                                                           : json_null());
+    json_object_set_new(obj, "total", json_integer((json_int_t)list.count));
+    json_object_set_new(obj, "unlisted", json_integer((json_int_t)list.unlisted));
+    lg_presence_list_release(&list);
     return reply(c, obj);
 }
 
@@ -330,6 +376,8 @@ static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
         return reply(c, message("pong"));
     case LG_WS_OP_AUTH:
         return op_auth(c, m->token);
+    case LG_WS_OP_PRESENCE:
+        return op_presence(c, m);
     case LG_WS_OP_PUBLISH:
         return lg_ws_publish(c, &ws_of(c)->publisher, &m->publish, NULL, NULL, reply);
     }
@@ -690,9 +738,9 @@ static void ws_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
     (void)s, (void)item;
     struct lg_buf json;
     lg_buf_init(&json);
-    lg_buf_append_str(&json, n->end     ? "{\"type\":\"end\",\"v\":1,"
-                             : n->reset ? "{\"type\":\"reset\",\"v\":1,"
-                                        : "{\"type\":\"gap\",\"v\":1,");
+    lg_buf_append_str(&json, "{\"type\":\"");
+    lg_buf_append_str(&json, lg_notice_type(n));
+    lg_buf_append_str(&json, "\",\"v\":1,");
     lg_notice_json_fields(&json, n);
     unsigned char header[10];
     lg_buf_append(out, header, lg_ws_write_header(header, json.len, 0x1));

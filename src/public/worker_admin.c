@@ -13,6 +13,7 @@
 #include "conn_report.h"
 #include "hub.h"
 #include "hub_admin.h"
+#include "presence.h"
 #include "topic.h"
 #include "worker_call.h"
 #include "worker_internal.h"
@@ -72,6 +73,17 @@ static void end_topic(struct lg_worker *w, struct lg_call *call)
     }
 }
 
+/* Every subscription of this worker to the batch's topic owes it (presence.h). */
+static void owe_presence(struct lg_worker *w, struct lg_call *call)
+{
+    struct lg_presence_batch *b = call->presence;
+    for (struct lg_subscription *sn = b->topic->slots[w->home.index].head; sn; sn = sn->next) {
+        lg_subscriber_presence(sn->owner, sn, b);
+        lg_conn_want_write(conn_of(sn->owner));
+        call->found[w->home.index]++;
+    }
+}
+
 void lg_worker_answer_calls(struct lg_worker *w)
 {
     struct lg_hub *hub = w->shared.hub;
@@ -86,6 +98,9 @@ void lg_worker_answer_calls(struct lg_worker *w)
             break;
         case LG_CALL_END_TOPIC:
             end_topic(w, call);
+            break;
+        case LG_CALL_PRESENCE:
+            owe_presence(w, call);
             break;
         }
         lg_hub_call_done(hub, call, w->home.index);

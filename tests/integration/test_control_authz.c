@@ -99,6 +99,8 @@ static const struct route_case {
     {LG_CTL_ADMIN, "GET", "/v1/topics/", "", "/v1/topics/news/a", NULL, 200, NULL, 0, true},
     {LG_CTL_ADMIN, "GET", "/v1/topics/", "/events", "/v1/topics/news/a/events?limit=5", NULL,
      200, NULL, 0, true},
+    {LG_CTL_ADMIN, "GET", "/v1/topics/", "/presence", "/v1/topics/news/a/presence", NULL, 404,
+     "no_presence", 0, true},
     {LG_CTL_ADMIN, "DELETE", "/v1/topics/", "", "/v1/topics/news/a", NULL, 200, NULL, 0, true},
     {LG_CTL_ADMIN, "GET", "/v1/clients", NULL, "/v1/clients", NULL, 200, NULL, 0, false},
     {LG_CTL_ADMIN, "DELETE", "/v1/clients/", "", "/v1/clients/999999", NULL, 404, "not_found", 0,

@@ -560,9 +560,16 @@ static const struct lg_error_case lg_error_cases[] = {
       "topic_rules[0].match: a pattern of 0 bytes is out of range (allowed 1..128 bytes)" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"priority\": 1}]}",
       "topic_rules[0].priority: unknown key; allowed keys in topic_rules[0]: match, on_slow, "
-      "history, start, rewind, client_publish, document" },
+      "history, start, rewind, client_publish, document, presence, presence_max_members, "
+      "occupancy_events" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"client_publish\": 1}]}",
       "topic_rules[0].client_publish: expected true or false, got integer" },
+    { "{\"topic_rules\": [{\"match\": \"a\", \"presence\": 1}]}",
+      "topic_rules[0].presence: expected true or false, got integer" },
+    { "{\"topic_rules\": [{\"match\": \"a\", \"presence_max_members\": 0}]}",
+      "topic_rules[0].presence_max_members: expected a whole number of members in 1..100000" },
+    { "{\"topic_rules\": [{\"match\": \"a\", \"occupancy_events\": \"yes\"}]}",
+      "topic_rules[0].occupancy_events: expected true or false, got string" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"on_slow\": \"block\"}]}",
       "topic_rules[0].on_slow: \"block\" is not one of drop-oldest, disconnect, conflate" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"history\": []}]}",

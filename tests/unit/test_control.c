@@ -397,7 +397,8 @@ START_TEST(unknown_path)
     assert_reply(&r, 404,
                  "{\"error\":\"not_found\",\"message\":\"no such path \\\"/nope\\\"; the control "
                  "port serves POST and GET /v1/topics/{topic}/events, POST /v1/publish, GET /v1/stats, "
-                 "GET /metrics, GET /v1/topics[/{topic}], DELETE /v1/topics/{topic}, "
+                 "GET /metrics, GET /v1/topics[/{topic}], GET /v1/topics/{topic}/presence, "
+                 "DELETE /v1/topics/{topic}, "
                  "GET /v1/clients, DELETE /v1/clients/{id}, GET /healthz and GET /readyz\"}");
 }
 END_TEST

@@ -421,6 +421,38 @@ START_TEST(test_document_rules_lookup_print_and_refuse)
 }
 END_TEST
 
+/* Presence keys: looked up (the bound defaulted when not given) and printed as written. */
+START_TEST(test_presence_rules_lookup_and_print)
+{
+    struct lg_config cfg;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    const char *rules = "[{\"match\":\"room/*\",\"presence\":true,\"presence_max_members\":50,"
+                        "\"occupancy_events\":true},"
+                        "{\"match\":\"lobby\",\"presence\":true},"
+                        "{\"match\":\"count/*\",\"occupancy_events\":true}]";
+    ck_assert_msg(lg_test_load_rules(&cfg, rules, err) == 0, "%s", err);
+    struct lg_presence_rule p = lg_config_presence_for(&cfg, "room/1");
+    ck_assert(p.members && p.occupancy_events);
+    ck_assert_uint_eq(p.max_members, 50);
+    p = lg_config_presence_for(&cfg, "lobby");
+    ck_assert(p.members && !p.occupancy_events);
+    ck_assert_uint_eq(p.max_members, LG_PRESENCE_MAX_MEMBERS_DEFAULT);
+    p = lg_config_presence_for(&cfg, "count/1");
+    ck_assert(!p.members && p.occupancy_events);
+    p = lg_config_presence_for(&cfg, "other");
+    ck_assert(!p.members && !p.occupancy_events);
+    json_t *printed = lg_topic_rules_json(cfg.topic_rules, cfg.topic_rule_count);
+    char *text = json_dumps(printed, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_str_eq(text, "[{\"match\":\"room/*\",\"presence\":true,"
+                           "\"presence_max_members\":50,\"occupancy_events\":true},"
+                           "{\"match\":\"lobby\",\"presence\":true},"
+                           "{\"match\":\"count/*\",\"occupancy_events\":true}]");
+    free(text);
+    json_decref(printed);
+    lg_config_release(&cfg);
+}
+END_TEST
+
 /* ---- Runner ------------------------------------------------------------------------------- */
 
 static Suite *lg_topic_rules_suite(void)
@@ -437,6 +469,7 @@ static Suite *lg_topic_rules_suite(void)
              test_first_match_unset_fields_come_from_top_level);
     LG_TCASE(s, "parse", NULL, NULL, test_pattern_every_byte, test_pattern_length_bounds,
              test_parse_replace_resolve_print, test_glob_match_any);
+    LG_TCASE(s, "presence", NULL, NULL, test_presence_rules_lookup_and_print);
     tc = LG_TCASE(s, "start", NULL, NULL, test_start_rules_lookup_and_print);
     tcase_add_loop_test(tc, test_start_rules_refused, 0,
                         (int)(sizeof(lg_bad_start_cases) / sizeof(lg_bad_start_cases[0])));

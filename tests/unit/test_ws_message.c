@@ -37,8 +37,8 @@ static const struct row rows[] = {
      "invalid JSON at column 14: duplicate object key near '\"op\"'"},
     {"{\"topics\":[\"a\"]}", "bad_message", true, "a control message needs \"op\": a string"},
     {"{\"op\":\"shout\"}", "unknown_op", true,
-     "op must be \"subscribe\", \"unsubscribe\", \"publish\", \"auth\", \"refresh\" or "
-     "\"ping\""},
+     "op must be \"subscribe\", \"unsubscribe\", \"publish\", \"auth\", \"refresh\", "
+     "\"presence\" or \"ping\""},
     {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":\"x\"}", NULL, false, NULL},
     {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":null,\"type\":\"t.1\",\"key\":\"k\","
      "\"idempotency_key\":\"i\",\"ref\":7}", NULL, false, NULL},

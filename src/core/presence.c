@@ -1,0 +1,370 @@
+/* presence.c - see presence.h. */
+#include "presence.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "topic.h"
+
+/* One member: a token's subject or an anonymous client, with its listening subscriptions. */
+struct member {
+    struct member *next_in_bucket;
+    struct member *next_changed;  /* on p->changed while `changed` */
+    bool changed;
+    bool reported;                /* subscribers were told it joined (a batch listed it) */
+    bool gone_once;               /* a batch found it without subscriptions: leaves at the next */
+    uint32_t conns;               /* its listening subscriptions; 0 = gone, not yet reported */
+    size_t len;
+    char id[];
+};
+
+struct lg_presence {
+    bool members_on;              /* immutable: list members, send join and leave */
+    bool occupancy_events;        /* immutable */
+    uint32_t max_members;         /* immutable */
+    struct member **buckets;      /* chained hash table, mask + 1 buckets */
+    size_t mask;
+    uint32_t listed;              /* members with conns > 0 */
+    uint32_t entries;             /* members in the table (listed, or gone and not reported) */
+    uint64_t unlisted;            /* subscriptions beyond max_members */
+    struct member *changed;       /* members to look at in the next batch */
+    bool occupancy_changed;       /* the subscriber count moved since the last batch */
+    bool occupancy_sent;          /* an occupancy notice was sent ... */
+    uint32_t occupancy_last;      /* ... with this count */
+    _Atomic bool in_flight;       /* a batch is on its way to the workers */
+};
+
+static size_t hash_id(const char *id, size_t len)
+{
+    size_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)id[i]) * 16777619u;
+    return h;
+}
+
+struct lg_presence *lg_presence_create(const struct lg_presence_rule *rule)
+{
+    struct lg_presence *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->members_on = rule->members;
+    p->occupancy_events = rule->occupancy_events;
+    p->max_members = rule->max_members;
+    atomic_init(&p->in_flight, false);
+    if (!p->members_on)
+        return p;
+    size_t buckets = 16;
+    while (buckets < rule->max_members && buckets < 65536)
+        buckets *= 2;
+    p->buckets = calloc(buckets, sizeof *p->buckets);
+    if (!p->buckets) {
+        free(p);
+        return NULL;
+    }
+    p->mask = buckets - 1;
+    return p;
+}
+
+void lg_presence_destroy(struct lg_presence *p)
+{
+    if (!p)
+        return;
+    for (size_t b = 0; p->buckets && b <= p->mask; b++) {
+        struct member *m = p->buckets[b];
+        while (m) {
+            struct member *next = m->next_in_bucket;
+            free(m);
+            m = next;
+        }
+    }
+    free(p->buckets);
+    free(p);
+}
+
+static struct member **find_slot(struct lg_presence *p, const char *id, size_t len)
+{
+    struct member **mp = &p->buckets[hash_id(id, len) & p->mask];
+    while (*mp && ((*mp)->len != len || memcmp((*mp)->id, id, len) != 0))
+        mp = &(*mp)->next_in_bucket;
+    return mp;
+}
+
+static void mark_changed(struct lg_presence *p, struct member *m)
+{
+    if (m->changed)
+        return;
+    m->changed = true;
+    m->next_changed = p->changed;
+    p->changed = m;
+}
+
+bool lg_presence_join(struct lg_presence *p, const char *id, size_t len)
+{
+    if (!p->members_on)
+        return false;
+    struct member **mp = find_slot(p, id, len);
+    struct member *m = *mp;
+    if (m && (m->conns > 0 || p->listed < p->max_members)) {
+        if (m->conns++ == 0) {
+            p->listed++;
+            m->gone_once = false;
+        }
+        return true;
+    }
+    if (m) { /* gone, its leave not reported yet, and no room: it stays gone */
+        p->unlisted++;
+        return false;
+    }
+    if (p->listed >= p->max_members || p->entries >= 2 * p->max_members ||
+        !(m = calloc(1, sizeof *m + len + 1))) {
+        p->unlisted++;
+        return false;
+    }
+    memcpy(m->id, id, len);
+    m->len = len;
+    m->conns = 1;
+    *mp = m;
+    p->listed++;
+    p->entries++;
+    mark_changed(p, m);
+    return true;
+}
+
+void lg_presence_leave(struct lg_presence *p, const char *id, size_t len)
+{
+    struct member *m = *find_slot(p, id, len);
+    if (!m || m->conns == 0)
+        return;
+    if (--m->conns == 0) {
+        p->listed--;
+        mark_changed(p, m);
+    }
+}
+
+void lg_presence_leave_unlisted(struct lg_presence *p)
+{
+    if (p->unlisted > 0)
+        p->unlisted--;
+}
+
+bool lg_presence_changed(struct lg_presence *p)
+{
+    if (p->occupancy_events)
+        p->occupancy_changed = true;
+    return lg_presence_pending(p);
+}
+
+bool lg_presence_pending(const struct lg_presence *p)
+{
+    return p->changed != NULL || p->occupancy_changed;
+}
+
+bool lg_presence_in_flight(const struct lg_presence *p)
+{
+    return atomic_load_explicit(&p->in_flight, memory_order_acquire);
+}
+
+void lg_presence_delivered(struct lg_presence *p)
+{
+    atomic_store_explicit(&p->in_flight, false, memory_order_release);
+}
+
+bool lg_presence_lists_members(const struct lg_presence *p) { return p->members_on; }
+
+uint32_t lg_presence_max_members(const struct lg_presence *p) { return p->max_members; }
+
+/* ---- Batches ------------------------------------------------------------------------------ */
+
+static void forget(struct lg_presence *p, struct member *m)
+{
+    struct member **mp = find_slot(p, m->id, m->len);
+    *mp = m->next_in_bucket;
+    p->entries--;
+    free(m);
+}
+
+/* Sort out the changed members into the join and leave lists (JSON arrays' items). */
+static void settle_members(struct lg_presence *p, struct lg_buf *joins, struct lg_buf *leaves)
+{
+    struct member *m = p->changed, *keep = NULL;
+    p->changed = NULL;
+    while (m) {
+        struct member *next = m->next_changed;
+        m->changed = false;
+        if (m->conns > 0 && !m->reported) {
+            lg_buf_append_str(joins, joins->len ? "," : "");
+            lg_encode_json_string(joins, m->id, m->len);
+            m->reported = true;
+        } else if (m->conns == 0 && !m->reported) {
+            forget(p, m);
+        } else if (m->conns == 0 && !m->gone_once) {
+            m->gone_once = true; /* a connection replaced within a tick is no leave */
+            m->changed = true;
+            m->next_changed = keep;
+            keep = m;
+        } else if (m->conns == 0) {
+            lg_buf_append_str(leaves, leaves->len ? "," : "");
+            lg_encode_json_string(leaves, m->id, m->len);
+            forget(p, m);
+        }
+        m = next;
+    }
+    p->changed = keep;
+}
+
+/* A batch being made: its notices' types and where their fields start in text. */
+struct draft {
+    struct lg_buf text;
+    size_t count;
+    const char *types[LG_PRESENCE_BATCH_NOTICES];
+    size_t starts[LG_PRESENCE_BATCH_NOTICES + 1];
+};
+
+/* Start a notice of type: its fields begin with the topic. */
+static void begin_notice(struct draft *d, const struct lg_topic *t, const char *type)
+{
+    d->types[d->count] = type;
+    d->starts[d->count++] = d->text.len;
+    lg_buf_append_str(&d->text, "\"topic\":");
+    lg_encode_json_string(&d->text, t->name, t->name_len);
+}
+
+static void add_members_notice(struct draft *d, const struct lg_topic *t, const char *type,
+                               const struct lg_buf *ids)
+{
+    if (ids->len == 0)
+        return;
+    begin_notice(d, t, type);
+    lg_buf_append_str(&d->text, ",\"members\":[");
+    lg_buf_append(&d->text, ids->data, ids->len);
+    lg_buf_append_str(&d->text, "]}");
+}
+
+static struct lg_presence_batch *finish_batch(struct draft *d, struct lg_topic *t, bool *lost)
+{
+    struct lg_presence_batch *b = d->count && !d->text.oom ? calloc(1, sizeof *b) : NULL;
+    *lost = d->count && !b;
+    if (!b) {
+        lg_buf_release(&d->text);
+        return NULL;
+    }
+    b->text = d->text.data;
+    b->count = d->count;
+    d->starts[d->count] = d->text.len;
+    for (size_t i = 0; i < d->count; i++)
+        b->notices[i] = (struct lg_presence_notice){
+            .type = d->types[i], .fields = b->text + d->starts[i],
+            .fields_len = d->starts[i + 1] - d->starts[i]};
+    atomic_init(&b->refs, 1);
+    lg_topic_ref(t);
+    b->topic = t;
+    return b;
+}
+
+struct lg_presence_batch *lg_presence_take_batch(struct lg_presence *p, struct lg_topic *t,
+                                                 uint32_t subscribers, bool *lost)
+{
+    struct draft d = {.count = 0};
+    struct lg_buf joins, leaves;
+    lg_buf_init(&d.text);
+    lg_buf_init(&joins);
+    lg_buf_init(&leaves);
+    settle_members(p, &joins, &leaves);
+    if (joins.oom || leaves.oom)
+        d.text.oom = true;
+    add_members_notice(&d, t, "join", &joins);
+    add_members_notice(&d, t, "leave", &leaves);
+    lg_buf_release(&joins);
+    lg_buf_release(&leaves);
+    if (p->occupancy_changed && (!p->occupancy_sent || p->occupancy_last != subscribers)) {
+        begin_notice(&d, t, "occupancy");
+        lg_buf_appendf(&d.text, ",\"subscribers\":%u}", subscribers);
+        p->occupancy_sent = true;
+        p->occupancy_last = subscribers;
+    }
+    p->occupancy_changed = false;
+    struct lg_presence_batch *b = finish_batch(&d, t, lost);
+    if (b)
+        atomic_store_explicit(&p->in_flight, true, memory_order_relaxed);
+    return b;
+}
+
+void lg_presence_batch_ref(struct lg_presence_batch *b)
+{
+    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+}
+
+void lg_presence_batch_unref(struct lg_presence_batch *b)
+{
+    if (!b || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    lg_topic_unref(b->topic);
+    free(b->text);
+    free(b);
+}
+
+/* ---- Listing ------------------------------------------------------------------------------ */
+
+int lg_presence_copy(const struct lg_presence *p, struct lg_presence_list *l)
+{
+    memset(l, 0, sizeof *l);
+    l->unlisted = p->unlisted;
+    if (!p->members_on || p->listed == 0)
+        return 0;
+    size_t bytes = 0;
+    for (size_t b = 0; b <= p->mask; b++)
+        for (const struct member *m = p->buckets[b]; m; m = m->next_in_bucket)
+            bytes += m->conns ? m->len + 1 : 0;
+    l->ids = malloc(p->listed * sizeof *l->ids);
+    l->text = malloc(bytes);
+    if (!l->ids || !l->text) {
+        lg_presence_list_release(l);
+        return -1;
+    }
+    char *at = l->text;
+    for (size_t b = 0; b <= p->mask; b++) {
+        for (const struct member *m = p->buckets[b]; m; m = m->next_in_bucket) {
+            if (!m->conns)
+                continue;
+            memcpy(at, m->id, m->len);
+            at[m->len] = '\0';
+            l->ids[l->count++] = at;
+            at += m->len + 1;
+        }
+    }
+    return 0;
+}
+
+static int compare_ids(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void lg_presence_list_sort(struct lg_presence_list *l)
+{
+    if (l->count > 1)
+        qsort(l->ids, l->count, sizeof *l->ids, compare_ids);
+}
+
+size_t lg_presence_list_after(const struct lg_presence_list *l, const char *after)
+{
+    if (!after)
+        return 0;
+    size_t lo = 0, hi = l->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(l->ids[mid], after) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void lg_presence_list_release(struct lg_presence_list *l)
+{
+    free(l->ids);
+    free(l->text);
+    memset(l, 0, sizeof *l);
+}
