@@ -76,7 +76,8 @@ static size_t allocation_size(const struct lg_event_fields *f, size_t id_len, si
 {
     return sizeof(struct lg_event) + f->topic_name_len + 1 + id_len + 1 + type_len + 1 +
            (f->key ? f->key_len + 1 : 0) +
-           (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
+           (f->idempotency_key ? f->idempotency_key_len + 1 : 0) +
+           (f->tags ? f->tags_len + 1 : 0) + f->data_len + 1 +
            sse_len + 1 + lg_ws_header_len(json_len) + json_len + 1;
 }
 
@@ -179,6 +180,13 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     if (f->idempotency_key) {
         ev->idempotency_key = p;
         p = put(p, f->idempotency_key, f->idempotency_key_len);
+    }
+    ev->tags = NULL;
+    ev->tags_len = 0;
+    if (f->tags) {
+        ev->tags = p;
+        ev->tags_len = f->tags_len;
+        p = put(p, f->tags, f->tags_len);
     }
     ev->data = p;
     p = put(p, f->data, f->data_len);

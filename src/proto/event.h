@@ -35,6 +35,8 @@ struct lg_event {
     const char *type;           /* event type, "message" by default */
     const char *key;            /* conflation key, or NULL */
     const char *idempotency_key;/* the publisher's retry key, or NULL */
+    const char *tags;           /* canonical tags text (tags.h), or NULL: what filters match */
+    size_t tags_len;
     const char *data;           /* the body as published (JSON re-encoded compactly) */
     size_t data_len;
     bool data_is_json;
@@ -66,6 +68,8 @@ struct lg_event_fields {
     size_t key_len;
     const char *idempotency_key; /* NULL = none */
     size_t idempotency_key_len;
+    const char *tags;     /* canonical tags text (tags.h); NULL = no tags */
+    size_t tags_len;
     const char *data;     /* must be valid UTF-8; JSON text when data_is_json */
     size_t data_len;
     bool data_is_json;

@@ -1,6 +1,6 @@
 /*
  * ws_message.h - the control messages a WebSocket client sends (docs/protocol.md,
- * "WebSocket"): {"op":"subscribe","topics":[...],"since":"...","rewind":N}, {"op":"unsubscribe",
+ * "WebSocket"): {"op":"subscribe","topics":[...],"since":"...","rewind":N,"filter":"..."}, {"op":"unsubscribe",
  * "topics":[...]}, {"op":"ping"}, and {"op":"auth"|"refresh","token":"..."} (docs/security.md). Parsed and checked here as a pure function, so a fuzzer
  * reaches it; transport_ws.c applies the result to the live connection.
  *
@@ -37,7 +37,8 @@ struct lg_ws_message {
  * Parse text[0..len). A subscribe fills *params (topics in order, deduplicated; the cursor
  * when "since" is a non-empty string: null and "" mean none, as an empty since= on /sse;
  * the start for "since":"latest" or "rewind":N, as subscribe_params.h).
- * Return value: NULL, or an error code ("bad_message", "unknown_op", "invalid_cursor", or a
+ * Return value: NULL, or an error code ("bad_message", "unknown_op", "invalid_cursor",
+ * "invalid_filter", or a
  * topic code of subscribe_params.h) with a message in problem. *malformed tells whether the
  * message itself is malformed (not a JSON object, no op, an unknown op: these count toward
  * websocket.max_bad_messages) or only its content was refused.

@@ -155,6 +155,7 @@ static void set_field(struct lg_event_fields *f, char name, const char *v, size_
     case 'j': f->data_is_json = len > 0 && v[0] == '1'; break;
     case 'u': f->published_unix_ms = strtoll(v, NULL, 10); break;
     case 'i': f->idempotency_key = v, f->idempotency_key_len = len; break;
+    case 't': f->tags = len ? v : NULL, f->tags_len = len; break;
     }
 }
 
