@@ -448,6 +448,7 @@ enum lg_hub_status lg_subscriber_add_filtered(struct lg_subscriber *s, struct lg
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
     page_past_filtered(s, sn);
+    sn->shown_seq = sn->sent_seq; /* what a stream's first id block (or answer) tells */
     if (listen)
         link_listener(sn, s->worker);
     return LG_HUB_OK;
@@ -568,15 +569,25 @@ void lg_subscriber_kick(struct lg_subscriber *s, const char *reason)
 
 /* ---- Rendering -------------------------------------------------------------------------- */
 
-void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+static void append_cursor(const struct lg_subscriber *s, struct lg_buf *out, bool shown)
 {
     char entry[LG_CURSOR_ENTRY_MAX];
     for (const struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner) {
         if (sn != s->subs)
             lg_buf_append(out, ",", 1);
-        lg_buf_append(out, entry,
-                      lg_cursor_format_entry(entry, sn->topic->name, sn->epoch, sn->sent_seq));
+        uint64_t seq = shown ? sn->shown_seq : sn->sent_seq;
+        lg_buf_append(out, entry, lg_cursor_format_entry(entry, sn->topic->name, sn->epoch, seq));
     }
+}
+
+void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+{
+    append_cursor(s, out, false);
+}
+
+void lg_subscriber_shown_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+{
+    append_cursor(s, out, true);
 }
 
 /* Advance sn past what the notice covers, mark it paid, and say what it covered: the id of a
@@ -600,7 +611,7 @@ static struct lg_notice settle_notice(struct lg_subscriber *s, struct lg_subscri
     if (!sn->reset_owed && sn->gap_from == 0)
         s->notices_owed--;
     n.epoch = sn->epoch;
-    n.seq = sn->sent_seq;
+    n.seq = sn->shown_seq = sn->sent_seq;
     return n;
 }
 
@@ -672,7 +683,7 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
         ev = next_owed(s, &sn);
         if (!ev)
             break;
-        sn->sent_seq = ev->seq;
+        sn->sent_seq = sn->shown_seq = ev->seq;
         catch_up(sn);
         if (events == 0)
             now_ns = lg_mono_ns();

@@ -76,6 +76,8 @@ struct lg_subscription {
     uint64_t pushed_seq;      /* newest seq pushed to the client ring */
     uint64_t skipped_seq;     /* newest seq the filter kept out: sent_seq moves to it once
                                  nothing older of this topic is queued */
+    uint64_t shown_seq;       /* the position the client last saw for this topic: its last
+                                 item (event or notice), or the cursor it subscribed with */
 };
 
 struct lg_subscriber {
@@ -182,6 +184,12 @@ struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
 
 /* Append the stream's cursor (one entry per subscription, subscribe order). */
 void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out);
+
+/* The same with each topic at the position its last item showed (shown_seq): what the id of
+ * an item on a multi-topic SSE stream carries, so that only the item's own topic moves in it
+ * (a client tells which topic an event is of by the entry that moved). Positions a filter
+ * passed show with the topic's next item; resuming from it replays and filters them again. */
+void lg_subscriber_shown_cursor(const struct lg_subscriber *s, struct lg_buf *out);
 
 /*
  * Render what is owed, oldest first, through s->ops into out, stopping once out holds

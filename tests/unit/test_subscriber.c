@@ -542,6 +542,31 @@ START_TEST(subscribers_sharing_a_filter_cost_one_evaluation_per_event)
 }
 END_TEST
 
+START_TEST(a_multi_topic_sse_id_moves_only_the_topic_of_its_event)
+{
+    struct lg_subscriber s;
+    subscribe_filtered(&s, &lg_sse_render, "a", NULL, "kind:a");
+    struct lg_filter f;
+    char why[64];
+    ck_assert_int_eq(lg_filter_parse("kind:a", 6, &f, why, sizeof why), 0);
+    ck_assert_int_eq(lg_subscriber_add_filtered(&s, hub, topic("b"), NULL, (struct lg_start){0},
+                                                true, SIZE_MAX, &f),
+                     LG_HUB_OK);
+    publish_tagged("b", "b1", "kind:b"); /* passed: b's position moves, unseen */
+    publish_tagged("a", "a1", "kind:a");
+    deliver();
+    uint32_t e = lg_stream_epoch(topic("a")->stream), eb = lg_stream_epoch(topic("b")->stream);
+    char want[512];
+    snprintf(want, sizeof want, "id: a@%08x:1,b@%08x:0\nevent: message\ndata: a1\n\n", e, eb);
+    char *out = render_sse(&s);
+    ck_assert_str_eq(out, want);
+    free(out);
+    snprintf(want, sizeof want, "a@%08x:1,b@%08x:1", e, eb);
+    ck_assert_str_eq(cursor_of(&s), want); /* what a poll answer or a resume holds */
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
 START_TEST(a_filtered_replay_pages_through_a_small_queue)
 {
     publish_alternating();
@@ -580,7 +605,8 @@ static Suite *subscriber_suite(void)
              a_filter_delivers_only_matching_live_events_and_passes_the_others,
              a_filtered_replay_resumes_with_no_gap_and_no_duplicate,
              a_poll_answer_cursor_covers_the_filtered_events,
-             subscribers_sharing_a_filter_cost_one_evaluation_per_event);
+             subscribers_sharing_a_filter_cost_one_evaluation_per_event,
+             a_multi_topic_sse_id_moves_only_the_topic_of_its_event);
     LG_TCASE(s, "filters_paged", setup, teardown, a_filtered_replay_pages_through_a_small_queue);
     return s;
 }
