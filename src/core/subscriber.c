@@ -365,6 +365,7 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
     }
     take_page(s, sn, &page);
     lg_replay_release(&page);
+    page_past_filtered(s, sn);
 }
 
 enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub,

@@ -185,7 +185,7 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     ev->tags_len = 0;
     if (f->tags) {
         ev->tags = p;
-        ev->tags_len = f->tags_len;
+        ev->tags_len = (uint16_t)f->tags_len;
         p = put(p, f->tags, f->tags_len);
     }
     ev->data = p;

@@ -36,10 +36,10 @@ struct lg_event {
     const char *key;            /* conflation key, or NULL */
     const char *idempotency_key;/* the publisher's retry key, or NULL */
     const char *tags;           /* canonical tags text (tags.h), or NULL: what filters match */
-    size_t tags_len;
     const char *data;           /* the body as published (JSON re-encoded compactly) */
     size_t data_len;
     bool data_is_json;
+    uint16_t tags_len;          /* at most LG_TAGS_TEXT_MAX (in the padding after the bool) */
     int64_t published_unix_ms;  /* wall clock, for display only */
     uint64_t published_mono_ns; /* monotonic, for lag and latency */
 
