@@ -16,8 +16,9 @@
  *          The input (body, header values) is borrowed and must outlive the parsed struct.
  * Threads: any; no shared state. A parsed struct must not be moved (requests point into it).
  * Bounds:  topic names LG_TOPIC_NAME_MAX bytes, event types LG_CTL_TYPE_MAX, keys and ids
- *          LG_CTL_KEY_MAX; tags LG_TAGS_MAX pairs (tags.h); data max_event_bytes (as compact JSON for JSON data). The body
- *          size itself is bounded by the caller (limits.max_event_bytes / max_batch_bytes).
+ *          LG_CTL_KEY_MAX; tags LG_TAGS_MAX pairs (tags.h); data max_event_bytes (as compact
+ *          JSON for JSON data). The body size itself is bounded by the caller
+ *          (limits.max_event_bytes / max_batch_bytes).
  */
 #ifndef LG_PUBLISH_PARSE_H
 #define LG_PUBLISH_PARSE_H

@@ -1,7 +1,10 @@
 /*
- * filter_table.c - see filter_table.h. A chained hash table on the canonical text (FNV-1a).
- * The cached verdict names its event by pointer and by (topic, epoch, seq), so an event
- * freed and another allocated at the same address is never mistaken for it.
+ * filter_table.c - see filter_table.h. A chained hash table on the canonical text (FNV-1a),
+ * allocated on the heap by the first intern on a thread and freed with its last entry. Each
+ * entry names its table, so the last reference may be dropped on another thread once the
+ * owner has been joined (a worker's connections are closed by lws_context_destroy() on the
+ * main thread). The cached verdict names its event by pointer and by (topic, epoch, seq), so
+ * an event freed and another allocated at the same address is never mistaken for it.
  */
 #include "filter_table.h"
 
@@ -12,7 +15,10 @@
 
 #define INITIAL_BUCKETS 16
 
+struct filter_table;
+
 struct lg_interned_filter {
+    struct filter_table *table;      /* the table it is in */
     struct lg_interned_filter *next; /* the bucket's chain */
     uint64_t hash;
     uint32_t refs;                   /* subscriptions holding it */
@@ -31,7 +37,7 @@ struct filter_table {
     uint32_t count;
 };
 
-static _Thread_local struct filter_table table;
+static _Thread_local struct filter_table *current; /* this thread's table, or NULL */
 
 static uint64_t hash_text(const char *s, size_t len)
 {
@@ -41,59 +47,74 @@ static uint64_t hash_text(const char *s, size_t len)
     return h;
 }
 
-static struct lg_interned_filter **bucket_of(uint64_t hash)
+static struct lg_interned_filter **bucket_of(struct filter_table *t, uint64_t hash)
 {
-    return &table.buckets[hash & (table.bucket_count - 1)];
+    return &t->buckets[hash & (t->bucket_count - 1)];
 }
 
 /* Double the buckets (or make the first ones). Return value: false when out of memory (the
  * table stays as it was: longer chains, still correct). */
-static bool grow(void)
+static bool grow(struct filter_table *t)
 {
-    uint32_t count = table.bucket_count ? 2 * table.bucket_count : INITIAL_BUCKETS;
+    uint32_t count = t->bucket_count ? 2 * t->bucket_count : INITIAL_BUCKETS;
     struct lg_interned_filter **buckets = calloc(count, sizeof *buckets);
     if (!buckets)
-        return table.bucket_count != 0;
-    for (uint32_t i = 0; i < table.bucket_count; i++) {
-        struct lg_interned_filter *e = table.buckets[i], *next;
+        return t->bucket_count != 0;
+    for (uint32_t i = 0; i < t->bucket_count; i++) {
+        struct lg_interned_filter *e = t->buckets[i], *next;
         for (; e; e = next) {
             next = e->next;
             e->next = buckets[e->hash & (count - 1)];
             buckets[e->hash & (count - 1)] = e;
         }
     }
-    free(table.buckets);
-    table.buckets = buckets;
-    table.bucket_count = count;
+    free(t->buckets);
+    t->buckets = buckets;
+    t->bucket_count = count;
     return true;
+}
+
+/* Free t once it holds no entry (and forget it, if it is this thread's). */
+static void free_if_empty(struct filter_table *t)
+{
+    if (t->count > 0)
+        return;
+    if (current == t)
+        current = NULL;
+    free(t->buckets);
+    free(t);
 }
 
 struct lg_interned_filter *lg_filter_table_intern(const struct lg_filter *f)
 {
+    if (!current && !(current = calloc(1, sizeof *current)))
+        return NULL;
+    struct filter_table *t = current;
     uint64_t hash = hash_text(f->text, f->text_len);
-    if (table.bucket_count) {
-        for (struct lg_interned_filter *e = *bucket_of(hash); e; e = e->next)
+    if (t->bucket_count) {
+        for (struct lg_interned_filter *e = *bucket_of(t, hash); e; e = e->next)
             if (e->hash == hash && e->filter.text_len == f->text_len &&
                 memcmp(e->filter.text, f->text, f->text_len) == 0) {
                 e->refs++;
                 return e;
             }
     }
-    if (table.count >= table.bucket_count && !grow())
-        return NULL;
-    struct lg_interned_filter *e = calloc(1, sizeof *e);
+    struct lg_interned_filter *e = NULL;
     char why[8];
     /* Parsing the canonical text again points the spans into the entry's own copy. */
-    if (!e || lg_filter_parse(f->text, f->text_len, &e->filter, why, sizeof why) != 0) {
-        free(e);
-        return NULL;
+    if ((t->count < t->bucket_count || grow(t)) && (e = calloc(1, sizeof *e)) &&
+        lg_filter_parse(f->text, f->text_len, &e->filter, why, sizeof why) == 0) {
+        e->table = t;
+        e->hash = hash;
+        e->refs = 1;
+        e->next = *bucket_of(t, hash);
+        *bucket_of(t, hash) = e;
+        t->count++;
+        return e;
     }
-    e->hash = hash;
-    e->refs = 1;
-    e->next = *bucket_of(hash);
-    *bucket_of(hash) = e;
-    table.count++;
-    return e;
+    free(e);
+    free_if_empty(t);
+    return NULL;
 }
 
 void lg_filter_table_unref(struct lg_interned_filter **fp)
@@ -104,17 +125,15 @@ void lg_filter_table_unref(struct lg_interned_filter **fp)
     *fp = NULL;
     if (--f->refs > 0)
         return;
-    for (struct lg_interned_filter **pp = bucket_of(f->hash); *pp; pp = &(*pp)->next)
+    struct filter_table *t = f->table;
+    for (struct lg_interned_filter **pp = bucket_of(t, f->hash); *pp; pp = &(*pp)->next)
         if (*pp == f) {
             *pp = f->next;
             break;
         }
     free(f);
-    if (--table.count == 0) {
-        free(table.buckets);
-        table.buckets = NULL;
-        table.bucket_count = 0;
-    }
+    t->count--;
+    free_if_empty(t);
 }
 
 bool lg_filter_table_admits(struct lg_interned_filter *f, const struct lg_event *ev)
@@ -127,7 +146,7 @@ bool lg_filter_table_admits(struct lg_interned_filter *f, const struct lg_event 
     f->seen_topic = ev->topic_identity;
     f->seen_epoch = ev->epoch;
     f->seen_seq = ev->seq;
-    f->seen_admits = lg_filter_match(&f->filter, ev->tags, ev->tags_len);
+    f->seen_admits = lg_filter_match(&f->filter, lg_event_tags(ev), ev->tags_len);
     return f->seen_admits;
 }
 
@@ -143,5 +162,5 @@ uint64_t lg_filter_table_evaluations(const struct lg_interned_filter *f)
 
 uint32_t lg_filter_table_count(void)
 {
-    return table.count;
+    return current ? current->count : 0;
 }

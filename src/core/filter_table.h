@@ -6,10 +6,12 @@
  * Owns:    the table and its entries: each entry is a parsed filter (keyed by its canonical
  *          text) counted by the subscriptions holding it.
  * Frees:   lg_filter_table_unref() drops a subscription's reference; the last one frees the
- *          entry, and the last entry frees the table's buckets.
- * Threads: the table is per thread (thread-local): each worker thread has its own, touched
- *          only by it, so entries need no lock. A reference is used only on the thread that
- *          interned it (a subscription lives on one worker).
+ *          entry, and the last entry frees the table.
+ * Threads: one table per thread (made by its first intern): each worker thread has its own,
+ *          touched only by it, so entries need no lock. A reference is used on the thread
+ *          that interned it (a subscription lives on one worker), except that the last ones
+ *          may be dropped on another thread once that one has been joined (lws closes a
+ *          stopped worker's connections on the main thread): an entry names its table.
  * Bounds:  one entry per distinct filter in use on the worker (at most one per subscription);
  *          buckets grow by doubling to keep chains short. A verdict is cached for the last
  *          event seen per entry: the fan-out offers one event to all subscribers of a topic

@@ -274,7 +274,8 @@ int lg_filter_parse(const char *s, size_t len, struct lg_filter *f, char *proble
         if (parse_clause(clause, f, problem, cap) != 0)
             return -1;
         if (pos == len && s[len - 1] == ',') {
-            snprintf(problem, cap, "the filter ends with ','; write key:value clauses joined by ','");
+            snprintf(problem, cap,
+                     "the filter ends with ','; write key:value clauses joined by ','");
             return -1;
         }
     }

@@ -4,6 +4,7 @@
  * event per distinct filter).
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -233,6 +234,40 @@ START_TEST(one_evaluation_per_event_per_filter)
 }
 END_TEST
 
+/* A worker's thread: interns two references to one filter and ends with them held. */
+static void *intern_and_exit(void *arg)
+{
+    struct lg_interned_filter **held = arg;
+    struct lg_filter f;
+    char why[64];
+    ck_assert_int_eq(lg_filter_parse("kind:a", 6, &f, why, sizeof why), 0);
+    held[0] = lg_filter_table_intern(&f);
+    held[1] = lg_filter_table_intern(&f);
+    ck_assert_ptr_eq(held[0], held[1]);
+    ck_assert_uint_eq(lg_filter_table_count(), 1);
+    return NULL;
+}
+
+/* lws closes a stopped worker's connections on the main thread, after the join: their
+ * references are dropped there, into the worker's table, not the main thread's. */
+START_TEST(the_last_references_may_be_dropped_after_the_owner_is_joined)
+{
+    struct lg_interned_filter *held[2];
+    pthread_t worker;
+    ck_assert_int_eq(pthread_create(&worker, NULL, intern_and_exit, held), 0);
+    ck_assert_int_eq(pthread_join(worker, NULL), 0);
+    ck_assert_uint_eq(lg_filter_table_count(), 0); /* the main thread has none of its own */
+    filter_of("kind:a");
+    struct lg_interned_filter *mine = lg_filter_table_intern(&filter);
+    ck_assert_ptr_ne(mine, held[0]);
+    lg_filter_table_unref(&held[0]);
+    lg_filter_table_unref(&held[1]);
+    ck_assert_uint_eq(lg_filter_table_count(), 1);
+    lg_filter_table_unref(&mine);
+    ck_assert_uint_eq(lg_filter_table_count(), 0);
+}
+END_TEST
+
 static Suite *tags_suite(void)
 {
     Suite *s = suite_create("tags");
@@ -252,6 +287,7 @@ static Suite *tags_suite(void)
     tc = tcase_create("filter_table");
     tcase_add_test(tc, the_table_interns_by_canonical_text);
     tcase_add_test(tc, one_evaluation_per_event_per_filter);
+    tcase_add_test(tc, the_last_references_may_be_dropped_after_the_owner_is_joined);
     suite_add_tcase(s, tc);
     return s;
 }
