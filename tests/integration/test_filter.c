@@ -404,6 +404,27 @@ START_TEST(bad_filters_and_tags_are_refused)
 }
 END_TEST
 
+/* The gateway stops cleanly (exit 0, no sanitizer report) with filtered subscriptions open on
+ * every transport, two sharing a filter: their references go with their connections. */
+START_TEST(stops_with_filtered_subscriptions_open)
+{
+    start_fixture(0);
+    struct lg_sse_client c;
+    char path[128], cursor[128];
+    snprintf(path, sizeof path, "/sse?topic=f&filter=kind:a&last_event_id=f@%s:8", ep);
+    lg_sse_must_open(&c, server.public_port, path, NULL);
+    struct lg_ws_client ws;
+    lg_ws_must_subscribe(&ws, server.public_port, "/ws?topic=f&filter=kind:a", NULL, cursor,
+                         sizeof cursor);
+    int fd = poll_send("filter=region:eu&timeout=30");
+    ck_assert(lg_wait_stat(server.control_port, "clients_poll", 1, WAIT_MS));
+    lg_server_must_stop(&server);
+    close(fd);
+    lg_ws_close(&ws);
+    lg_sse_close(&c);
+}
+END_TEST
+
 static Suite *filter_suite(void)
 {
     Suite *s = suite_create("filter");
@@ -413,6 +434,7 @@ static Suite *filter_suite(void)
     tcase_add_loop_test(tc, ws_filters, 0, 2);
     tcase_add_loop_test(tc, poll_filters, 0, 2);
     tcase_add_test(tc, bad_filters_and_tags_are_refused);
+    tcase_add_test(tc, stops_with_filtered_subscriptions_open);
     suite_add_tcase(s, tc);
     return s;
 }
