@@ -30,6 +30,11 @@
 // only while the cursor is empty; from the first position on, reconnects resume from it.
 // Filter: {filter: "region:eu,kind:a|b"} delivers only the events whose tags match (docs/
 // protocol.md); it is sent on every connection, and the cursor moves past what it kept out.
+// Deltas: over WebSocket the client asks for deltas (delta=fossil); on a document topic the
+// gateway may send an event as a Fossil delta of the event before it on this connection. The
+// client keeps the last event message of each topic (one string per topic) and rebuilds the
+// full message from it, so onEvent never sees a delta. A delta that does not apply (no base,
+// a broken delta) drops the connection; the reconnect from the cursor gets the next whole.
 
 const MAX_LINE_BUFFER = 1 << 20;
 const FATAL_HTTP = [400, 401, 403, 404];
@@ -59,6 +64,29 @@ function parseEntry(entry) {
 function parseCursor(cursor) {
   return (cursor || "").split(",").map(parseEntry).filter(Boolean);
 }
+
+// A Fossil delta (https://fossil-scm.org/home/doc/tip/www/delta_format.wiki) applied to the
+// UTF-8 bytes of base: "<size>\n", then "<n>@<offset>," (copy n bytes of base) or "<n>:<bytes>"
+// (insert), until "<checksum>;". Numbers are base 64 in these digits.
+const DIGIT = {};
+[..."0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~"].forEach((c, i) => DIGIT[c.charCodeAt(0)] = i);
+function applyDelta(base, d) {
+  let p = 0, n = 0, sum = 0, count;
+  const bad = () => { throw Error("bad delta"); };
+  const num = () => { const s = p; let v = 0; while (DIGIT[d[p]] >= 0) v = v * 64 + DIGIT[d[p++]]; return p > s ? v : bad(); };
+  const out = new Uint8Array(num());
+  if (d[p++] !== 10) bad();
+  while ((count = num(), d[p++]) !== 59) {
+    const op = d[p - 1], from = op === 64 ? base : op === 58 ? d : bad(), at = op === 64 ? num() : p;
+    if ((op === 64 && d[p++] !== 44) || at + count > from.length) bad();
+    out.set(from.subarray(at, at + count), n);  // past the size: a RangeError
+    n += count;
+    if (op === 58) p += count;
+  }
+  for (let i = 0; i < n; i++) sum = (sum + (out[i] << (24 - 8 * (i & 3)))) >>> 0;
+  return n === out.length && sum === count && p === d.length ? out : bad();
+}
+const utf8 = new TextEncoder(), fromUtf8 = new TextDecoder();
 
 const baseOf = (opts) => new URL(opts.baseUrl || new URL(".", import.meta.url), globalThis.location && location.href);
 const cursorOf = (pos) => [...pos.values()].map((e) => `${e.topic}@${e.epoch}:${e.seq}`).join(",");
@@ -121,6 +149,8 @@ function shared(topics, opts) {
     if (release) release();
   }
   sub.close = () => { if (stopped) return; stop(); Object.assign(sub, { state: "closed" }); call("onEnd", { reason: "closed" }); };
+  sub.publish = (...a) => inner ? inner.publish(...a)
+    : Promise.reject(new Fatal("transport_cannot_publish", "another tab holds the connection: publish with {shareTabs: false}"));
   return sub;
 }
 
@@ -142,6 +172,18 @@ function own(topics, opts) {
 
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
   const sub = { state: "connecting", transport: order[0], error: null };
+  // Publishing (WebSocket only): the open socket, and ref -> [resolve, reject] of each publish
+  // awaiting its answer.
+  let live = null, refs = 0;
+  const pending = new Map();
+  const settle = (ref, f) => { const p = pending.get(ref); pending.delete(ref); f(p); };
+  sub.publish = (topic, data, o = {}) => new Promise((ok, no) => {
+    if (!live) return no(sub.transport === "websocket"
+      ? new Fatal("not_open", `the WebSocket is ${sub.state}, not open`)
+      : new Fatal("transport_cannot_publish", `publishing needs the WebSocket transport; this subscription uses ${sub.transport}`));
+    pending.set(++refs, [ok, no]);
+    live.send(JSON.stringify({ op: "publish", ref: refs, topic, data, type: o.event, key: o.key, idempotency_key: o.idempotencyKey }));
+  });
 
   const call = caller(opts);
   const setState = (state, extra) => {
@@ -244,7 +286,8 @@ function own(topics, opts) {
 
   function openWs(done, gen) {
     let isOpen = false, fatal = null, refreshTimer = null, refreshing = false;
-    const ws = new WS(url("ws", "since"), "livegate.v1");
+    const ws = new WS(url("ws", "since", { delta: "fossil" }), "livegate.v1");
+    const bases = new Map();  // topic: the last event message on this connection, for its delta
     // Before exp (a third of its remaining life, at most 10 s, ahead), send a fresh token.
     const planRefresh = () => {
       clearTimeout(refreshTimer);
@@ -264,7 +307,20 @@ function own(topics, opts) {
     ws.onmessage = (m) => {
       let msg;
       try { msg = JSON.parse(m.data); } catch { return; }
-      if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; opened(); planRefresh(); }
+      if (msg.type === "delta") try {
+        const b = bases.get(msg.topic), e = parseEntry(msg.id);
+        if (b.epoch !== e.epoch || b.seq + 1 !== e.seq) throw Error("not after the last event");
+        const text = fromUtf8.decode(applyDelta(utf8.encode(b.text), utf8.encode(msg.delta)));
+        msg = JSON.parse(text);
+        m = { data: text };
+      } catch (e) {
+        fatal = Error(`the delta of ${msg.id} did not apply (${e.message})`);  // reconnects
+        return ws.close(1000);
+      }
+      if (msg.type === "event") bases.set(msg.topic, Object.assign(parseEntry(msg.id), { text: m.data }));
+      if (msg.type === "published" || msg.op === "publish") {  // never the subscription's end
+        if (pending.has(msg.ref)) settle(msg.ref, ([ok, no]) => msg.id ? ok(msg.id) : no(new Fatal(msg.code, msg.message)));
+      } else if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; live = ws; opened(); planRefresh(); }
       else if (msg.type === "authorized") {
         refreshing = false;
         if (msg.unsubscribed && msg.unsubscribed.length) {
@@ -283,13 +339,21 @@ function own(topics, opts) {
     };
     ws.onclose = (e) => {
       clearTimeout(refreshTimer);
+      dropPending();
       if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
       if (e.code === 1008 && !fatal)
         fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy",
                           e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
-    return () => { clearTimeout(refreshTimer); ws.onclose = ws.onmessage = null; ws.close(1000); };
+    return () => { clearTimeout(refreshTimer); dropPending(); ws.onclose = ws.onmessage = null; ws.close(1000); };
+  }
+
+  // The socket went: what awaits an answer may or may not have been published.
+  function dropPending() {
+    live = null;
+    for (const ref of [...pending.keys()])
+      settle(ref, ([, no]) => no(new Fatal("closed", "closed before the answer: maybe published (retry with an idempotencyKey)")));
   }
 
   async function httpGet(path, param, extra, signal) {

@@ -6,7 +6,8 @@
  * topic lock it looks the idempotency key up in the topic's stream, then admits the event
  * before the store sees it (lg_hub__admit, the same for every store): one slot reserved in the
  * inbox of every worker that has subscribers for the topic, then room for the event's size
- * (lg_event_size, exact, before it is encoded) in limits.max_retained_bytes, the topic's own
+ * (lg_event_size, exact before it is encoded; a document topic's delta form, shorter than
+ * the event's JSON, comes on top) in limits.max_retained_bytes, the topic's own
  * history giving way first. Only then does it append to the stream (store.h): the store
  * assigns the position and encodes the event once, and its completion, still under the lock,
  * pushes the event into each reserved inbox. Doing all of that under one lock is what makes
@@ -78,7 +79,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
     for (uint32_t w = 0; w < workers; w++)
-        if (lg_mailbox_init(&hub->links[w].calls) != 0)
+        if (lg_mailbox_init(&hub->links[w].calls) != 0 ||
+            lg_client_publish_queue_init(&hub->links[w].published) != 0)
             abort(); /* a mutex with default attributes does not fail to initialise */
     return hub;
 err:
@@ -110,8 +112,10 @@ void lg_hub_destroy(struct lg_hub *hub)
         next = t->next_in_bucket;
         lg_topic_destroy(t);
     }
-    for (uint32_t w = 0; w < hub->workers; w++)
+    for (uint32_t w = 0; w < hub->workers; w++) {
         lg_mailbox_release(&hub->links[w].calls, w); /* calls a stopped worker never took */
+        lg_client_publish_queue_release(&hub->links[w].published);
+    }
     pthread_rwlock_destroy(&hub->registry_lock);
     if (hub->local != hub->store)
         hub->local->ops->destroy(hub->local);
@@ -218,7 +222,8 @@ enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len
             /* The gateway's own topics stay on this node: no other node publishes them. */
             struct lg_store *store = name[0] == '$' ? hub->local : hub->store;
             struct lg_stream *stream = store->ops->stream_open(
-                store, name, len, lg_config_history_for(hub->rules, copy));
+                store, name, len, lg_config_history_for(hub->rules, copy),
+                lg_config_document_for(hub->rules, copy));
             t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->rules, copy), stream,
                                          hub->workers)
                        : NULL;
@@ -246,6 +251,14 @@ void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules)
     pthread_rwlock_wrlock(&hub->registry_lock);
     hub->rules = rules;
     pthread_rwlock_unlock(&hub->registry_lock);
+}
+
+bool lg_hub_client_publish_open(struct lg_hub *hub, const char *topic)
+{
+    pthread_rwlock_rdlock(&hub->registry_lock);
+    bool open = lg_config_client_publish_for(hub->rules, topic);
+    pthread_rwlock_unlock(&hub->registry_lock);
+    return open;
 }
 
 void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t)

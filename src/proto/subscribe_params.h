@@ -1,6 +1,7 @@
 /*
  * subscribe_params.h - the parameters every subscribe request carries (topics, cursor, start
- * position, timeout, tag filter), parsed the same way for /sse, /poll and /ws query strings.
+ * position, timeout, tag filter, deltas), parsed the same way for /sse, /poll and /ws query
+ * strings.
  *
  * Pure function over the caller's bytes; the result lives in the caller's struct.
  *
@@ -30,6 +31,7 @@ struct lg_subscribe_params {
     bool has_timeout;
     struct lg_filter filter;  /* filter=...: only events whose tags match (tags.h) */
     bool has_filter;
+    bool deltas;              /* delta=fossil: the client applies deltas (WebSocket only) */
 };
 
 /*
@@ -37,7 +39,8 @@ struct lg_subscribe_params {
  * ("last_event_id" or "since"); a non-NULL header (Last-Event-ID) takes precedence over it.
  * `since=latest` and `rewind=N` (0 .. LG_HISTORY_MAX_EVENTS_MAX) choose the start; one of
  * them at most, and not beside a cursor in the query. A non-empty header overrides them too
- * (a browser's reconnection resumes where it was). Unknown parameters are ignored (cache
+ * (a browser's reconnection resumes where it was). `delta=fossil` asks for deltas on
+ * document topics (any other value is refused). Unknown parameters are ignored (cache
  * busters). At most max_topics topics; whether none is
  * acceptable is the caller's decision. Return value: NULL on success, or the error code ("bad_request",
  * "invalid_topic", "invalid_cursor", "invalid_filter") with a message in problem.

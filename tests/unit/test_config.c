@@ -158,6 +158,7 @@ static const struct lg_setting_case lg_settings[] = {
     {LG_SETTING(limits.control_max_connections), 512, 512},
     {LG_SETTING(socket_send_buffer_bytes), 131072, 0},
     {LG_SETTING(write_batch_bytes), 65536, 4096},
+    {LG_SETTING(control_busy_poll_us), 50, 50},
     {LG_SETTING(drain_timeout_ms), 5000, 0},
 };
 
@@ -454,7 +455,7 @@ struct lg_error_case {
 #define LG_TOP_KEYS                                                                                \
     "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, "               \
     "client_queue, topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, "          \
-    "write_batch_bytes, drain_timeout_ms, drain_window_ms, redis, auth, allowed_origins, metrics"
+    "write_batch_bytes, control_busy_poll_us, drain_timeout_ms, drain_window_ms, redis, auth, allowed_origins, metrics"
 #define LG_PATTERN_CHARS                                                                           \
     "(patterns use A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)"
 
@@ -559,7 +560,9 @@ static const struct lg_error_case lg_error_cases[] = {
       "topic_rules[0].match: a pattern of 0 bytes is out of range (allowed 1..128 bytes)" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"priority\": 1}]}",
       "topic_rules[0].priority: unknown key; allowed keys in topic_rules[0]: match, on_slow, "
-      "history, start, rewind" },
+      "history, start, rewind, client_publish, document" },
+    { "{\"topic_rules\": [{\"match\": \"a\", \"client_publish\": 1}]}",
+      "topic_rules[0].client_publish: expected true or false, got integer" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"on_slow\": \"block\"}]}",
       "topic_rules[0].on_slow: \"block\" is not one of drop-oldest, disconnect, conflate" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"history\": []}]}",
@@ -708,7 +711,8 @@ START_TEST(test_topic_rules_docs_example)
         " \"topic_rules\": ["
         "  {\"match\": \"prices/*\", \"on_slow\": \"conflate\", \"history\": {\"max_events\": 10}},"
         "  {\"match\": \"orders/??\", \"on_slow\": \"disconnect\"},"
-        "  {\"match\": \"audit/*\", \"history\": {\"max_age_ms\": 0, \"max_bytes\": 67108864}}"
+        "  {\"match\": \"audit/*\", \"history\": {\"max_age_ms\": 0, \"max_bytes\": 67108864}},"
+        "  {\"match\": \"boards/*\", \"document\": true}"
         " ]}";
     static const struct {
         const char *topic;
@@ -721,6 +725,7 @@ START_TEST(test_topic_rules_docs_example)
         { "orders/eu", LG_SLOW_DISCONNECT, 1000, 4194304, 3600000 },
         { "orders/emea", LG_SLOW_DROP_OLDEST, 1000, 4194304, 3600000 },
         { "audit/login", LG_SLOW_DROP_OLDEST, 1000, 67108864, 0 },
+        { "boards/q1", LG_SLOW_DROP_OLDEST, 1000, 4194304, 3600000 },
     };
     struct lg_config cfg;
     char err[LG_CONFIG_ERR_MAX];
@@ -728,6 +733,8 @@ START_TEST(test_topic_rules_docs_example)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         lg_assert_topic_gets(&cfg, rows[i].topic, rows[i].policy, rows[i].max_events,
                              rows[i].max_bytes, rows[i].max_age_ms);
+    ck_assert(lg_config_document_for(&cfg, "boards/q1"));
+    ck_assert(!lg_config_document_for(&cfg, "prices/eur"));
     lg_config_release(&cfg);
 }
 END_TEST
