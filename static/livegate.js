@@ -28,6 +28,8 @@
 // `rewind`, a subscription has its own connection.
 // Start: {since: "latest"} (the newest retained event) or {rewind: N} (the last N) is sent
 // only while the cursor is empty; from the first position on, reconnects resume from it.
+// Filter: {filter: "region:eu,kind:a|b"} delivers only the events whose tags match (docs/
+// protocol.md); it is sent on every connection, and the cursor moves past what it kept out.
 // Deltas: over WebSocket the client asks for deltas (delta=fossil); on a document topic the
 // gateway may send an event as a Fossil delta of the event before it on this connection. The
 // client keeps the last event message of each topic (one string per topic) and rebuilds the
@@ -109,7 +111,7 @@ export function subscribe(topics, opts = {}) {
 // cursor). A tab learns from c the position of a topic it has none for yet, so the tab that
 // takes over connects from a position for every topic.
 function shared(topics, opts) {
-  const name = `livegate ${baseOf(opts)} ${[...topics].sort()}`;
+  const name = `livegate ${baseOf(opts)} ${[...topics].sort()}${opts.filter ? " " + opts.filter : ""}`;
   const ch = new BroadcastChannel(name), pos = new Map(), quit = new AbortController(), call = caller(opts);
   const sub = { state: "connecting", transport: null, error: null, role: "follower", cursor: () => cursorOf(pos) };
   let inner = null, stopped = false, release;
@@ -218,15 +220,20 @@ function own(topics, opts) {
     const c = cursorText();
     if (c) u.searchParams.set(cursorParam, c);
     else for (const k in start) u.searchParams.set(k, start[k]);
+    if (opts.filter) u.searchParams.set("filter", opts.filter);
     if (token) u.searchParams.set("access_token", token);
     for (const k in extra) u.searchParams.set(k, extra[k]);
     return u.href;
   }
 
-  // Learns the position of topics the cursor does not name yet (a subscribed answer, the first
-  // id of a stream); a topic it names moves only through its events and notices.
+  // Learns from a cursor the gateway gives (a subscribed answer, a poll answer, an id-only SSE
+  // block) the position of topics the cursor does not name yet, and moves the others forward
+  // within their epoch: past events a filter kept out, which no event or notice shows.
   function learn(text) {
-    for (const e of parseCursor(text)) if (!cursor.has(e.topic) && topics.includes(e.topic)) cursor.set(e.topic, e);
+    for (const e of parseCursor(text)) {
+      const had = cursor.get(e.topic);
+      if (topics.includes(e.topic) && (!had || (had.epoch === e.epoch && e.seq > had.seq))) cursor.set(e.topic, e);
+    }
   }
 
   // A presence notice: no id, the cursor does not move (docs/protocol.md, "Presence").

@@ -266,6 +266,7 @@ static struct lg_event_input event_input(struct MHD_Connection *conn, const char
         .topic_segment_len = strlen(url) - pre - strlen(r->route->suffix),
         .type = query_value(conn, "type"),
         .key = query_value(conn, "key"),
+        .tags = query_value(conn, "tags"),
         .idempotency_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key"),
         .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                     MHD_HTTP_HEADER_CONTENT_TYPE),

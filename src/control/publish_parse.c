@@ -90,7 +90,23 @@ static int decode_query(const char *name, const struct lg_raw_value *raw, char *
 }
 
 
-/* The optional ?type= and ?key= of a single publish, decoded into out's buffers, and the
+/* The optional ?tags= of a single publish, as canonical text into out->tags. */
+static int event_tags(const struct lg_raw_value *raw, struct lg_parsed_event *out,
+                      struct lg_ctl_error *e)
+{
+    char text[LG_TAGS_TEXT_MAX + 1], why[192];
+    size_t len;
+    if (decode_query("tags", raw, text, LG_TAGS_TEXT_MAX, &len, e) != 0)
+        return -1;
+    if (len == 0)
+        return 0;
+    if (lg_tags_parse(text, len, out->tags, &out->req.tags_len, why, sizeof why) != 0)
+        return lg_ctl_fail(e, 400, "bad_request", "query parameter \"tags\": %s", why);
+    out->req.tags = out->tags;
+    return 0;
+}
+
+/* The optional ?type=, ?key= and ?tags= of a single publish, decoded into out's buffers, and the
  * Idempotency-Key header (borrowed from in). */
 static int event_params(const struct lg_event_input *in, struct lg_parsed_event *out,
                         struct lg_ctl_error *e)
@@ -123,7 +139,7 @@ static int event_params(const struct lg_event_input *in, struct lg_parsed_event 
         req->idempotency_key = ik;
         req->idempotency_key_len = strlen(ik);
     }
-    return 0;
+    return event_tags(&in->tags, out, e);
 }
 
 
@@ -188,6 +204,9 @@ void lg_parsed_batch_release(struct lg_parsed_batch *b)
     for (size_t i = 0; b->texts != NULL && i < b->n; i++)
         free(b->texts[i]);
     free(b->texts);
+    for (size_t i = 0; b->tags != NULL && i < b->n; i++)
+        free(b->tags[i]);
+    free(b->tags);
     free(b->reqs);
     free(b->items);
     for (size_t i = 0; i < b->root_count; i++)
@@ -317,7 +336,7 @@ static int item_string(yajl_val item, const char *name, size_t i, const char **s
 /* Only the known members, each at most once. */
 static int item_keys(yajl_val item, size_t i, struct lg_ctl_error *e)
 {
-    static const char *const known[] = {"topic", "data", "type", "key", "id"};
+    static const char *const known[] = {"topic", "data", "type", "key", "id", "tags"};
     enum { KNOWN = sizeof known / sizeof known[0] };
     bool seen[KNOWN] = {false};
     for (size_t k = 0; k < item->u.object.len; k++) {
@@ -328,7 +347,7 @@ static int item_keys(yajl_val item, size_t i, struct lg_ctl_error *e)
         if (j == KNOWN)
             return lg_ctl_fail(e, 400, "bad_request",
                         "batch item %zu has an unknown key \"%.64s\"; an item may hold "
-                        "topic, data, type, key and id", i, name);
+                        "topic, data, type, key, id and tags", i, name);
         if (seen[j])
             return lg_ctl_fail(e, 400, "bad_request", "batch item %zu has \"%s\" twice", i,
                                name);
@@ -403,6 +422,39 @@ static int item_options(yajl_val item, size_t i, struct lg_publish_req *req,
     return 0;
 }
 
+/* The optional "tags" object of an item ({"key":"value",...}), as canonical text in *text
+ * (malloc'd). */
+static int item_tags(yajl_val item, size_t i, struct lg_publish_req *req, char **text,
+                     struct lg_ctl_error *e)
+{
+    yajl_val tags = member(item, "tags");
+    if (tags == NULL || YAJL_IS_NULL(tags))
+        return 0;
+    if (!YAJL_IS_OBJECT(tags))
+        return lg_ctl_fail(e, 400, "bad_request",
+                           "batch item %zu: \"tags\" must be an object of string values", i);
+    struct lg_tags_builder b = {.count = 0};
+    char why[192];
+    for (size_t k = 0; k < tags->u.object.len; k++) {
+        const char *key = tags->u.object.keys[k];
+        yajl_val v = tags->u.object.values[k];
+        if (!YAJL_IS_STRING(v))
+            return lg_ctl_fail(e, 400, "bad_request",
+                               "batch item %zu: tag \"%.64s\" must have a string value", i, key);
+        if (lg_tags_add(&b, key, strlen(key), v->u.string, strlen(v->u.string), why,
+                        sizeof why) != NULL)
+            return lg_ctl_fail(e, 400, "bad_request", "batch item %zu: %s", i, why);
+    }
+    if (b.count == 0)
+        return 0;
+    *text = malloc(LG_TAGS_TEXT_MAX + 1);
+    if (*text == NULL)
+        return lg_ctl_fail(e, 503, "unavailable", "out of memory validating the batch; retry");
+    req->tags_len = lg_tags_canonical(&b, *text);
+    req->tags = *text;
+    return 0;
+}
+
 /* Validate every item into b->reqs before anything is published. */
 static int batch_validate(uint32_t max_event_bytes, struct lg_parsed_batch *b,
                           struct lg_ctl_error *e)
@@ -412,7 +464,8 @@ static int batch_validate(uint32_t max_event_bytes, struct lg_parsed_batch *b,
                     "the batch holds no items; send {\"topic\":...,\"data\":...} objects");
     b->reqs = calloc(b->n, sizeof *b->reqs);
     b->texts = calloc(b->n, sizeof *b->texts);
-    if (b->reqs == NULL || b->texts == NULL)
+    b->tags = calloc(b->n, sizeof *b->tags);
+    if (b->reqs == NULL || b->texts == NULL || b->tags == NULL)
         return lg_ctl_fail(e, 503, "unavailable", "out of memory validating the batch; retry");
     for (size_t i = 0; i < b->n; i++) {
         yajl_val item = b->items[i];
@@ -421,7 +474,8 @@ static int batch_validate(uint32_t max_event_bytes, struct lg_parsed_batch *b,
             return lg_ctl_fail(e, 400, "bad_request", "batch item %zu is not a JSON object", i);
         if (item_keys(item, i, e) != 0 || item_topic(item, i, &b->reqs[i], e) != 0 ||
             item_data(max_event_bytes, item, i, &b->reqs[i], &b->texts[i], e) != 0 ||
-            item_options(item, i, &b->reqs[i], e) != 0)
+            item_options(item, i, &b->reqs[i], e) != 0 ||
+            item_tags(item, i, &b->reqs[i], &b->tags[i], e) != 0)
             return -1;
     }
     e->index = -1;

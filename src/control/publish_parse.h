@@ -3,7 +3,7 @@
  * requests (hub.h) or one refusal (control_error.h) out. No MHD, no hub, no I/O, so unit tests
  * and fuzzers reach every validation rule directly.
  *
- *   POST /v1/topics/{topic}/events   lg_parse_event(): the path segment, ?type=, ?key=, the
+ *   POST /v1/topics/{topic}/events   lg_parse_event(): the path segment, ?type=, ?key=, ?tags=, the
  *                                    Idempotency-Key and Content-Type headers, and the body
  *                                    (UTF-8 text, or JSON made compact: json_text.h).
  *   POST /v1/publish                 lg_parse_batch(): a JSON array of items or NDJSON (one
@@ -16,8 +16,9 @@
  *          The input (body, header values) is borrowed and must outlive the parsed struct.
  * Threads: any; no shared state. A parsed struct must not be moved (requests point into it).
  * Bounds:  topic names LG_TOPIC_NAME_MAX bytes, event types LG_CTL_TYPE_MAX, keys and ids
- *          LG_CTL_KEY_MAX; data max_event_bytes (as compact JSON for JSON data). The body
- *          size itself is bounded by the caller (limits.max_event_bytes / max_batch_bytes).
+ *          LG_CTL_KEY_MAX; tags LG_TAGS_MAX pairs (tags.h); data max_event_bytes (as compact
+ *          JSON for JSON data). The body size itself is bounded by the caller
+ *          (limits.max_event_bytes / max_batch_bytes).
  */
 #ifndef LG_PUBLISH_PARSE_H
 #define LG_PUBLISH_PARSE_H
@@ -29,6 +30,7 @@
 #include "control_error.h"
 #include "hub.h"
 #include "json_text.h"
+#include "tags.h"
 #include "topic_name.h"
 
 #define LG_CTL_TYPE_MAX 64  /* event type: 1..64 bytes of [A-Za-z0-9_.:/-] */
@@ -48,6 +50,7 @@ struct lg_event_input {
     size_t topic_segment_len;
     struct lg_raw_value type;   /* ?type= */
     struct lg_raw_value key;    /* ?key= (conflation key) */
+    struct lg_raw_value tags;   /* ?tags=key:value,... (tags.h) */
     const char *idempotency_key; /* Idempotency-Key header (NUL-terminated), or NULL */
     const char *content_type;    /* Content-Type header (NUL-terminated), or NULL */
     const char *body;            /* body bytes (need not be NUL-terminated), or NULL */
@@ -59,6 +62,7 @@ struct lg_parsed_event {
     char topic[LG_TOPIC_NAME_MAX + 1];
     char type[LG_CTL_TYPE_MAX + 1];
     char key[LG_CTL_KEY_MAX + 1];
+    char tags[LG_TAGS_TEXT_MAX + 1]; /* canonical tags text */
     char *json_text;           /* malloc'd compact JSON of a JSON body, else NULL */
 };
 
@@ -69,6 +73,7 @@ struct lg_parsed_batch {
     size_t n;                    /* items */
     struct lg_publish_req *reqs; /* n requests pointing into items and texts */
     char **texts;                /* n compact JSON data texts (NULL where data is a string) */
+    char **tags;                 /* n canonical tags texts (NULL where an item has none) */
 };
 
 /* Return value: 0 with out->req ready to publish, or -1 with e filled. Release out either way. */

@@ -449,6 +449,8 @@ struct lg_event_fields lg_hub__event_fields(struct lg_topic *t, const struct lg_
         .data_is_json = req->data_is_json,
         .idempotency_key = req->idempotency_key,
         .idempotency_key_len = req->idempotency_key_len,
+        .tags = req->tags_len ? req->tags : NULL,
+        .tags_len = req->tags_len,
         .published_unix_ms = lg_unix_ms(),
         .published_mono_ns = lg_mono_ns(),
     };

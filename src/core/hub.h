@@ -71,6 +71,8 @@ struct lg_publish_req {
     bool data_is_json;
     const char *idempotency_key; /* NULL = none; see lg_hub_publish() */
     size_t idempotency_key_len;
+    const char *tags;  /* canonical tags text (tags.h); NULL or "" = none */
+    size_t tags_len;
     bool gateway_own;  /* the gateway's own figures (sys_stats.h): a '$' topic is allowed and
                           the event is not counted in events_published */
 };

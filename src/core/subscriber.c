@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "encode.h"
 #include "event.h"
+#include "filter_table.h"
 #include "hub.h"
 #include "log.h"
 #include "presence.h"
@@ -80,6 +81,23 @@ static void owe_gap(struct lg_subscriber *s, struct lg_subscription *sn, uint64_
         sn->gap_from = seq;
     if (seq > sn->gap_to)
         sn->gap_to = seq;
+}
+
+/* sn's cursor covers what its filter kept out, once nothing queued before it is unsent. */
+static void catch_up(struct lg_subscription *sn)
+{
+    if (sn->skipped_seq > sn->sent_seq && sn->sent_seq >= sn->pushed_seq)
+        sn->sent_seq = sn->skipped_seq;
+}
+
+/* Whether sn's filter keeps ev out; if so, its position is passed without queueing it. */
+static bool filtered_out(struct lg_subscription *sn, const struct lg_event *ev)
+{
+    if (lg_filter_table_admits(sn->filter, ev))
+        return false;
+    sn->skipped_seq = ev->seq;
+    catch_up(sn);
+    return true;
 }
 
 /* Kept only by the few subscribers it fires for, so idle connections do not carry its bytes. */
@@ -195,6 +213,7 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
         lg_subscriber_check_lag(s, now_ns);
     if (s->slow_disconnect)
         return;
+    sn->pushed_seq = ev->seq;
     if (lg_client_ring_push(&s->ring, lg_event_ref(ev), s->bounds->max_events) != 0) {
         owe_gap(s, sn, ev->seq); /* out of memory: never silent, the client gets a gap */
         return;
@@ -216,6 +235,7 @@ void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
          * void; it gets a reset, then the new life's events */
         sn->epoch = ev->epoch;
         sn->sent_seq = sn->queued_seq = ev->seq - 1;
+        sn->pushed_seq = sn->skipped_seq = 0;
         lg_client_ring_remove_topic(&s->ring, sn->topic);
         if (!sn->reset_owed) {
             sn->reset_owed = true;
@@ -235,6 +255,8 @@ void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
         owe_gap(s, sn, ev->seq - 1);
     }
     sn->queued_seq = ev->seq;
+    if (sn->filter && filtered_out(sn, ev))
+        return;
     queue_event(s, sn, ev, now_ns);
 }
 
@@ -265,6 +287,8 @@ static void take_page(struct lg_subscriber *s, struct lg_subscription *sn,
         s->lag_origin_ns = lg_mono_ns(); /* replayed events age from when they were queued */
     for (size_t i = 0; i < page->count; i++) {
         sn->queued_seq = page->events[i]->seq;
+        if (sn->filter && filtered_out(sn, page->events[i]))
+            continue;
         queue_event(s, sn, page->events[i], 0);
     }
     if (page->gap_to > sn->queued_seq)
@@ -274,26 +298,39 @@ static void take_page(struct lg_subscriber *s, struct lg_subscription *sn,
     sn->replay_next = page->more ? sn->queued_seq + 1 : 0;
 }
 
+/* Page in the next page of sn's replay. Return value: false when the ring has no room. */
+static bool page_replay(struct lg_subscriber *s, struct lg_subscription *sn)
+{
+    size_t room = ring_room(s);
+    if (room == 0 || s->slow_disconnect)
+        return false;
+    struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->replay_next - 1};
+    struct lg_replay page;
+    enum lg_hub_status st = lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, room,
+                                             ring_room_bytes(s), false, &page);
+    if (st != LG_HUB_OK) {
+        lg_warn("topic %s: replay stopped: %s", sn->topic->name, lg_hub_status_message(st));
+        sn->replay_next = 0;
+        return true;
+    }
+    take_page(s, sn, &page);
+    lg_replay_release(&page);
+    return true;
+}
+
 /* Page in more replay for every subscription still behind, as far as the ring has room. */
 static void page_replays(struct lg_subscriber *s)
 {
-    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner) {
-        if (!sn->replay_next)
-            continue;
-        size_t room = ring_room(s);
-        if (room == 0 || s->slow_disconnect)
+    for (struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner)
+        if (sn->replay_next && !page_replay(s, sn))
             return;
-        struct lg_cursor_entry since = {.epoch = sn->epoch, .seq = sn->replay_next - 1};
-        struct lg_replay page;
-        enum lg_hub_status st = lg_hub_subscribe(s->hub, sn->topic, s->worker, &since, room,
-                                                 ring_room_bytes(s), false, &page);
-        if (st != LG_HUB_OK) {
-            lg_warn("topic %s: replay stopped: %s", sn->topic->name, lg_hub_status_message(st));
-            sn->replay_next = 0;
-            continue;
-        }
-        take_page(s, sn, &page);
-        lg_replay_release(&page);
+}
+
+/* A filtered replay whose pages so far held nothing the filter admits pages on now: a
+ * long-poll answers from what is queued when it subscribes. */
+static void page_past_filtered(struct lg_subscriber *s, struct lg_subscription *sn)
+{
+    while (sn->filter && sn->replay_next && s->ring.live == 0 && page_replay(s, sn)) {
     }
 }
 
@@ -324,6 +361,7 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
     sn->epoch = page.epoch;
     if (page.reset) {
         sn->sent_seq = sn->queued_seq = page.position;
+        sn->pushed_seq = sn->skipped_seq = 0;
         if (!sn->reset_owed) {
             sn->reset_owed = true;
             if (sn->gap_from == 0)
@@ -332,11 +370,21 @@ static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn)
     }
     take_page(s, sn, &page);
     lg_replay_release(&page);
+    page_past_filtered(s, sn);
 }
 
 enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub,
                                      struct lg_topic *t, const struct lg_cursor_entry *since,
                                      struct lg_start start, bool listen, size_t max_replay)
+{
+    return lg_subscriber_add_filtered(s, hub, t, since, start, listen, max_replay, NULL);
+}
+
+enum lg_hub_status lg_subscriber_add_filtered(struct lg_subscriber *s, struct lg_hub *hub,
+                                              struct lg_topic *t,
+                                              const struct lg_cursor_entry *since,
+                                              struct lg_start start, bool listen,
+                                              size_t max_replay, const struct lg_filter *filter)
 {
     struct lg_subscription *sn = lg_subscriber_find(s, t);
     if (sn && sn->listening)
@@ -356,6 +404,10 @@ enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub
         sn = calloc(1, sizeof *sn);
         if (!sn)
             return LG_HUB_OOM;
+        if (filter && !(sn->filter = lg_filter_table_intern(filter))) {
+            free(sn);
+            return LG_HUB_OOM;
+        }
     }
     s->hub = hub;
     size_t page = ring_room(s);
@@ -365,8 +417,10 @@ enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub
     enum lg_hub_status st =
         lg_hub_subscribe(hub, t, s->worker, since, page, ring_room_bytes(s), listen, &replay);
     if (st != LG_HUB_OK) {
-        if (fresh)
+        if (fresh) {
+            lg_filter_table_unref(&sn->filter);
             free(sn);
+        }
         return st;
     }
     if (fresh) {
@@ -399,6 +453,8 @@ enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub
     sn->pending_start = start;
     take_page(s, sn, &replay);
     lg_replay_release(&replay);
+    page_past_filtered(s, sn);
+    sn->shown_seq = sn->sent_seq; /* what a stream's first id block (or answer) tells */
     if (listen) {
         link_listener(sn, s->worker);
         if (s->member)
@@ -434,9 +490,9 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
         }
         const struct lg_cursor_entry *since = p->has_cursor ? lg_cursor_find(&p->cursor, t->name)
                                                             : NULL;
-        enum lg_hub_status added = lg_subscriber_add(s, hub, t, since,
-                                                     p->has_start ? p->start : t->start,
-                                                     listen, max_replay);
+        enum lg_hub_status added =
+            lg_subscriber_add_filtered(s, hub, t, since, p->has_start ? p->start : t->start,
+                                       listen, max_replay, p->has_filter ? &p->filter : NULL);
         lg_hub_topic_done(hub, t); /* a subscription holds its own reference */
         if (added != LG_HUB_OK) {
             why->problem = lg_hub_status_message(added);
@@ -457,6 +513,7 @@ static void free_subscription(struct lg_subscriber *s, struct lg_subscription *s
         s->notices_owed--;
     if (sn->end_owed)
         s->ends_owed--;
+    lg_filter_table_unref(&sn->filter);
     lg_topic_unref(sn->topic);
     free(sn);
 }
@@ -555,15 +612,25 @@ void lg_subscriber_kick(struct lg_subscriber *s, const char *reason)
 
 /* ---- Rendering -------------------------------------------------------------------------- */
 
-void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+static void append_cursor(const struct lg_subscriber *s, struct lg_buf *out, bool shown)
 {
     char entry[LG_CURSOR_ENTRY_MAX];
     for (const struct lg_subscription *sn = s->subs; sn; sn = sn->next_of_owner) {
         if (sn != s->subs)
             lg_buf_append(out, ",", 1);
-        lg_buf_append(out, entry,
-                      lg_cursor_format_entry(entry, sn->topic->name, sn->epoch, sn->sent_seq));
+        uint64_t seq = shown ? sn->shown_seq : sn->sent_seq;
+        lg_buf_append(out, entry, lg_cursor_format_entry(entry, sn->topic->name, sn->epoch, seq));
     }
+}
+
+void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+{
+    append_cursor(s, out, false);
+}
+
+void lg_subscriber_shown_cursor(const struct lg_subscriber *s, struct lg_buf *out)
+{
+    append_cursor(s, out, true);
 }
 
 /* Advance sn past what the notice covers, mark it paid, and say what it covered: the id of a
@@ -581,13 +648,14 @@ static struct lg_notice settle_notice(struct lg_subscriber *s, struct lg_subscri
     } else {
         if (sn->gap_to > sn->sent_seq)
             sn->sent_seq = sn->gap_to;
+        catch_up(sn);
         sn->gap_from = sn->gap_to = 0;
         LG_STAT_ADD(gaps_sent, 1);
     }
     if (!sn->reset_owed && sn->gap_from == 0)
         s->notices_owed--;
     n.epoch = sn->epoch;
-    n.seq = sn->sent_seq;
+    n.seq = sn->shown_seq = sn->sent_seq;
     return n;
 }
 
@@ -690,7 +758,8 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
         ev = next_owed(s, &sn);
         if (!ev)
             break;
-        sn->sent_seq = ev->seq;
+        sn->sent_seq = sn->shown_seq = ev->seq;
+        catch_up(sn);
         if (events == 0)
             now_ns = lg_mono_ns();
         lg_histogram_observe_owned(&lg_worker_stats[s->worker].delivery_lag,

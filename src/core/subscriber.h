@@ -15,6 +15,10 @@
  *          the page that reaches the newest event switches it to live delivery under the
  *          topic's lock, so nothing falls between. History evicted before it is paged in
  *          becomes a gap notice.
+ * Filters: a subscription with a tag filter (tags.h) is offered every event of its topic; one
+ *          its filter refuses is not queued but still advances the subscription's positions
+ *          (queued_seq at once, sent_seq once what was queued before it is sent), so cursors,
+ *          gaps and resets stay exact and a resume never gets it again nor reports it lost.
  * Renders: what is owed (notices, then events) through its render table (render.h):
  *          which notices and events, in which order and within which budget is decided here;
  *          every byte of wire format is the transport's.
@@ -49,6 +53,8 @@ struct lg_topic;
 struct lg_event;
 struct lg_buf;
 struct lg_subscribe_params;
+struct lg_filter;
+struct lg_interned_filter;
 
 struct lg_subscription {
     struct lg_topic *topic;
@@ -75,6 +81,13 @@ struct lg_subscription {
     bool presence_listed;     /* the topic lists it among its members (lg_hub_presence_join) */
     bool presence_resync;     /* a presence batch was replaced before it was written */
     struct lg_presence_batch *presence_owed; /* a reference: the batch to write, NULL = none */
+    struct lg_interned_filter *filter; /* NULL: every event; else only those it admits (its
+                                 worker's filter_table.h entry, one reference) */
+    uint64_t pushed_seq;      /* newest seq pushed to the client ring */
+    uint64_t skipped_seq;     /* newest seq the filter kept out: sent_seq moves to it once
+                                 nothing older of this topic is queued */
+    uint64_t shown_seq;       /* the position the client last saw for this topic: its last
+                                 item (event or notice), or the cursor it subscribed with */
 };
 
 struct lg_subscriber {
@@ -118,6 +131,14 @@ void lg_subscriber_init(struct lg_subscriber *s, const struct lg_render_ops *ops
 enum lg_hub_status lg_subscriber_add(struct lg_subscriber *s, struct lg_hub *hub,
                                      struct lg_topic *t, const struct lg_cursor_entry *since,
                                      struct lg_start start, bool listen, size_t max_replay);
+
+/* lg_subscriber_add() with a tag filter (NULL: none) for a new subscription, applied to its
+ * replay and its live events (a topic s already listens to keeps its own). */
+enum lg_hub_status lg_subscriber_add_filtered(struct lg_subscriber *s, struct lg_hub *hub,
+                                              struct lg_topic *t,
+                                              const struct lg_cursor_entry *since,
+                                              struct lg_start start, bool listen,
+                                              size_t max_replay, const struct lg_filter *filter);
 
 /* The subscribe loop every transport shares: each topic of p (created if need be) from p's
  * cursor entry for it (none: from p's start, or else the topic's own, topic_rules), in order,
@@ -190,6 +211,12 @@ struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
 
 /* Append the stream's cursor (one entry per subscription, subscribe order). */
 void lg_subscriber_cursor(const struct lg_subscriber *s, struct lg_buf *out);
+
+/* The same with each topic at the position its last item showed (shown_seq): what the id of
+ * an item on a multi-topic SSE stream carries, so that only the item's own topic moves in it
+ * (a client tells which topic an event is of by the entry that moved). Positions a filter
+ * passed show with the topic's next item; resuming from it replays and filters them again. */
+void lg_subscriber_shown_cursor(const struct lg_subscriber *s, struct lg_buf *out);
 
 /*
  * Render what is owed, oldest first, through s->ops into out, stopping once out holds

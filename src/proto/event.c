@@ -100,7 +100,8 @@ static size_t allocation_size(const struct lg_event_fields *f, size_t id_len, si
 {
     return sizeof(struct lg_event) + f->topic_name_len + 1 + id_len + 1 + type_len + 1 +
            (f->key ? f->key_len + 1 : 0) +
-           (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
+           (f->idempotency_key ? f->idempotency_key_len + 1 : 0) +
+           (f->tags && f->tags_len ? f->tags_len + 1 : 0) + f->data_len + 1 +
            sse_len + 1 + lg_ws_header_len(json_len) + json_len + 1 +
            (delta_len ? lg_ws_header_len(delta_len) + delta_len + 1 : 0);
 }
@@ -212,6 +213,14 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     if (f->idempotency_key) {
         ev->idempotency_key = p;
         p = put(p, f->idempotency_key, f->idempotency_key_len);
+    }
+    /* Tags come before the data, so their offset is bounded by the short strings before them
+     * (topic, id, type, keys: well under 64 KiB) and fits its 16 bits. */
+    ev->tags_offset = (uint16_t)(p - ev->storage);
+    ev->tags_len = 0;
+    if (f->tags && f->tags_len) {
+        ev->tags_len = (uint16_t)f->tags_len;
+        p = put(p, f->tags, f->tags_len);
     }
     ev->data = p;
     p = put(p, f->data, f->data_len);

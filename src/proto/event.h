@@ -50,6 +50,9 @@ struct lg_event {
     const char *data;           /* the body as published (JSON re-encoded compactly) */
     size_t data_len;
     bool data_is_json;
+    uint16_t tags_offset;       /* the canonical tags text (tags.h) is storage + this, */
+    uint16_t tags_len;          /* ... this long (0: no tags); lg_event_tags(). Both sit in
+                                   the padding after the bool: tags cost an event no field */
     int64_t published_unix_ms;  /* wall clock, for display only */
     uint64_t published_mono_ns; /* monotonic, for lag and latency */
 
@@ -87,6 +90,8 @@ struct lg_event_fields {
     size_t key_len;
     const char *idempotency_key; /* NULL = none */
     size_t idempotency_key_len;
+    const char *tags;     /* canonical tags text (tags.h); NULL = no tags */
+    size_t tags_len;
     const char *data;     /* must be valid UTF-8; JSON text when data_is_json */
     size_t data_len;
     bool data_is_json;
@@ -105,6 +110,13 @@ size_t lg_event_size(const struct lg_event_fields *f);
 
 /* Encode and allocate an event. Returns a new reference (count 1), or NULL on OOM. */
 struct lg_event *lg_event_create(const struct lg_event_fields *f);
+
+/* The event's canonical tags text (tags_len bytes, NUL-terminated), or NULL without tags:
+ * what filters match. */
+static inline const char *lg_event_tags(const struct lg_event *ev)
+{
+    return ev->tags_len ? ev->storage + ev->tags_offset : NULL;
+}
 
 /* Take another reference. ev must already hold one (asserted). Returns ev. */
 static inline struct lg_event *lg_event_ref(struct lg_event *ev)

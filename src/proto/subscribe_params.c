@@ -32,6 +32,24 @@ const char *lg_subscribe_params_add_topic(struct lg_subscribe_params *p, const c
     return NULL;
 }
 
+const char *lg_subscribe_params_filter(struct lg_subscribe_params *p, const char *s, size_t len,
+                                       char *problem, size_t problem_cap)
+{
+    if (p->has_filter) {
+        snprintf(problem, problem_cap, "give one filter; join its clauses with ','");
+        return "invalid_filter";
+    }
+    if (len == 0)
+        return NULL;
+    char why[200];
+    if (lg_filter_parse(s, len, &p->filter, why, sizeof why) != 0) {
+        snprintf(problem, problem_cap, "malformed filter: %s", why);
+        return "invalid_filter";
+    }
+    p->has_filter = true;
+    return NULL;
+}
+
 static const char *parse_timeout(struct lg_subscribe_params *p, const char *value, char *problem,
                                  size_t problem_cap)
 {
@@ -158,7 +176,7 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
 {
     p->topic_count = 0;
     p->cursor.count = 0;
-    p->has_cursor = p->has_timeout = p->has_start = p->deltas = false;
+    p->has_cursor = p->has_timeout = p->has_start = p->has_filter = p->deltas = false;
     p->timeout_ms = 0;
     char name[32];
     char *value = malloc(VALUE_MAX);
@@ -188,6 +206,8 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
             code = "bad_request";
         } else if (strcmp(name, "timeout") == 0) {
             code = parse_timeout(p, value, problem, problem_cap);
+        } else if (strcmp(name, "filter") == 0) {
+            code = lg_subscribe_params_filter(p, value, strlen(value), problem, problem_cap);
         } else if (strcmp(name, "delta") == 0) {
             code = parse_delta(p, value, problem, problem_cap);
         }

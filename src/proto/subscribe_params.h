@@ -1,6 +1,7 @@
 /*
  * subscribe_params.h - the parameters every subscribe request carries (topics, cursor, start
- * position, timeout, deltas), parsed the same way for /sse, /poll and /ws query strings.
+ * position, timeout, tag filter, deltas), parsed the same way for /sse, /poll and /ws query
+ * strings.
  *
  * Pure function over the caller's bytes; the result lives in the caller's struct.
  *
@@ -16,6 +17,7 @@
 
 #include "cursor.h"
 #include "policy.h"
+#include "tags.h"
 #include "topic_name.h"
 
 struct lg_subscribe_params {
@@ -27,6 +29,8 @@ struct lg_subscribe_params {
     bool has_start;           /* false: each topic's own default (topic_rules) */
     uint64_t timeout_ms;
     bool has_timeout;
+    struct lg_filter filter;  /* filter=...: only events whose tags match (tags.h) */
+    bool has_filter;
     bool deltas;              /* delta=fossil: the client applies deltas (WebSocket only) */
 };
 
@@ -39,7 +43,7 @@ struct lg_subscribe_params {
  * document topics (any other value is refused). Unknown parameters are ignored (cache
  * busters). At most max_topics topics; whether none is
  * acceptable is the caller's decision. Return value: NULL on success, or the error code ("bad_request",
- * "invalid_topic", "invalid_cursor") with a message in problem.
+ * "invalid_topic", "invalid_cursor", "invalid_filter") with a message in problem.
  */
 const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char *q, size_t len,
                                       const char *cursor_param, const char *header,
@@ -67,6 +71,11 @@ const char *lg_subscribe_params_latest(struct lg_subscribe_params *p, char *prob
 const char *lg_subscribe_params_check_start(const struct lg_subscribe_params *p,
                                             const char *cursor_name, char *problem,
                                             size_t problem_cap);
+
+/* Set the filter from its text s[0..len) (empty = none), refusing a second one.
+ * Return value: NULL, or "invalid_filter" with a message in problem. */
+const char *lg_subscribe_params_filter(struct lg_subscribe_params *p, const char *s, size_t len,
+                                       char *problem, size_t problem_cap);
 
 /* Add one topic (deduplicated). Return value: NULL or an error code as above. */
 const char *lg_subscribe_params_add_topic(struct lg_subscribe_params *p, const char *topic,

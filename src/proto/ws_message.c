@@ -57,6 +57,18 @@ static const char *parse_rewind(json_t *rewind, struct lg_subscribe_params *p, c
     return lg_subscribe_params_rewind(p, text, problem, cap);
 }
 
+static const char *parse_filter(json_t *filter, struct lg_subscribe_params *p, char *problem,
+                                size_t cap)
+{
+    if (filter == NULL || json_is_null(filter))
+        return NULL;
+    if (!json_is_string(filter))
+        return refuse(problem, cap, "invalid_filter",
+                      "\"filter\" must be a string such as \"region:eu,kind:a|b\"");
+    return lg_subscribe_params_filter(p, json_string_value(filter), json_string_length(filter),
+                                      problem, cap);
+}
+
 static const char *parse_subscribe(json_t *msg, uint32_t max_topics,
                                    struct lg_subscribe_params *p, char *problem, size_t cap)
 {
@@ -64,7 +76,7 @@ static const char *parse_subscribe(json_t *msg, uint32_t max_topics,
     if (!json_is_array(topics) || json_array_size(topics) == 0)
         return refuse(problem, cap, "bad_message", "subscribe needs \"topics\": a non-empty array");
     p->topic_count = 0;
-    p->has_cursor = p->has_start = false;
+    p->has_cursor = p->has_start = p->has_filter = false;
     size_t i;
     json_t *t;
     json_array_foreach(topics, i, t) {
@@ -79,6 +91,8 @@ static const char *parse_subscribe(json_t *msg, uint32_t max_topics,
     const char *code = parse_since(json_object_get(msg, "since"), p, problem, cap);
     if (!code)
         code = parse_rewind(json_object_get(msg, "rewind"), p, problem, cap);
+    if (!code)
+        code = parse_filter(json_object_get(msg, "filter"), p, problem, cap);
     return code ? code : lg_subscribe_params_check_start(p, "since", problem, cap);
 }
 

@@ -1,7 +1,8 @@
 /*
  * ws_message.h - the control messages a WebSocket client sends (docs/protocol.md,
- * "WebSocket"): {"op":"subscribe","topics":[...],"since":"...","rewind":N}, {"op":"unsubscribe",
- * "topics":[...]}, {"op":"ping"}, {"op":"auth"|"refresh","token":"..."} (docs/security.md),
+ * "WebSocket"): {"op":"subscribe","topics":[...],"since":"...","rewind":N,"filter":"..."},
+ * {"op":"unsubscribe","topics":[...]}, {"op":"ping"}, {"op":"auth"|"refresh","token":"..."}
+ * (docs/security.md), and
  * {"op":"publish","topic":"...","data":...,"type","key","idempotency_key","ref"} (a client's
  * publish, ws_publish.h), and {"op":"presence","topic":"...","after":"..."} (a page of a
  * presence topic's members). Parsed and checked here as a pure function, so a fuzzer
@@ -75,9 +76,9 @@ struct lg_ws_message {
  * when "since" is a non-empty string: null and "" mean none, as an empty since= on /sse;
  * the start for "since":"latest" or "rewind":N, as subscribe_params.h).
  * A publish fills m->publish (its data's size is the caller's to bound).
- * Return value: NULL, or an error code ("bad_message", "unknown_op", "invalid_cursor", a
- * topic code of subscribe_params.h, or for a publish "invalid_topic") with a message in
- * problem. *malformed tells whether the
+ * Return value: NULL, or an error code ("bad_message", "unknown_op", "invalid_cursor",
+ * "invalid_filter", a topic code of subscribe_params.h, or for a publish "invalid_topic") with
+ * a message in problem. *malformed tells whether the
  * message itself is malformed (not a JSON object, no op, an unknown op: these count toward
  * websocket.max_bad_messages) or only its content was refused.
  */

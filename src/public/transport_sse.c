@@ -183,7 +183,7 @@ static void sse_render_notice(struct lg_buf *out, const struct lg_subscriber *s,
     (void)item;
     if (!n->kind) {
         lg_buf_append_str(out, "id: ");
-        lg_subscriber_cursor(s, out);
+        lg_subscriber_shown_cursor(s, out);
         lg_buf_append_str(out, "\n");
     }
     lg_buf_append_str(out, "event: ");
@@ -201,7 +201,7 @@ static void sse_render_event(struct lg_buf *out, const struct lg_subscriber *s,
         lg_buf_append(out, ev->sse, ev->sse_len); /* its own id is the whole cursor */
     } else {
         lg_buf_append_str(out, "id: ");
-        lg_subscriber_cursor(s, out);
+        lg_subscriber_shown_cursor(s, out);
         lg_buf_append(out, "\n", 1);
         lg_buf_append(out, ev->sse + ev->sse_body_offset, ev->sse_len - ev->sse_body_offset);
     }

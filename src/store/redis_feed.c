@@ -35,6 +35,7 @@
 #include "history.h"
 #include "log.h"
 #include "stats.h"
+#include "tags.h"
 
 #define READS_IN_FLIGHT_MAX 32 /* loads and catch-ups sent at once, over every stream */
 #define STALL_RETRY_MS 5       /* an inbox was full: read again from newest after this */
@@ -155,6 +156,10 @@ static void set_field(struct lg_event_fields *f, char name, const char *v, size_
     case 'j': f->data_is_json = len > 0 && v[0] == '1'; break;
     case 'u': f->published_unix_ms = strtoll(v, NULL, 10); break;
     case 'i': f->idempotency_key = v, f->idempotency_key_len = len; break;
+    case 't': /* written by a node's publish: canonical and bounded; anything else is no tags */
+        if (len > 0 && len <= LG_TAGS_TEXT_MAX)
+            f->tags = v, f->tags_len = len;
+        break;
     }
 }
 

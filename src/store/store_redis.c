@@ -227,8 +227,8 @@ static void run_append(struct lg_redis_job *job, bool up)
     snprintf(maxlen, sizeof maxlen, "%" PRIu32, s->bounds.max_events);
     snprintf(window, sizeof window, "%" PRIu32, s->store->opts.idempotency_window_ms);
     snprintf(unix_ms, sizeof unix_ms, "%" PRId64, f->published_unix_ms);
-    const char *argv[24];
-    size_t lens[24], n = 0;
+    const char *argv[28];
+    size_t lens[28], n = 0;
 #define ARG(p, l) (argv[n] = (p), lens[n] = (l), n++)
 #define ARGS(p) ARG(p, strlen(p))
     ARGS("EVALSHA"), ARGS(s->store->append_script.sha), ARGS(f->idempotency_key ? "5" : "4");
@@ -248,6 +248,8 @@ static void run_append(struct lg_redis_job *job, bool up)
     ARGS("u"), ARGS(unix_ms);
     if (f->idempotency_key)
         ARGS("i"), ARG(f->idempotency_key, f->idempotency_key_len);
+    if (f->tags)
+        ARGS("t"), ARG(f->tags, f->tags_len);
 #undef ARGS
 #undef ARG
     if (!up || lg_redis_command(s->shard->bridge, on_append_reply, a, (int)n, argv, lens) != 0)
@@ -272,7 +274,7 @@ static void append_by_script(struct lg_stream *base, struct lg_event_fields *f,
 {
     struct redis_stream *s = rs(base);
     size_t text = f->topic_name_len + f->type_len + f->key_len + f->data_len +
-                  f->idempotency_key_len + 5;
+                  f->idempotency_key_len + f->tags_len + 6;
     struct append_job *a = malloc(sizeof *a + text);
     if (!a) {
         done(arg, LG_APPEND_OOM, NULL);
@@ -286,6 +288,7 @@ static void append_by_script(struct lg_stream *base, struct lg_event_fields *f,
     a->f.key = copy_into(&at, f->key, f->key_len);
     a->f.data = copy_into(&at, f->data, f->data_len);
     a->f.idempotency_key = copy_into(&at, f->idempotency_key, f->idempotency_key_len);
+    a->f.tags = copy_into(&at, f->tags, f->tags_len);
     if (!lg_redis_bridge_post(s->shard->bridge, &a->job)) {
         free(a);
         done(arg, LG_APPEND_UNAVAILABLE, NULL);

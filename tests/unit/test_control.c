@@ -525,7 +525,7 @@ START_TEST(batch_bad_item_publishes_nothing)
             "{\"topic\":\"demo\",\"data\":\"a\"}\n{\"topic\":\"demo\",\"data\":1,\"colour\":2}\n");
     assert_reply(&r, 400,
                  "{\"error\":\"bad_request\",\"message\":\"batch item 1 has an unknown key "
-                 "\\\"colour\\\"; an item may hold topic, data, type, key and id\",\"index\":1}");
+                 "\\\"colour\\\"; an item may hold topic, data, type, key, id and tags\",\"index\":1}");
     request(&r, "POST", "/v1/publish", NULL,
             "{\"topic\":\"demo\",\"data\":\"a\"}\n{\"topic\":\"demo\"}\n");
     assert_reply(&r, 400,

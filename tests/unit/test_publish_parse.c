@@ -254,7 +254,7 @@ START_TEST(batch_refusals)
     expect_batch_refused("[{\"topic\":\"a\",\"data\":1},{\"topic\":\"b\",\"data\":1,\"x\":0}]",
                          400, 1,
                          "batch item 1 has an unknown key \"x\"; an item may hold topic, data, "
-                         "type, key and id");
+                         "type, key, id and tags");
     expect_batch_refused("[{\"topic\":\"$sys\",\"data\":1}]", 422, 0,
                          "batch item 0: topic \"$sys\": names starting with '$' are reserved "
                          "for the gateway; publish to a name without it");
@@ -265,6 +265,55 @@ START_TEST(batch_refusals)
     expect_batch_refused("[{\"topic\":\"a\",\"data\":\"x\\u0000\"}]", 400, -1,
                          "batch holds \\u0000 in a string, which a batch cannot carry; publish "
                          "that event alone (POST /v1/topics/{topic}/events)");
+}
+END_TEST
+
+/* A single publish with ?tags=: the canonical text, or the refusal. */
+START_TEST(event_tags_are_canonical_or_refused)
+{
+    char *body = exact("x");
+    struct lg_event_input in = {.topic_segment = "a", .topic_segment_len = 1, .body = body,
+                                .body_len = 1, .tags = given("region:eu,kind:a")};
+    struct lg_parsed_event ev;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(lg_parse_event(&in, MAX_EVENT, &ev, &e), 0);
+    ck_assert_str_eq(ev.req.tags, "kind:a,region:eu");
+    ck_assert_uint_eq(ev.req.tags_len, strlen("kind:a,region:eu"));
+    lg_parsed_event_release(&ev);
+    in.tags = given("region%3Aeu");
+    ck_assert_int_eq(lg_parse_event(&in, MAX_EVENT, &ev, &e), 0);
+    ck_assert_str_eq(ev.req.tags, "region:eu");
+    lg_parsed_event_release(&ev);
+    in.tags = given("");
+    ck_assert_int_eq(lg_parse_event(&in, MAX_EVENT, &ev, &e), 0);
+    ck_assert_ptr_null(ev.req.tags);
+    lg_parsed_event_release(&ev);
+    in.tags = given("region:e u");
+    ck_assert_int_eq(lg_parse_event(&in, MAX_EVENT, &ev, &e), -1);
+    expect_error(&e, 400, "bad_request", -1,
+                 "query parameter \"tags\": the value of tag \"region\" may only hold "
+                 "A-Z a-z 0-9 _ . -; a value is 1..64 bytes of A-Z a-z 0-9 _ . -");
+    lg_parsed_event_release(&ev);
+    free(body);
+}
+END_TEST
+
+START_TEST(batch_tags_are_canonical_or_refused)
+{
+    struct lg_parsed_batch b;
+    struct lg_ctl_error e = LG_CTL_ERROR_INIT;
+    ck_assert_int_eq(parse_batch("[{\"topic\":\"a\",\"data\":1,\"tags\":{\"z\":\"1\","
+                                 "\"k\":\"v\"}},{\"topic\":\"a\",\"data\":2}]", &b, &e), 0);
+    ck_assert_str_eq(b.reqs[0].tags, "k:v,z:1");
+    ck_assert_ptr_null(b.reqs[1].tags);
+    lg_parsed_batch_release(&b);
+    expect_batch_refused("[{\"topic\":\"a\",\"data\":1,\"tags\":[]}]", 400, 0,
+                         "batch item 0: \"tags\" must be an object of string values");
+    expect_batch_refused("[{\"topic\":\"a\",\"data\":1,\"tags\":{\"k\":1}}]", 400, 0,
+                         "batch item 0: tag \"k\" must have a string value");
+    expect_batch_refused("[{\"topic\":\"a\",\"data\":1,\"tags\":{\"k\":\"\"}}]", 400, 0,
+                         "batch item 0: the value of tag \"k\" is empty; a value is 1..64 "
+                         "bytes of A-Z a-z 0-9 _ . -");
 }
 END_TEST
 
@@ -279,6 +328,8 @@ static Suite *publish_parse_suite(void)
     tcase_add_test(tc, batch_array_and_ndjson);
     tcase_add_test(tc, batch_json_data_is_kept);
     tcase_add_test(tc, batch_refusals);
+    tcase_add_test(tc, event_tags_are_canonical_or_refused);
+    tcase_add_test(tc, batch_tags_are_canonical_or_refused);
     suite_add_tcase(s, tc);
     return s;
 }

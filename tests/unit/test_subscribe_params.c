@@ -125,6 +125,27 @@ START_TEST(a_bad_start_position_is_refused_naming_it)
 }
 END_TEST
 
+START_TEST(a_filter_is_parsed_to_its_canonical_text_or_refused)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    char problem[256];
+    ck_assert_ptr_null(parse_q(p, "topic=a&filter=region:eu,kind:b%7Ca", "since", NULL, problem));
+    ck_assert(p->has_filter);
+    ck_assert_str_eq(p->filter.text, "kind:a|b,region:eu");
+    ck_assert_ptr_null(parse_q(p, "topic=a&filter=", "since", NULL, problem));
+    ck_assert(!p->has_filter);
+    ck_assert_ptr_null(parse_q(p, "topic=a", "since", NULL, problem));
+    ck_assert(!p->has_filter);
+    ck_assert_str_eq(parse_q(p, "topic=a&filter=kind", "since", NULL, problem), "invalid_filter");
+    ck_assert_str_eq(problem, "malformed filter: filter clause \"kind\" has no ':'; a clause is "
+                              "key:value or key:value1|value2");
+    ck_assert_str_eq(parse_q(p, "topic=a&filter=a:1&filter=b:2", "since", NULL, problem),
+                     "invalid_filter");
+    ck_assert_str_eq(problem, "give one filter; join its clauses with ','");
+    free(p);
+}
+END_TEST
+
 static Suite *subscribe_params_suite(void)
 {
     Suite *s = suite_create("subscribe_params");
@@ -135,6 +156,9 @@ static Suite *subscribe_params_suite(void)
     tc = tcase_create("start");
     tcase_add_test(tc, a_start_position_is_latest_or_a_rewind);
     tcase_add_test(tc, a_bad_start_position_is_refused_naming_it);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("filter");
+    tcase_add_test(tc, a_filter_is_parsed_to_its_canonical_text_or_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "encode.h"
 #include "event.h"
+#include "filter_table.h"
 #include "hub.h"
 #include "inbox.h"
 #include "stats.h"
@@ -388,6 +389,206 @@ START_TEST(release_unregisters_from_the_topic)
 }
 END_TEST
 
+
+/* ---- Tag filters ---------------------------------------------------------------------- */
+
+/* Room for a whole replay in one page. */
+static void setup_wide(void) { setup_with(LG_SLOW_DROP_OLDEST, 100, 100); }
+
+static void publish_tagged(const char *topic_name, const char *data, const char *tags)
+{
+    struct lg_publish_req req = {.topic = topic_name, .topic_len = strlen(topic_name),
+                                 .data = data, .data_len = strlen(data), .tags = tags,
+                                 .tags_len = strlen(tags)};
+    struct lg_publish_result res;
+    ck_assert_int_eq(lg_hub_publish(hub, &req, &res), LG_PUBLISH_OK);
+}
+
+/* A new subscriber over transport on name from cursor (NULL: now) with filter text. */
+static void subscribe_filtered(struct lg_subscriber *s, const struct lg_render_ops *transport,
+                               const char *name, const char *cursor, const char *filter_text)
+{
+    struct lg_filter f;
+    char why[200];
+    ck_assert_int_eq(lg_filter_parse(filter_text, strlen(filter_text), &f, why, sizeof why), 0);
+    struct lg_cursor c;
+    const struct lg_cursor_entry *since = NULL;
+    if (cursor) {
+        ck_assert_int_eq(lg_cursor_parse(cursor, strlen(cursor), &c, why, sizeof why), 0);
+        since = &c.entries[0];
+    }
+    new_subscriber(s, transport);
+    ck_assert_int_eq(lg_subscriber_add_filtered(s, hub, topic(name), since, (struct lg_start){0},
+                                                true, SIZE_MAX, &f),
+                     LG_HUB_OK);
+}
+
+/* s's cursor, as text (static). */
+static const char *cursor_of(const struct lg_subscriber *s)
+{
+    static char text[256];
+    struct lg_buf b;
+    lg_buf_init(&b);
+    lg_subscriber_cursor(s, &b);
+    snprintf(text, sizeof text, "%.*s", (int)b.len, b.data ? b.data : "");
+    lg_buf_release(&b);
+    return text;
+}
+
+/* Events 1..6 of "a": odd ones tagged kind:a, even ones kind:b; data = the seq. */
+static void publish_alternating(void)
+{
+    for (int i = 1; i <= 6; i++) {
+        char data[8];
+        snprintf(data, sizeof data, "%d", i);
+        publish_tagged("a", data, i % 2 ? "kind:a" : "kind:b");
+    }
+}
+
+START_TEST(a_filter_delivers_only_matching_live_events_and_passes_the_others)
+{
+    struct lg_subscriber s;
+    subscribe_filtered(&s, &lg_sse_render, "a", NULL, "kind:a");
+    publish_alternating();
+    deliver();
+    /* 1, 3, 5 are queued; 6 is passed but queued ones come first: the cursor waits for them */
+    ck_assert_str_eq(cursor_of(&s), expect_id("a", 0));
+    char want[1024];
+    snprintf(want, sizeof want,
+             "id: %s\nevent: message\ndata: 1\n\nid: %s\nevent: message\ndata: 3\n\n"
+             "id: %s\nevent: message\ndata: 5\n\n",
+             expect_id("a", 1), expect_id("a", 3), expect_id("a", 5));
+    char *out = render_sse(&s);
+    ck_assert_str_eq(out, want);
+    free(out);
+    ck_assert_str_eq(cursor_of(&s), expect_id("a", 6));
+    /* a stretch of filtered events alone moves the cursor, and renders nothing */
+    publish_tagged("a", "7", "kind:b");
+    publish_tagged("a", "8", "other:x");
+    publish("a", "9 untagged");
+    deliver();
+    ck_assert(!lg_subscriber_has_output(&s));
+    ck_assert_str_eq(cursor_of(&s), expect_id("a", 9));
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(a_filtered_replay_resumes_with_no_gap_and_no_duplicate)
+{
+    publish_alternating();
+    struct lg_subscriber s;
+    subscribe_filtered(&s, &lg_sse_render, "a", expect_id("a", 1), "kind:b");
+    char want[1024];
+    snprintf(want, sizeof want,
+             "id: %s\nevent: message\ndata: 2\n\nid: %s\nevent: message\ndata: 4\n\n"
+             "id: %s\nevent: message\ndata: 6\n\n",
+             expect_id("a", 2), expect_id("a", 4), expect_id("a", 6));
+    assert_sse_is_then_release(&s, want);
+    /* resuming after the last delivered one: nothing owed, no gap */
+    subscribe_filtered(&s, &lg_sse_render, "a", expect_id("a", 6), "kind:b");
+    ck_assert(!lg_subscriber_has_output(&s));
+    lg_subscriber_release(&s, hub);
+    /* resuming after a filtered stretch at the end: the cursor is the topic's newest */
+    subscribe_filtered(&s, &lg_sse_render, "a", expect_id("a", 2), "kind:a|c");
+    snprintf(want, sizeof want,
+             "id: %s\nevent: message\ndata: 3\n\nid: %s\nevent: message\ndata: 5\n\n",
+             expect_id("a", 3), expect_id("a", 5));
+    char *out = render_sse(&s);
+    ck_assert_str_eq(out, want);
+    free(out);
+    ck_assert_str_eq(cursor_of(&s), expect_id("a", 6));
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(a_poll_answer_cursor_covers_the_filtered_events)
+{
+    publish_alternating();
+    publish_tagged("a", "7", "kind:b");
+    struct lg_subscriber s;
+    subscribe_filtered(&s, &lg_poll_render, "a", expect_id("a", 0), "kind:a");
+    struct lg_buf b;
+    lg_buf_init(&b);
+    ck_assert_uint_eq(lg_subscriber_render_poll(&s, &b, 10), 3);
+    lg_buf_append(&b, "", 1);
+    ck_assert_ptr_null(strstr(b.data, "\"seq\":2,"));
+    char tail[200];
+    snprintf(tail, sizeof tail, "],\"cursor\":\"%s\"}", expect_id("a", 7));
+    ck_assert_str_eq(b.data + strlen(b.data) - strlen(tail), tail);
+    lg_buf_release(&b);
+    lg_subscriber_release(&s, hub);
+    /* a poll after which only filtered events follow has nothing to answer yet */
+    subscribe_filtered(&s, &lg_poll_render, "a", expect_id("a", 5), "kind:a");
+    ck_assert(!lg_subscriber_has_output(&s));
+    ck_assert_str_eq(cursor_of(&s), expect_id("a", 7));
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(subscribers_sharing_a_filter_cost_one_evaluation_per_event)
+{
+    struct lg_subscriber s[5];
+    for (int i = 0; i < 5; i++)
+        subscribe_filtered(&s[i], &lg_sse_render, "a", NULL, i < 4 ? "kind:a" : "kind:b");
+    ck_assert_uint_eq(lg_filter_table_count(), 2);
+    struct lg_subscription *sn = lg_subscriber_find(&s[0], topic("a"));
+    ck_assert_ptr_eq(sn->filter, lg_subscriber_find(&s[3], topic("a"))->filter);
+    publish_alternating();
+    deliver();
+    ck_assert_uint_eq(lg_filter_table_evaluations(sn->filter), 6);
+    for (int i = 0; i < 5; i++)
+        lg_subscriber_release(&s[i], hub);
+    ck_assert_uint_eq(lg_filter_table_count(), 0);
+}
+END_TEST
+
+START_TEST(a_multi_topic_sse_id_moves_only_the_topic_of_its_event)
+{
+    struct lg_subscriber s;
+    subscribe_filtered(&s, &lg_sse_render, "a", NULL, "kind:a");
+    struct lg_filter f;
+    char why[64];
+    ck_assert_int_eq(lg_filter_parse("kind:a", 6, &f, why, sizeof why), 0);
+    ck_assert_int_eq(lg_subscriber_add_filtered(&s, hub, topic("b"), NULL, (struct lg_start){0},
+                                                true, SIZE_MAX, &f),
+                     LG_HUB_OK);
+    publish_tagged("b", "b1", "kind:b"); /* passed: b's position moves, unseen */
+    publish_tagged("a", "a1", "kind:a");
+    deliver();
+    uint32_t e = lg_stream_epoch(topic("a")->stream), eb = lg_stream_epoch(topic("b")->stream);
+    char want[512];
+    snprintf(want, sizeof want, "id: a@%08x:1,b@%08x:0\nevent: message\ndata: a1\n\n", e, eb);
+    char *out = render_sse(&s);
+    ck_assert_str_eq(out, want);
+    free(out);
+    snprintf(want, sizeof want, "a@%08x:1,b@%08x:1", e, eb);
+    ck_assert_str_eq(cursor_of(&s), want); /* what a poll answer or a resume holds */
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
+START_TEST(a_filtered_replay_pages_through_a_small_queue)
+{
+    publish_alternating();
+    publish_alternating(); /* 7..12: odd kind:a, even kind:b */
+    struct lg_subscriber s;
+    subscribe_filtered(&s, &lg_sse_render, "a", expect_id("a", 0), "kind:b");
+    char all[4096] = "", want[4096] = "";
+    while (lg_subscriber_has_output(&s)) {
+        char *out = render_sse(&s);
+        strcat(all, out);
+        free(out);
+    }
+    for (int seq = 2; seq <= 12; seq += 2)
+        snprintf(want + strlen(want), sizeof want - strlen(want),
+                 "id: %s\nevent: message\ndata: %d\n\n", expect_id("a", (uint64_t)seq),
+                 seq <= 6 ? seq : seq - 6);
+    ck_assert_str_eq(all, want);
+    ck_assert_str_eq(cursor_of(&s), expect_id("a", 12));
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
 static Suite *subscriber_suite(void)
 {
     Suite *s = suite_create("subscriber");
@@ -400,6 +601,13 @@ static Suite *subscriber_suite(void)
     LG_TCASE(s, "slow_consumer_policy", setup, teardown, drop_oldest_overflow_owes_the_exact_gap,
              disconnect_policy_stops_queueing_and_names_the_reason,
              conflate_keeps_only_the_newest_per_key);
+    LG_TCASE(s, "filters", setup_wide, teardown,
+             a_filter_delivers_only_matching_live_events_and_passes_the_others,
+             a_filtered_replay_resumes_with_no_gap_and_no_duplicate,
+             a_poll_answer_cursor_covers_the_filtered_events,
+             subscribers_sharing_a_filter_cost_one_evaluation_per_event,
+             a_multi_topic_sse_id_moves_only_the_topic_of_its_event);
+    LG_TCASE(s, "filters_paged", setup, teardown, a_filtered_replay_pages_through_a_small_queue);
     return s;
 }
 
