@@ -443,7 +443,8 @@ static void copy_patterns(const json_t *list, const char **dst, size_t *count, c
 
 /* The grant of claims, or why not. */
 static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *claims,
-                                    int64_t now_s, struct lg_grant **out)
+                                    const char *payload, size_t payload_len, int64_t now_s,
+                                    struct lg_grant **out)
 {
     bool has_exp, has_nbf;
     int64_t exp = 0, nbf = 0;
@@ -461,7 +462,7 @@ static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *c
         return LG_AUTH_NOT_YET_VALID;
     if (now_s >= exp + a->leeway_s)
         return LG_AUTH_EXPIRED;
-    struct lg_grant *g = malloc(sizeof *g + bytes);
+    struct lg_grant *g = malloc(sizeof *g + bytes + payload_len + 1);
     if (!g)
         return LG_AUTH_MALFORMED; /* out of memory: refused, never allowed */
     size_t n_sub = sub ? json_array_size(sub) : 0;
@@ -473,6 +474,10 @@ static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *c
         copy_patterns(sub, g->subscribe, &g->subscribe_count, &text);
     if (pub)
         copy_patterns(pub, g->publish, &g->publish_count, &text);
+    memcpy(text, payload, payload_len);
+    text[payload_len] = '\0';
+    g->claims_b64 = text;
+    g->claims_b64_len = payload_len;
     *out = g;
     return LG_AUTH_OK;
 }
@@ -549,7 +554,7 @@ static enum lg_auth_result verify_with(const struct lg_auth_set *s, const char *
     json_t *claims = decode_json_part(dot1 + 1, (size_t)(dot2 - dot1 - 1));
     if (!claims)
         return LG_AUTH_MALFORMED;
-    r = grant_of(s, claims, now_s, grant);
+    r = grant_of(s, claims, dot1 + 1, (size_t)(dot2 - dot1 - 1), now_s, grant);
     json_decref(claims);
     return r;
 }
@@ -565,6 +570,18 @@ enum lg_auth_result lg_auth_verify(const struct lg_auth *a, const char *token, s
 }
 
 void lg_grant_free(struct lg_grant *g) { free(g); }
+
+char *lg_grant_claims_text(const struct lg_grant *g)
+{
+    unsigned char *buf = malloc(g->claims_b64_len + 1);
+    long n = buf ? lg_auth__b64url_decode(g->claims_b64, g->claims_b64_len, buf) : -1;
+    if (n <= 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return (char *)buf;
+}
 
 bool lg_auth_may_subscribe(const struct lg_auth *a, const struct lg_grant *g, const char *topic)
 {

@@ -135,6 +135,12 @@ void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg)
     hub->room_arg = arg;
 }
 
+void lg_hub_on_occupancy(struct lg_hub *hub, lg_occupancy_proc *occupancy, void *arg)
+{
+    hub->occupancy = occupancy;
+    hub->occupancy_arg = arg;
+}
+
 void lg_hub_worker_done(struct lg_hub *hub, uint32_t w)
 {
     (void)w; /* any worker's room may be what a held publish waits for */
@@ -540,25 +546,29 @@ uint64_t lg_hub_backlog(const struct lg_hub *hub)
 
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
-/* One more subscription of t on worker w; the first makes the store follow t. t->lock held. */
-static void add_listener(struct lg_topic *t, uint32_t w)
+/* One more subscription of t on worker w; the first makes the store follow t (and is told to
+ * the occupancy proc). t->lock held. */
+static void add_listener(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
 {
     t->slots[w].subscribers++;
-    if (t->listeners++ == 0)
+    if (t->listeners++ == 0) {
         lg_stream_listen(t->stream, true);
+        if (hub->occupancy)
+            hub->occupancy(hub->occupancy_arg, t->name, true);
+    }
 }
 
 /* A subscription that waits for t's remote stream to load or catch up: its replay is
  * computed on the topic's next event. One that does not stay (a poll that only reads) still
  * makes the store follow the topic a while, so that event comes. t->lock held. */
-static void wait_for_stream(struct lg_topic *t, uint32_t w, const struct lg_cursor_entry *since,
+static void wait_for_stream(struct lg_hub *hub, struct lg_topic *t, uint32_t w, const struct lg_cursor_entry *since,
                             bool listen, struct lg_replay *out)
 {
     out->pending = true;
     out->epoch = since ? since->epoch : 0;
     out->position = since ? since->seq : 0;
     if (listen) {
-        add_listener(t, w);
+        add_listener(hub, t, w);
     } else if (t->listeners == 0) {
         lg_stream_listen(t->stream, true);
         lg_stream_listen(t->stream, false);
@@ -579,7 +589,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
     }
     if (!lg_stream_ready(t->stream)) {
         /* A remote stream not loaded: the subscription waits for its first event */
-        wait_for_stream(t, w, since, listen, out);
+        wait_for_stream(hub, t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
         return LG_HUB_OK;
     }
@@ -592,7 +602,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
     } else if (since && since->seq > newest && t->stream->store->ops->remote) {
         /* This node's copy trails Redis by what is in flight: wait for it to catch up */
         lg_stream_refresh(t->stream);
-        wait_for_stream(t, w, since, listen, out);
+        wait_for_stream(hub, t, w, since, listen, out);
         pthread_mutex_unlock(&t->lock);
         return LG_HUB_OK;
     } else if (since && since->seq > newest) {
@@ -619,7 +629,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
             out->position = out->gap_to ? out->gap_to : since->seq;
     }
     if (listen)
-        add_listener(t, w);
+        add_listener(hub, t, w);
     pthread_mutex_unlock(&t->lock);
     return LG_HUB_OK;
 }
@@ -652,13 +662,14 @@ void lg_replay_release(struct lg_replay *r)
 
 void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
 {
-    (void)hub;
     pthread_mutex_lock(&t->lock);
     if (t->slots[w].subscribers > 0) {
         t->slots[w].subscribers--;
         if (--t->listeners == 0) {
             lg_stream_listen(t->stream, false);
             t->unwanted_since_ns = lg_mono_ns();
+            if (hub->occupancy)
+                hub->occupancy(hub->occupancy_arg, t->name, false);
         }
     }
     pthread_mutex_unlock(&t->lock);
