@@ -182,8 +182,10 @@ static int replay_held(struct lg_conn *c)
         rc = handle_message(c, held->data + at, len);
         at += len;
     }
-    memmove(held->data, held->data + at, held->len - at);
-    held->len -= at;
+    if (at) {
+        memmove(held->data, held->data + at, held->len - at);
+        held->len -= at;
+    }
     return rc;
 }
 
