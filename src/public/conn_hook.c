@@ -35,9 +35,22 @@ static const char *now_reason(enum lg_hook_verdict v)
                              : "the backend cannot answer now (subscribe_hook)";
 }
 
+/* Whether a topic of p asks the hook. */
+static bool hooked(const struct lg_conn *c, const struct lg_subscribe_params *p)
+{
+    for (size_t i = 0; i < p->topic_count; i++)
+        if (lg_hooks_wants(c->home->hooks, p->topics[i]))
+            return true;
+    return false;
+}
+
 bool lg_conn_hook_wait(struct lg_conn *c, struct lg_subscribe_params **p,
                        lg_conn_hook_done *done, enum lg_hook_verdict *v, const char **reason)
 {
+    *v = LG_HOOK_ALLOW;
+    *reason = NULL;
+    if (!hooked(c, *p))
+        return false;
     struct lg_hook_wait *wait = malloc(sizeof *wait);
     char address[64] = "";
     if (c->report.client_counted)
@@ -117,7 +130,7 @@ void lg_conn_hook_release(struct lg_conn *c)
         free(c->hook_wait);
         c->hook_wait = NULL;
     }
-    if (!lg_conn_is_client(c) || !c->sub.ops)
+    if (!c->home->cfg->webhooks.url[0] || !lg_conn_is_client(c) || !c->sub.ops)
         return;
     char address[64] = "";
     if (c->report.client_counted)
