@@ -112,8 +112,8 @@ static bool lg_config__http_url(const char *url)
     return strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
 }
 
-/* A hook's URL is http(s); a webhook is signed, so it needs its secret; a subscribe hook
- * answers within its timeout, so the timeout fits in the hooks' own deadlines. */
+/* A hook's URL is http(s); a webhook is signed, so it needs its secret; retry delays grow
+ * from the least to the most. */
 static int lg_config__check_hooks(const struct lg_config *cfg, char *err)
 {
     const char *sub = cfg->subscribe_hook.url, *web = cfg->webhooks.url;
