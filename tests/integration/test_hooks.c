@@ -3,7 +3,8 @@
  * a real HTTP backend in the test (support/lg_backend.c): the subscribe hook allows, denies,
  * answers late (past subscribe_hook.timeout_ms), answers garbage, fails, and is down, on SSE,
  * long-poll and WebSocket; its cache (one question for two subscribes); a WebSocket's messages
- * sent while a subscribe waits are answered after it, in order; the webhooks (occupied,
+ * sent while a subscribe waits are answered after it, in order; more than max_pending waiting
+ * subscribes: the next answered as down, counted; the webhooks (occupied,
  * disconnect, vacated) as documented, signed, including after the receiver was down for a
  * while, with their sent, failed and dropped counters.
  */
@@ -31,18 +32,24 @@ static struct lg_backend *backend;
 static char *user_token;       /* subscribe anywhere */
 
 /* A gateway whose subscribe hook is hook_url (hooked topics: allow/ deny/ late/ garbage/
- * fail/), answers kept a minute, when_down as given. */
-static void start_gateway(const char *hook_url, const char *when_down)
+ * fail/), answers kept a minute, when_down and max_pending as given. */
+static void start_gateway_pending(const char *hook_url, const char *when_down,
+                                  unsigned max_pending)
 {
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
              "{\"workers\":1,\"auth\":{\"hs256_secret\":\"" SECRET "\"},"
              "\"subscribe_hook\":{\"url\":\"%s\",\"topics\":[\"allow/*\",\"deny/*\",\"late/*\","
              "\"garbage/*\",\"fail/*\"],\"timeout_ms\":%d,\"cache_ms\":60000,"
-             "\"when_down\":\"%s\"}}",
-             hook_url, TIMEOUT_MS, when_down);
+             "\"when_down\":\"%s\",\"max_pending\":%u}}",
+             hook_url, TIMEOUT_MS, when_down, max_pending);
     lg_server_must_start(&srv, cfg);
     user_token = lg_token_libjwt(SECRET, NULL, 3600, "{\"subscribe\":[\"*\"]}");
+}
+
+static void start_gateway(const char *hook_url, const char *when_down)
+{
+    start_gateway_pending(hook_url, when_down, 256);
 }
 
 static void setup(void)
@@ -210,6 +217,33 @@ START_TEST(test_client_gone_while_waiting)
 }
 END_TEST
 
+/* More than subscribe_hook.max_pending subscribes waiting on a worker: the next is answered at
+ * once as if the backend were down, and counted. */
+START_TEST(test_max_pending_overflow)
+{
+    lg_server_must_stop(&srv);
+    free(user_token);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/hook", lg_backend_port(backend));
+    start_gateway_pending(url, "deny", 1);
+    struct lg_ws_client w;
+    char path[4096];
+    snprintf(path, sizeof path, "/ws?access_token=%s", user_token);
+    lg_ws_must_open(&w, srv.public_port, path, "livegate.v1");
+    ws_send(&w, "{\"op\":\"subscribe\",\"topics\":[\"late/full\"]}");
+    ck_assert(lg_backend_wait_asks(backend, "late/full", 1, WAIT_MS));
+    expect_http("/poll?topic=allow/full&timeout=0", 503, "hook_unavailable");
+    ck_assert_int_eq(lg_server_stat(&srv, "hook_overflow"), 1);
+    ck_assert_int_eq(lg_backend_asks(backend, "allow/full"), 0);
+    ws_expect(&w, "\"code\":\"hook_unavailable\"", NULL); /* the late one, in its time */
+    expect_http("/poll?topic=allow/full&timeout=0", 200, NULL); /* room again */
+    char *m = lg_metrics_scrape(srv.control_port);
+    ck_assert(lg_metrics_value(m, "livegate_subscribe_hook_overflow_total") == 1);
+    free(m);
+    lg_ws_close(&w);
+}
+END_TEST
+
 /* ---- The backend is down ------------------------------------------------------------------ */
 
 START_TEST(test_backend_down)
@@ -369,7 +403,7 @@ int main(void)
     TCase *tc = LG_TCASE(s, "subscribe_hook", setup, teardown, test_sse_allowed_after_hook,
                          test_sse_and_poll_refusals, test_cache_asks_once,
                          test_ws_answers_after_hook_in_order, test_client_gone_while_waiting,
-                         test_backend_down);
+                         test_max_pending_overflow, test_backend_down);
     tcase_set_timeout(tc, 60);
     tc = LG_TCASE(s, "webhooks", no_setup, NULL, test_webhooks_as_documented,
                   test_webhooks_after_receiver_down, test_webhooks_dropped);
