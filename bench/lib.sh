@@ -287,7 +287,7 @@ users_ws_15k|all|--transport ws --subscribers 15000 --topics 15000 --pub-conns 1
 keepalive_ws_15k_40s|all|--transport ws --subscribers 15000 --topics 15000 --pub-conns 1 --rate 10 --duration 40 --connect-concurrency 512|publish_per_s server_cpu_pct lat_p99_us lat_max_us ws_pings connect_per_s
 idle19k_active100_1khz|all|--transport sse --idle 19000 --subscribers 100 --topics 1 --pub-conns 1 --rate 1000 --duration 5 --settle-ms 1000 --connect-concurrency 512|publish_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_pct idle_made
 poll_1k_50hz|all|--transport poll --subscribers 1000 --pub-conns 1 --rate 50 --duration 3|publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us server_cpu_us_per_delivery poll_reconnects
-poll_1k_max|all|--transport poll --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s server_cpu_us_per_delivery poll_reconnects
+poll_1k_max|all|--transport poll --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery poll_reconnects
 ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 2|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 2|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 2|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish

@@ -32,7 +32,7 @@ layers_in_order="app public control core store config proto metrics util"
 # (config_table, config_setting) and the topic_rules section through one another, so the four
 # are one node of the map; so are the files of a worker (worker, worker_sweep, worker_admin,
 # worker_timers) and the header they share, the hub's (hub, hub_admin, hub_remote,
-# hub_internal), the control port's (control, control_admin, control_auth, control_publish,
+# hub_internal, client_publish), the control port's (control, control_admin, control_auth, control_publish,
 # control_status, metrics, sharing control_internal), a connection base's (conn,
 # conn_report), the plain HTTP transport's (transport_http, static_files), the token
 # verifier's (auth, auth_jwks, sharing auth_internal) and the Redis store's (store_redis,
@@ -40,7 +40,8 @@ layers_in_order="app public control core store config proto metrics util"
 declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=config
                   [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
                   [worker_timers]=worker
-                  [hub_internal]=hub [hub_admin]=hub [hub_remote]=hub [conn_report]=conn
+                  [hub_internal]=hub [hub_admin]=hub [hub_remote]=hub [client_publish]=hub
+                  [conn_report]=conn
                   [control_internal]=control [control_admin]=control [control_auth]=control
                   [control_publish]=control [control_status]=control [metrics]=control
                   [static_files]=transport_http [auth_jwks]=auth [auth_internal]=auth

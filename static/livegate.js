@@ -119,6 +119,8 @@ function shared(topics, opts) {
     if (release) release();
   }
   sub.close = () => { if (stopped) return; stop(); Object.assign(sub, { state: "closed" }); call("onEnd", { reason: "closed" }); };
+  sub.publish = (...a) => inner ? inner.publish(...a)
+    : Promise.reject(new Fatal("transport_cannot_publish", "another tab holds the connection: publish with {shareTabs: false}"));
   return sub;
 }
 
@@ -140,6 +142,18 @@ function own(topics, opts) {
 
   let index = 0, attempt = 0, stopped = false, timer = null, closeConn = null, generation = 0;
   const sub = { state: "connecting", transport: order[0], error: null };
+  // Publishing (WebSocket only): the open socket, and ref -> [resolve, reject] of each publish
+  // awaiting its answer.
+  let live = null, refs = 0;
+  const pending = new Map();
+  const settle = (ref, f) => { const p = pending.get(ref); pending.delete(ref); f(p); };
+  sub.publish = (topic, data, o = {}) => new Promise((ok, no) => {
+    if (!live) return no(sub.transport === "websocket"
+      ? new Fatal("not_open", `the WebSocket is ${sub.state}, not open`)
+      : new Fatal("transport_cannot_publish", `publishing needs the WebSocket transport; this subscription uses ${sub.transport}`));
+    pending.set(++refs, [ok, no]);
+    live.send(JSON.stringify({ op: "publish", ref: refs, topic, data, type: o.event, key: o.key, idempotency_key: o.idempotencyKey }));
+  });
 
   const call = caller(opts);
   const setState = (state, extra) => {
@@ -257,7 +271,9 @@ function own(topics, opts) {
     ws.onmessage = (m) => {
       let msg;
       try { msg = JSON.parse(m.data); } catch { return; }
-      if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; opened(); planRefresh(); }
+      if (msg.type === "published" || msg.op === "publish") {  // never the subscription's end
+        if (pending.has(msg.ref)) settle(msg.ref, ([ok, no]) => msg.id ? ok(msg.id) : no(new Fatal(msg.code, msg.message)));
+      } else if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; live = ws; opened(); planRefresh(); }
       else if (msg.type === "authorized") {
         refreshing = false;
         if (msg.unsubscribed && msg.unsubscribed.length) {
@@ -277,13 +293,21 @@ function own(topics, opts) {
     };
     ws.onclose = (e) => {
       clearTimeout(refreshTimer);
+      dropPending();
       if (e.code === 4003 && !fatal) fatal = new Fatal(EXPIRED, e.reason || "token expired");
       if (e.code === 1008 && !fatal)
         fatal = new Fatal(/^token_/.test(e.reason) ? e.reason : "policy",
                           e.reason || "closed by policy (1008)");
       done(isOpen, fatal || new Error(`WebSocket closed (${e.code}${e.reason ? " " + e.reason : ""})`));
     };
-    return () => { clearTimeout(refreshTimer); ws.onclose = ws.onmessage = null; ws.close(1000); };
+    return () => { clearTimeout(refreshTimer); dropPending(); ws.onclose = ws.onmessage = null; ws.close(1000); };
+  }
+
+  // The socket went: what awaits an answer may or may not have been published.
+  function dropPending() {
+    live = null;
+    for (const ref of [...pending.keys()])
+      settle(ref, ([, no]) => no(new Fatal("closed", "closed before the answer: maybe published (retry with an idempotencyKey)")));
   }
 
   async function httpGet(path, param, extra, signal) {

@@ -71,6 +71,7 @@ struct lg_config {
         uint32_t max_message_bytes;     /* largest inbound control message (else 1009) */
         uint32_t max_bad_messages;      /* malformed control messages tolerated before 1008 */
         uint32_t max_messages_per_s;    /* control messages per second (close 1008 above) */
+        uint32_t max_publishes_per_s;   /* publish ops per second (refused above) */
     } websocket;
     struct {
         uint32_t default_timeout_ms;    /* hold time when the request gives no timeout */
@@ -96,6 +97,7 @@ struct lg_config {
     } limits;
     uint32_t socket_send_buffer_bytes;  /* SO_SNDBUF on accepted sockets (0 = kernel) */
     uint32_t write_batch_bytes;         /* bytes coalesced into one write to a client */
+    uint32_t control_busy_poll_us;      /* busy poll after back-to-back control requests */
     uint32_t drain_timeout_ms;          /* longest graceful shutdown */
     uint32_t drain_window_ms;           /* clients are moved away over this, jittered */
     struct {

@@ -171,6 +171,9 @@ static const struct lg_setting lg_settings[] = {
     LG_U32_IN(websocket, max_messages_per_s, 0, 1000000, 100,
               "control messages a client may send per second (a burst of as many); past it, "
               "close 1008; 0 = no bound"),
+    LG_U32_IN(websocket, max_publishes_per_s, 0, 1000000, 20,
+              "publish ops a client may send per second (a burst of as many); past it, each is "
+              "refused with a rate_limited error; 0 = no bound"),
 
     LG_LIVE_U32_IN(poll, default_timeout_ms, 0, LG_HOUR_MS, 25000,
                    "long-poll hold time when the request names none"),
@@ -226,6 +229,10 @@ static const struct lg_setting lg_settings[] = {
            "SO_SNDBUF on accepted sockets; 0 = kernel default"),
     LG_U32("write_batch_bytes", write_batch_bytes, 4096, LG_MIB(4), LG_KIB(64),
            "bytes coalesced into one write to a client"),
+    /* Restart: the control port's hosts were given it when they started. */
+    LG_U32("control_busy_poll_us", control_busy_poll_us, 0, 1000, 50,
+           "after a control-port request that came within this long of the last one, poll "
+           "this long for the next before sleeping; 0 = never"),
     LG_U32("drain_timeout_ms", drain_timeout_ms, 0, 600000, 5000,
            "longest graceful shutdown before connections are cut"),
     LG_U32("drain_window_ms", drain_window_ms, 0, 600000, 0,

@@ -41,6 +41,8 @@ struct lg_topic_rule {
     unsigned history_given;           /* LG_HISTORY_GIVEN_* bits: fields the rule set itself */
     bool has_start;
     struct lg_start start;            /* "start": "now" | "latest", or "rewind": N */
+    bool client_publish;              /* "client_publish": whoever may subscribe to a matching
+                                         topic may also publish to it from a WebSocket */
 };
 
 /* ---- Lookups (any thread) ---------------------------------------------------------------- */
@@ -57,6 +59,9 @@ struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, cons
 /* Where a subscription the cursor does not name starts: the first matching rule's start, or
  * LG_START_NOW. */
 struct lg_start lg_config_start_for(const struct lg_config *cfg, const char *topic);
+
+/* Whether the first matching rule sets "client_publish": true (no matching rule: false). */
+bool lg_config_client_publish_for(const struct lg_config *cfg, const char *topic);
 
 /* ---- Building (config.c, main thread) ---------------------------------------------------- */
 

@@ -557,7 +557,8 @@ static int start_daemon(struct lg_control *c, uint32_t i, int listen_fd, bool ip
     struct lg_ctl_daemon *slot = &c->daemons[i];
     slot->mhd = d;
     slot->guest = (struct lg_loop_guest){.fd = epoll->epoll_fd, .hosted = daemon_hosted,
-                                         .serve = serve_daemon, .arg = slot};
+                                         .serve = serve_daemon, .arg = slot,
+                                         .busy_poll_us = cfg->control_busy_poll_us};
     return 0;
 }
 

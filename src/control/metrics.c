@@ -77,6 +77,8 @@ static const char dropped_help[] = "Events dropped for slow clients, by reason."
 static const char auth_refused_help[] =
     "Requests, connections and subscriptions refused by authorization, by reason.";
 static const char refused_pub_help[] = "Publishes refused with 503, by reason.";
+static const char client_refused_help[] =
+    "Publishes from WebSocket clients (the publish op) refused, by reason.";
 static const char notices_help[] = "Notices written to clients, by kind.";
 static const char reloads_help[] =
     "SIGHUP reloads of the config file, by result (applied; refused: a key that needs a "
@@ -95,6 +97,8 @@ static const char webhooks_dropped_help[] = "Webhook notices never delivered, by
     FAMILY("livegate_connections_refused_total", refused_conn_help, "reason", v, f)
 #define PUBLISH_REFUSED(v, f) \
     FAMILY("livegate_publishes_refused_total", refused_pub_help, "reason", v, f)
+#define CLIENT_REFUSED(v, f) \
+    FAMILY("livegate_client_publishes_refused_total", client_refused_help, "reason", v, f)
 #define DELIVERED(v, f) \
     FAMILY("livegate_events_delivered_total", delivered_help, "transport", v, f)
 #define DROPPED(v, f) FAMILY("livegate_events_dropped_total", dropped_help, "reason", v, f)
@@ -166,6 +170,18 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_publishes_held_total",
             "Publishes held for a worker's room (overload pacing), by reason.",
             "reason=\"workers_behind\"", publishes_held),
+    COUNTER("livegate_client_publishes_accepted_total",
+            "Publishes from WebSocket clients (the publish op) accepted and answered with their "
+            "id (also counted in livegate_events_published_total).", NULL,
+            client_publishes_accepted),
+    CLIENT_REFUSED("forbidden", client_publishes_refused_forbidden),
+    CLIENT_REFUSED("rate_limited", client_publishes_refused_rate),
+    CLIENT_REFUSED("invalid", client_publishes_refused_invalid),
+    CLIENT_REFUSED("too_large", client_publishes_refused_too_large),
+    CLIENT_REFUSED("too_many_pending", client_publishes_refused_pending),
+    CLIENT_REFUSED("overloaded", client_publishes_refused_overload),
+    CLIENT_REFUSED("unavailable", client_publishes_refused_unavailable),
+    CLIENT_REFUSED("draining", client_publishes_refused_draining),
     DELIVERED("sse", events_delivered_sse),
     DELIVERED("websocket", events_delivered_ws),
     DELIVERED("poll", events_delivered_poll),

@@ -78,7 +78,8 @@ struct lg_hub *lg_hub_create(const struct lg_config *cfg, uint32_t workers)
         pthread_rwlock_init(&hub->registry_lock, NULL) != 0)
         goto err;
     for (uint32_t w = 0; w < workers; w++)
-        if (lg_mailbox_init(&hub->links[w].calls) != 0)
+        if (lg_mailbox_init(&hub->links[w].calls) != 0 ||
+            lg_client_publish_queue_init(&hub->links[w].published) != 0)
             abort(); /* a mutex with default attributes does not fail to initialise */
     return hub;
 err:
@@ -110,8 +111,10 @@ void lg_hub_destroy(struct lg_hub *hub)
         next = t->next_in_bucket;
         lg_topic_destroy(t);
     }
-    for (uint32_t w = 0; w < hub->workers; w++)
+    for (uint32_t w = 0; w < hub->workers; w++) {
         lg_mailbox_release(&hub->links[w].calls, w); /* calls a stopped worker never took */
+        lg_client_publish_queue_release(&hub->links[w].published);
+    }
     pthread_rwlock_destroy(&hub->registry_lock);
     if (hub->local != hub->store)
         hub->local->ops->destroy(hub->local);
@@ -252,6 +255,14 @@ void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules)
     pthread_rwlock_wrlock(&hub->registry_lock);
     hub->rules = rules;
     pthread_rwlock_unlock(&hub->registry_lock);
+}
+
+bool lg_hub_client_publish_open(struct lg_hub *hub, const char *topic)
+{
+    pthread_rwlock_rdlock(&hub->registry_lock);
+    bool open = lg_config_client_publish_for(hub->rules, topic);
+    pthread_rwlock_unlock(&hub->registry_lock);
+    return open;
 }
 
 void lg_hub_topic_done(struct lg_hub *hub, struct lg_topic *t)

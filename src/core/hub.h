@@ -32,6 +32,7 @@
 #include "config.h"
 #include "cursor.h"
 
+struct lg_client_publish;
 struct lg_hub;
 struct lg_inbox;
 struct lg_loop_guest;
@@ -92,6 +93,11 @@ void lg_hub_destroy(struct lg_hub *hub);
  * call. */
 void lg_hub_set_rules(struct lg_hub *hub, const struct lg_config *rules);
 
+/* Whether the topic rules in force (the last reload's) let any client that may subscribe to
+ * topic publish to it from its connection ("client_publish": true). Any thread; a scan of the
+ * rules under the registry's read lock, made per client publish, never per event. */
+bool lg_hub_client_publish_open(struct lg_hub *hub, const char *topic);
+
 /* Register worker w's inbox and how to wake it (before any publish). */
 void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox,
                           lg_wake_proc *wake, void *wake_arg);
@@ -138,6 +144,16 @@ typedef void lg_publish_done(void *arg, enum lg_publish_status s,
 bool lg_hub_remote(const struct lg_hub *hub);
 enum lg_publish_status lg_hub_publish_async(struct lg_hub *hub, const struct lg_publish_req *req,
                                             lg_publish_done *done, void *arg);
+/* Hand a client's publish (client_publish.h) to the remote store: req as
+ * lg_hub_publish_async(), answered through p on its worker p->worker: the completion posts p
+ * to that worker's queue and wakes it (it only schedules). Return value: LG_PUBLISH_OK when
+ * handed over (p is then the worker's to take back, lg_hub_take_published()), or the refusal
+ * (p was not taken: the caller frees it). */
+enum lg_publish_status lg_hub_publish_for_client(struct lg_hub *hub,
+                                                 const struct lg_publish_req *req,
+                                                 struct lg_client_publish *p);
+/* The oldest client publish completed for worker w, or NULL (worker w's thread). */
+struct lg_client_publish *lg_hub_take_published(struct lg_hub *hub, uint32_t w);
 /* The store's state: "memory", or the remote store's "up", "down", "connecting", "stopped"
  * (any thread; for /readyz and the metrics). */
 const char *lg_hub_store_state(const struct lg_hub *hub);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_publish.h"
 #include "hub.h"
 #include "worker_call.h"
 
@@ -25,6 +26,8 @@ struct lg_worker_link {
     lg_wake_proc *wake;
     void *wake_arg;
     struct lg_mailbox calls;        /* the admin API's calls to this worker (worker_call.h) */
+    struct lg_client_publish_queue published; /* its clients' publishes the remote store
+                                                 completed (client_publish.h) */
 };
 
 struct lg_hub {

@@ -250,3 +250,32 @@ void lg_hub_position_before(struct lg_hub *hub, struct lg_topic *t, int64_t unix
     pthread_mutex_unlock(&t->lock);
     lg_store_page_release(&page);
 }
+
+/* ---- Client publishes: answered on the connection's worker ------------------------------- */
+
+/* The store's thread (or the caller's, when it completed at once): record, post, wake. */
+static void on_client_published(void *arg, enum lg_publish_status s,
+                                const struct lg_publish_result *res)
+{
+    struct lg_client_publish *p = arg;
+    struct lg_hub *hub = p->hub;
+    p->status = s;
+    if (s == LG_PUBLISH_OK)
+        p->res = *res;
+    uint32_t w = p->worker;
+    lg_client_publish_queue_push(&hub->links[w].published, p); /* p is the worker's now */
+    hub->links[w].wake(hub->links[w].wake_arg);
+}
+
+enum lg_publish_status lg_hub_publish_for_client(struct lg_hub *hub,
+                                                 const struct lg_publish_req *req,
+                                                 struct lg_client_publish *p)
+{
+    p->hub = hub;
+    return lg_hub_publish_async(hub, req, on_client_published, p);
+}
+
+struct lg_client_publish *lg_hub_take_published(struct lg_hub *hub, uint32_t w)
+{
+    return lg_client_publish_queue_pop(&hub->links[w].published);
+}

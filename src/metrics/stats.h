@@ -102,6 +102,16 @@ struct lg_stats {
     _Atomic uint64_t connections_closed_error;   /* a socket error, or an error answer */
     _Atomic uint64_t connections_closed_admin;   /* DELETE /v1/clients/{id} */
     _Atomic uint64_t connections_closed_keepalive; /* WebSocket: no pong within pong_timeout_ms */
+    /* client publishes (the WebSocket "publish" op, ws_publish.c) */
+    _Atomic uint64_t client_publishes_accepted;          /* answered "published" */
+    _Atomic uint64_t client_publishes_refused_forbidden; /* no publish claim or rule */
+    _Atomic uint64_t client_publishes_refused_rate;      /* websocket.max_publishes_per_s */
+    _Atomic uint64_t client_publishes_refused_invalid;   /* malformed op, bad topic or data */
+    _Atomic uint64_t client_publishes_refused_too_large; /* data over limits.max_event_bytes */
+    _Atomic uint64_t client_publishes_refused_pending;   /* LG_WS_PUBLISHES_PENDING_MAX in flight */
+    _Atomic uint64_t client_publishes_refused_overload;  /* workers behind: not held, refused */
+    _Atomic uint64_t client_publishes_refused_unavailable; /* topics, memory, Redis, out of memory */
+    _Atomic uint64_t client_publishes_refused_draining;  /* the worker drains */
 };
 
 

@@ -4,9 +4,13 @@
 #include "ws_message.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cursor.h"
+#include "encode.h"
+#include "json_text.h"
+#include "topic_name.h"
 
 static const char *refuse(char *problem, size_t cap, const char *code, const char *text)
 {
@@ -93,6 +97,137 @@ static const char *parse_unsubscribe(struct lg_ws_message *m, char *problem, siz
     return NULL;
 }
 
+/* ---- publish ---------------------------------------------------------------------------- */
+
+/* An optional string member: absent or null = not given. Return value: NULL, or the problem. */
+static const char *optional_string(json_t *msg, const char *name, const char **s, size_t *len,
+                                   char *problem, size_t cap)
+{
+    json_t *v = json_object_get(msg, name);
+    *s = NULL;
+    *len = 0;
+    if (v == NULL || json_is_null(v))
+        return NULL;
+    if (!json_is_string(v)) {
+        snprintf(problem, cap, "publish: \"%s\" must be a string", name);
+        return "bad_message";
+    }
+    *s = json_string_value(v);
+    *len = json_string_length(v);
+    return NULL;
+}
+
+static bool type_char_ok(char ch)
+{
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '.' || ch == ':' || ch == '/' || ch == '-';
+}
+
+static bool type_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > LG_WS_TYPE_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!type_char_ok(s[i]))
+            return false;
+    return true;
+}
+
+/* jansson strings are UTF-8 already; a NUL inside one (\u0000) is refused by the parser. */
+static bool key_ok(size_t len) { return len >= 1 && len <= LG_WS_KEY_MAX; }
+
+static const char *parse_ref(json_t *msg, struct lg_ws_publish *p, char *problem, size_t cap)
+{
+    json_t *ref = json_object_get(msg, "ref");
+    if (ref == NULL || json_is_null(ref))
+        return NULL;
+    bool short_string = json_is_string(ref) && json_string_length(ref) <= LG_WS_REF_MAX;
+    if (!json_is_integer(ref) && !short_string)
+        return refuse(problem, cap, "bad_message",
+                      "publish: \"ref\" must be an integer or a string of at most 64 bytes");
+    p->ref = ref;
+    return NULL;
+}
+
+static const char *parse_publish_topic(json_t *msg, struct lg_ws_publish *p, char *problem,
+                                       size_t cap)
+{
+    json_t *topic = json_object_get(msg, "topic");
+    if (!json_is_string(topic))
+        return refuse(problem, cap, "bad_message", "publish needs \"topic\": a string");
+    p->topic = json_string_value(topic);
+    p->topic_len = json_string_length(topic);
+    int shown = p->topic_len > 128 ? 128 : (int)p->topic_len;
+    if (p->topic_len > 0 && p->topic[0] == '$') {
+        snprintf(problem, cap, "topic \"%.*s\": names starting with '$' are reserved for the "
+                 "gateway", shown, p->topic);
+        return "invalid_topic";
+    }
+    const char *why = lg_topic_name_problem(p->topic, p->topic_len);
+    if (why != NULL) {
+        snprintf(problem, cap, "invalid topic \"%.*s\": %s", shown, p->topic, why);
+        return "invalid_topic";
+    }
+    return NULL;
+}
+
+/* The data as the event carries it: a string's text, anything else as compact JSON with its
+ * numbers as sent (the document's text is parsed again by yajl, which keeps them). */
+static const char *parse_publish_data(const char *text, size_t len, json_t *msg,
+                                      struct lg_ws_publish *p, char *problem, size_t cap)
+{
+    json_t *data = json_object_get(msg, "data");
+    if (data == NULL)
+        return refuse(problem, cap, "bad_message", "publish needs \"data\": any JSON value");
+    if (json_is_string(data)) {
+        p->data = json_string_value(data);
+        p->data_len = json_string_length(data);
+        return NULL;
+    }
+    if (lg_json_text_scan(text, len).depth > LG_JSON_DEPTH_MAX)
+        return refuse(problem, cap, "bad_message", "publish: \"data\" is nested too deeply");
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
+        return refuse(problem, cap, "unavailable", "out of memory reading the publish");
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    yajl_val doc = yajl_tree_parse(copy, NULL, 0);
+    free(copy);
+    const char *path[] = {"data", NULL};
+    yajl_val v = doc ? yajl_tree_get(doc, path, yajl_t_any) : NULL;
+    p->data_text = v ? lg_json_text_of_tree(v, &p->data_len) : NULL;
+    yajl_tree_free(doc);
+    if (p->data_text == NULL)
+        return refuse(problem, cap, "unavailable", "out of memory reading the publish");
+    p->data = p->data_text;
+    p->data_is_json = true;
+    return NULL;
+}
+
+static const char *parse_publish(const char *text, size_t len, json_t *msg,
+                                 struct lg_ws_publish *p, char *problem, size_t cap)
+{
+    const char *code = parse_ref(msg, p, problem, cap);
+    if (!code)
+        code = parse_publish_topic(msg, p, problem, cap);
+    if (!code)
+        code = optional_string(msg, "type", &p->type, &p->type_len, problem, cap);
+    if (!code && p->type && !type_ok(p->type, p->type_len))
+        code = refuse(problem, cap, "bad_message",
+                      "publish: \"type\" must be 1..64 bytes of A-Z a-z 0-9 _ . : / -");
+    if (!code)
+        code = optional_string(msg, "key", &p->key, &p->key_len, problem, cap);
+    if (!code && p->key && !key_ok(p->key_len))
+        code = refuse(problem, cap, "bad_message", "publish: \"key\" must be 1..256 bytes");
+    if (!code)
+        code = optional_string(msg, "idempotency_key", &p->idempotency_key,
+                               &p->idempotency_key_len, problem, cap);
+    if (!code && p->idempotency_key && !key_ok(p->idempotency_key_len))
+        code = refuse(problem, cap, "bad_message",
+                      "publish: \"idempotency_key\" must be 1..256 bytes");
+    return code ? code : parse_publish_data(text, len, msg, p, problem, cap);
+}
+
 static const char *parse_op(struct lg_ws_message *m, bool *malformed, char *problem, size_t cap)
 {
     const char *op = json_string_value(json_object_get(m->doc, "op"));
@@ -107,10 +242,12 @@ static const char *parse_op(struct lg_ws_message *m, bool *malformed, char *prob
         m->op = LG_WS_OP_PING;
     else if (strcmp(op, "auth") == 0 || strcmp(op, "refresh") == 0)
         m->op = LG_WS_OP_AUTH;
+    else if (strcmp(op, "publish") == 0)
+        m->op = LG_WS_OP_PUBLISH;
     else
         return refuse(problem, cap, "unknown_op",
-                      "op must be \"subscribe\", \"unsubscribe\", \"auth\", \"refresh\" or "
-                      "\"ping\"");
+                      "op must be \"subscribe\", \"unsubscribe\", \"publish\", \"auth\", "
+                      "\"refresh\" or \"ping\"");
     *malformed = false;
     return NULL;
 }
@@ -137,6 +274,8 @@ const char *lg_ws_message_parse(const char *text, size_t len, uint32_t max_topic
         return parse_subscribe(m->doc, max_topics, params, problem, problem_cap);
     if (m->op == LG_WS_OP_UNSUBSCRIBE)
         return parse_unsubscribe(m, problem, problem_cap);
+    if (m->op == LG_WS_OP_PUBLISH)
+        return parse_publish(text, len, m->doc, &m->publish, problem, problem_cap);
     if (m->op == LG_WS_OP_AUTH) {
         m->token = json_object_get(m->doc, "token");
         if (!json_is_string(m->token))
@@ -148,6 +287,8 @@ const char *lg_ws_message_parse(const char *text, size_t len, uint32_t max_topic
 
 void lg_ws_message_release(struct lg_ws_message *m)
 {
+    free(m->publish.data_text);
+    m->publish = (struct lg_ws_publish){0};
     json_decref(m->doc);
     m->doc = NULL;
     m->topics = NULL;

@@ -348,6 +348,14 @@ void lg_conn_deadline_in(struct lg_conn *c, uint32_t ms)
     c->home->deadlines_moved(c->home);
 }
 
+void lg_conn_callback_done(struct lg_conn_home *home)
+{
+    if (++home->callbacks_since_control_turn < LG_CALLBACKS_PER_CONTROL_TURN)
+        return;
+    home->callbacks_since_control_turn = 0;
+    home->control_turn(home);
+}
+
 void lg_conn_deadline_cancel(struct lg_conn *c)
 {
     lg_min_heap_remove(&c->home->deadlines, &c->links.deadline);

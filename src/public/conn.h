@@ -8,7 +8,7 @@
  * DESIGN
  * The worker drives connections through this base and their tables only, and the base reaches
  * the worker only through struct lg_conn_home, the part of the worker its connections share
- * (data, and one callback the worker fills). So the calls in public/ form a tree: worker ->
+ * (data, and two callbacks the worker fills). So the calls in public/ form a tree: worker ->
  * transports (through their tables, and lws' protocol callbacks) -> this base.
  *
  * Owns:    its subscriber (subscriptions and queued events), a buffer of response bytes not yet
@@ -89,6 +89,12 @@ struct lg_conn_home {
     struct lg_min_heap deadlines;       /* connections by their deadline */
     /* The earliest deadline may have moved: the worker re-aims its one lws timer at it. */
     void (*deadlines_moved)(struct lg_conn_home *home);
+    /* The control port's turn: the worker serves the publishers waiting on its loop. Called
+     * every LG_CALLBACKS_PER_CONTROL_TURN connection callbacks (lg_conn_callback_done()), so
+     * a loop pass of thousands of subscriber requests (a long-poll cycle, a reconnect storm)
+     * does not keep a publisher waiting for all of them: its events join the answers sooner. */
+    void (*control_turn)(struct lg_conn_home *home);
+    uint32_t callbacks_since_control_turn;
     struct lg_ws_upgrade *ws_upgrades;  /* [fd]: a WebSocket upgrade handed to lws, not yet
                                            established */
     size_t ws_upgrades_cap;
@@ -165,6 +171,15 @@ void lg_conn_home_release(struct lg_conn_home *home);
 bool lg_conn_home_draining(const struct lg_conn_home *home);
 /* The home's scratch buffer for one coalesced write: LWS_PRE bytes of headroom are kept. */
 struct lg_buf *lg_conn_scratch(struct lg_conn_home *home);
+
+/* Connection callbacks (requests read, answers written) between two turns of the control port
+ * on the worker's loop: about as many as the worker writes between two looks at its inbox. */
+#define LG_CALLBACKS_PER_CONTROL_TURN 32
+
+/* A transport's lws callback for one of home's connections is over: count it toward the
+ * control port's next turn (home->control_turn). Call it when the callback no longer touches
+ * its connection: the turn may publish, which only schedules work on this loop. */
+void lg_conn_callback_done(struct lg_conn_home *home);
 
 /* ---- shared connection helpers (conn.c) ----------------------------------------------- */
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_conn_home *home,

@@ -342,10 +342,18 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         http_serve(c, h->buf, h->req);
         return 0;
     }
-    case LWS_CALLBACK_RAW_RX:
-        return c->transport->receive ? c->transport->receive(c, in, len) : 0;
-    case LWS_CALLBACK_RAW_WRITEABLE:
-        return on_writable(c);
+    case LWS_CALLBACK_RAW_RX: {
+        struct lg_conn_home *home = c->home;
+        int rc = c->transport->receive ? c->transport->receive(c, in, len) : 0;
+        lg_conn_callback_done(home);
+        return rc;
+    }
+    case LWS_CALLBACK_RAW_WRITEABLE: {
+        struct lg_conn_home *home = c->home;
+        int rc = on_writable(c);
+        lg_conn_callback_done(home);
+        return rc;
+    }
     case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback for a stream's token expiry */
         lg_conn_deadline(c);
         return 0;

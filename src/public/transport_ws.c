@@ -29,6 +29,7 @@
 #include "topic.h"
 #include "transport.h"
 #include "ws_message.h"
+#include "ws_publish.h"
 
 #define WS_REPLY_BACKLOG_FACTOR 16 /* replies not yet written, in max_message_bytes */
 #define WS_HELD_FACTOR 4 /* messages held while a subscribe waits, in max_message_bytes */
@@ -51,6 +52,7 @@ struct ws_state {
     bool close_sent;          /* the close frame is queued; nothing more is written */
     bool pinged;              /* pinged after ping_interval_ms of silence */
     bool drain_restart;       /* windowed drain: close 1012 (service restart) */
+    struct lg_ws_publisher *publisher; /* its publishes (ws_publish.h); NULL until the first */
 };
 
 static struct ws_state *ws_of(struct lg_conn *c) { return lg_conn_state(c, struct ws_state); }
@@ -383,6 +385,8 @@ static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
         return reply(c, message("pong"));
     case LG_WS_OP_AUTH:
         return op_auth(c, m->token);
+    case LG_WS_OP_PUBLISH:
+        return lg_ws_publish(c, &ws_of(c)->publisher, &m->publish, NULL, NULL, reply);
     }
     return -1;
 }
@@ -401,6 +405,9 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
     int rc;
     if (code != NULL && malformed) {
         rc = bad_message(c, code, problem);
+    } else if (code != NULL && m.op == LG_WS_OP_PUBLISH) {
+        rc = lg_ws_publish(c, &ws_of(c)->publisher, &m.publish, code, problem, reply);
+        ws_of(c)->bad_messages = 0;
     } else {
         rc = code != NULL ? reply_error(c, code, problem) : apply_message(c, &m, &p);
         ws_of(c)->bad_messages = 0;
@@ -675,6 +682,7 @@ static void ws_release(struct lg_conn *c)
 {
     lg_buf_release(&ws_of(c)->msg);
     lg_buf_release(&ws_of(c)->held);
+    lg_ws_publisher_release(&ws_of(c)->publisher);
 }
 
 static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -684,13 +692,21 @@ static int ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
     switch (reason) {
     case LWS_CALLBACK_ESTABLISHED:
         return on_established(c, wsi);
-    case LWS_CALLBACK_RECEIVE:
-        return on_receive(c, in, len);
+    case LWS_CALLBACK_RECEIVE: {
+        struct lg_conn_home *home = c->home;
+        int rc = on_receive(c, in, len);
+        lg_conn_callback_done(home);
+        return rc;
+    }
     case LWS_CALLBACK_RECEIVE_PONG:
         heard(c);
         return 0;
-    case LWS_CALLBACK_SERVER_WRITEABLE:
-        return on_writable(c);
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+        struct lg_conn_home *home = c->home;
+        int rc = on_writable(c);
+        lg_conn_callback_done(home);
+        return rc;
+    }
     case LWS_CALLBACK_TIMER: /* conn_auth.c's fallback when the worker's heap is out of memory */
         return ws_token_expired(c);
     case LWS_CALLBACK_CLOSED:

@@ -12,6 +12,7 @@
 #include "acceptor.h"
 #include "auth.h"
 #include "client_address.h"
+#include "client_publish.h"
 #include "clock.h"
 #include "conn.h"
 #include "conn_auth.h"
@@ -239,6 +240,14 @@ static void on_tick(lws_sorted_usec_list_t *sul)
     lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
 }
 
+/* Answer the client publishes the remote store completed for this worker's connections. */
+static void answer_publishes(struct lg_worker *w)
+{
+    struct lg_client_publish *p;
+    while ((p = lg_hub_take_published(w->shared.hub, w->home.index)))
+        lg_client_publish_finish(p);
+}
+
 /* Finish the subscribes whose backend answers came (conn_hook.h). */
 static void finish_hook_waits(struct lg_worker *w)
 {
@@ -253,6 +262,7 @@ static void finish_hook_waits(struct lg_worker *w)
 static void on_cancel(struct lg_worker *w)
 {
     lg_worker_answer_calls(w);
+    answer_publishes(w);
     finish_hook_waits(w);
     lg_worker_sweep(w);
     if (atomic_load(&w->home.drain_requested) && !w->home.draining)
@@ -263,6 +273,11 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
 {
     (void)loop, (void)revents;
     on_cancel(watcher->data);
+}
+
+static void control_turn(struct lg_conn_home *home)
+{
+    lg_ev_host_serve(&lg_worker_of(home)->guest);
 }
 
 void lg_worker_host(struct lg_worker *w, const struct lg_loop_guest *guest)
@@ -432,7 +447,8 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
                                     .static_dir = shared->static_dir, .auth = shared->auth,
                                     .hooks = shared->hooks,
                                     .clients = shared->clients,
-                                    .deadlines_moved = lg_worker_deadlines_moved};
+                                    .deadlines_moved = lg_worker_deadlines_moved,
+                                    .control_turn = control_turn};
     lg_conn_home_init(&w->home);
     if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
         snprintf(err, errlen, "out of memory");

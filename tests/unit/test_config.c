@@ -158,6 +158,7 @@ static const struct lg_setting_case lg_settings[] = {
     {LG_SETTING(limits.control_max_connections), 512, 512},
     {LG_SETTING(socket_send_buffer_bytes), 131072, 0},
     {LG_SETTING(write_batch_bytes), 65536, 4096},
+    {LG_SETTING(control_busy_poll_us), 50, 50},
     {LG_SETTING(drain_timeout_ms), 5000, 0},
 };
 
@@ -454,8 +455,8 @@ struct lg_error_case {
 #define LG_TOP_KEYS                                                                                \
     "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, "               \
     "client_queue, topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, "          \
-    "write_batch_bytes, drain_timeout_ms, drain_window_ms, redis, auth, allowed_origins, "        \
-    "metrics, subscribe_hook, webhooks"
+    "write_batch_bytes, control_busy_poll_us, drain_timeout_ms, drain_window_ms, redis, auth, "   \
+    "allowed_origins, metrics, subscribe_hook, webhooks"
 #define LG_PATTERN_CHARS                                                                           \
     "(patterns use A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)"
 
@@ -560,7 +561,9 @@ static const struct lg_error_case lg_error_cases[] = {
       "topic_rules[0].match: a pattern of 0 bytes is out of range (allowed 1..128 bytes)" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"priority\": 1}]}",
       "topic_rules[0].priority: unknown key; allowed keys in topic_rules[0]: match, on_slow, "
-      "history, start, rewind" },
+      "history, start, rewind, client_publish" },
+    { "{\"topic_rules\": [{\"match\": \"a\", \"client_publish\": 1}]}",
+      "topic_rules[0].client_publish: expected true or false, got integer" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"on_slow\": \"block\"}]}",
       "topic_rules[0].on_slow: \"block\" is not one of drop-oldest, disconnect, conflate" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"history\": []}]}",

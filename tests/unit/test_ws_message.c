@@ -36,8 +36,26 @@ static const struct row rows[] = {
     {"{\"op\":\"a\",\"op\":\"b\"}", "bad_message", true,
      "invalid JSON at column 14: duplicate object key near '\"op\"'"},
     {"{\"topics\":[\"a\"]}", "bad_message", true, "a control message needs \"op\": a string"},
-    {"{\"op\":\"publish\"}", "unknown_op", true,
-     "op must be \"subscribe\", \"unsubscribe\", \"auth\", \"refresh\" or \"ping\""},
+    {"{\"op\":\"shout\"}", "unknown_op", true,
+     "op must be \"subscribe\", \"unsubscribe\", \"publish\", \"auth\", \"refresh\" or "
+     "\"ping\""},
+    {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":\"x\"}", NULL, false, NULL},
+    {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":null,\"type\":\"t.1\",\"key\":\"k\","
+     "\"idempotency_key\":\"i\",\"ref\":7}", NULL, false, NULL},
+    {"{\"op\":\"publish\"}", "bad_message", false, "publish needs \"topic\": a string"},
+    {"{\"op\":\"publish\",\"topic\":\"a\"}", "bad_message", false,
+     "publish needs \"data\": any JSON value"},
+    {"{\"op\":\"publish\",\"topic\":\"$sys\",\"data\":1}", "invalid_topic", false,
+     "topic \"$sys\": names starting with '$' are reserved for the gateway"},
+    {"{\"op\":\"publish\",\"topic\":\"a b\",\"data\":1}", "invalid_topic", false, NULL},
+    {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":1,\"type\":\"a b\"}", "bad_message", false,
+     "publish: \"type\" must be 1..64 bytes of A-Z a-z 0-9 _ . : / -"},
+    {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":1,\"key\":\"\"}", "bad_message", false,
+     "publish: \"key\" must be 1..256 bytes"},
+    {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":1,\"idempotency_key\":5}", "bad_message",
+     false, "publish: \"idempotency_key\" must be a string"},
+    {"{\"op\":\"publish\",\"topic\":\"a\",\"data\":1,\"ref\":[1]}", "bad_message", false,
+     "publish: \"ref\" must be an integer or a string of at most 64 bytes"},
     {"{\"op\":\"subscribe\",\"topics\":[]}", "bad_message", false,
      "subscribe needs \"topics\": a non-empty array"},
     {"{\"op\":\"subscribe\",\"topics\":[1]}", "bad_message", false,
@@ -94,6 +112,33 @@ START_TEST(each_message_gets_its_answer)
         else
             ck_assert_str_ne(problem, "");
     }
+    lg_ws_message_release(&m);
+    free(p);
+}
+END_TEST
+
+START_TEST(a_publish_keeps_its_data_as_sent)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    struct lg_ws_message m;
+    bool malformed;
+    char problem[256];
+    ck_assert_ptr_null(parse("{\"op\":\"publish\",\"ref\":\"r1\",\"topic\":\"chat\","
+                             "\"data\": {\"n\": 1.50, \"a\": [1e3, \"x\"]}}",
+                             &m, p, &malformed, problem));
+    ck_assert_int_eq(m.op, LG_WS_OP_PUBLISH);
+    ck_assert_str_eq(m.publish.topic, "chat");
+    ck_assert(m.publish.data_is_json);
+    ck_assert_str_eq(m.publish.data, "{\"n\":1.50,\"a\":[1e3,\"x\"]}");
+    ck_assert_uint_eq(m.publish.data_len, strlen("{\"n\":1.50,\"a\":[1e3,\"x\"]}"));
+    ck_assert_str_eq(json_string_value(m.publish.ref), "r1");
+    ck_assert_ptr_null(m.publish.type);
+    lg_ws_message_release(&m);
+    ck_assert_ptr_null(parse("{\"op\":\"publish\",\"topic\":\"chat\",\"data\":\"hi\\nthere\"}",
+                             &m, p, &malformed, problem));
+    ck_assert(!m.publish.data_is_json);
+    ck_assert_str_eq(m.publish.data, "hi\nthere");
+    ck_assert_ptr_null(m.publish.ref);
     lg_ws_message_release(&m);
     free(p);
 }
@@ -158,6 +203,7 @@ static Suite *ws_message_suite(void)
     Suite *s = suite_create("ws_message");
     TCase *tc = tcase_create("parse");
     tcase_add_loop_test(tc, each_message_gets_its_answer, 0, sizeof rows / sizeof rows[0]);
+    tcase_add_test(tc, a_publish_keeps_its_data_as_sent);
     tcase_add_test(tc, a_subscribe_carries_its_topics_and_cursor);
     tcase_add_test(tc, an_unsubscribe_carries_its_topic_strings);
     suite_add_tcase(s, tc);
