@@ -28,6 +28,11 @@
 // `rewind`, a subscription has its own connection.
 // Start: {since: "latest"} (the newest retained event) or {rewind: N} (the last N) is sent
 // only while the cursor is empty; from the first position on, reconnects resume from it.
+// Deltas: over WebSocket the client asks for deltas (delta=fossil); on a document topic the
+// gateway may send an event as a Fossil delta of the event before it on this connection. The
+// client keeps the last event message of each topic (one string per topic) and rebuilds the
+// full message from it, so onEvent never sees a delta. A delta that does not apply (no base,
+// a broken delta) drops the connection; the reconnect from the cursor gets the next whole.
 
 const MAX_LINE_BUFFER = 1 << 20;
 const FATAL_HTTP = [400, 401, 403, 404];
@@ -57,6 +62,29 @@ function parseEntry(entry) {
 function parseCursor(cursor) {
   return (cursor || "").split(",").map(parseEntry).filter(Boolean);
 }
+
+// A Fossil delta (https://fossil-scm.org/home/doc/tip/www/delta_format.wiki) applied to the
+// UTF-8 bytes of base: "<size>\n", then "<n>@<offset>," (copy n bytes of base) or "<n>:<bytes>"
+// (insert), until "<checksum>;". Numbers are base 64 in these digits.
+const DIGIT = {};
+[..."0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz~"].forEach((c, i) => DIGIT[c.charCodeAt(0)] = i);
+function applyDelta(base, d) {
+  let p = 0, n = 0, sum = 0, count;
+  const bad = () => { throw Error("bad delta"); };
+  const num = () => { const s = p; let v = 0; while (DIGIT[d[p]] >= 0) v = v * 64 + DIGIT[d[p++]]; return p > s ? v : bad(); };
+  const out = new Uint8Array(num());
+  if (d[p++] !== 10) bad();
+  while ((count = num(), d[p++]) !== 59) {
+    const op = d[p - 1], from = op === 64 ? base : op === 58 ? d : bad(), at = op === 64 ? num() : p;
+    if ((op === 64 && d[p++] !== 44) || at + count > from.length) bad();
+    out.set(from.subarray(at, at + count), n);  // past the size: a RangeError
+    n += count;
+    if (op === 58) p += count;
+  }
+  for (let i = 0; i < n; i++) sum = (sum + (out[i] << (24 - 8 * (i & 3)))) >>> 0;
+  return n === out.length && sum === count && p === d.length ? out : bad();
+}
+const utf8 = new TextEncoder(), fromUtf8 = new TextDecoder();
 
 const baseOf = (opts) => new URL(opts.baseUrl || new URL(".", import.meta.url), globalThis.location && location.href);
 const cursorOf = (pos) => [...pos.values()].map((e) => `${e.topic}@${e.epoch}:${e.seq}`).join(",");
@@ -251,7 +279,8 @@ function own(topics, opts) {
 
   function openWs(done, gen) {
     let isOpen = false, fatal = null, refreshTimer = null, refreshing = false;
-    const ws = new WS(url("ws", "since"), "livegate.v1");
+    const ws = new WS(url("ws", "since", { delta: "fossil" }), "livegate.v1");
+    const bases = new Map();  // topic: the last event message on this connection, for its delta
     // Before exp (a third of its remaining life, at most 10 s, ahead), send a fresh token.
     const planRefresh = () => {
       clearTimeout(refreshTimer);
@@ -271,6 +300,17 @@ function own(topics, opts) {
     ws.onmessage = (m) => {
       let msg;
       try { msg = JSON.parse(m.data); } catch { return; }
+      if (msg.type === "delta") try {
+        const b = bases.get(msg.topic), e = parseEntry(msg.id);
+        if (b.epoch !== e.epoch || b.seq + 1 !== e.seq) throw Error("not after the last event");
+        const text = fromUtf8.decode(applyDelta(utf8.encode(b.text), utf8.encode(msg.delta)));
+        msg = JSON.parse(text);
+        m = { data: text };
+      } catch (e) {
+        fatal = Error(`the delta of ${msg.id} did not apply (${e.message})`);  // reconnects
+        return ws.close(1000);
+      }
+      if (msg.type === "event") bases.set(msg.topic, Object.assign(parseEntry(msg.id), { text: m.data }));
       if (msg.type === "published" || msg.op === "publish") {  // never the subscription's end
         if (pending.has(msg.ref)) settle(msg.ref, ([ok, no]) => msg.id ? ok(msg.id) : no(new Fatal(msg.code, msg.message)));
       } else if (msg.type === "subscribed") { learn(msg.cursor); isOpen = true; live = ws; opened(); planRefresh(); }

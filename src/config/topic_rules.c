@@ -171,17 +171,23 @@ static int parse_rule(struct lg_topic_rule *rule, const json_t *obj, size_t inde
             if (parse_rule_start(rule, key, v, path, rule_path, err) != 0)
                 return -1;
             continue;
-        } else if (strcmp(key, "client_publish") == 0) {
+        } else if (strcmp(key, "client_publish") == 0 || strcmp(key, "document") == 0) {
             if (!json_is_boolean(v)) {
                 lg_config__errf(err, "%s: expected true or false, got %s", path,
                                 lg_config__json_type(v));
                 return -1;
             }
-            rule->client_publish = json_is_true(v);
+            if (strcmp(key, "document") == 0) {
+                rule->document = json_is_true(v);
+                rule->has_document = true;
+            } else {
+                rule->client_publish = json_is_true(v);
+            }
             continue;
         }
         return lg_config__unknown_key(err, path, rule_path,
-                                      "match, on_slow, history, start, rewind, client_publish");
+                                      "match, on_slow, history, start, rewind, client_publish, "
+                                      "document");
     }
     if (rule->match == NULL) {
         lg_config__errf(err, "%s: \"match\" is required (a topic pattern such as \"prices/*\")",
@@ -283,6 +289,8 @@ json_t *lg_topic_rules_json(const struct lg_topic_rule *rules, size_t count)
                                                                      : "now"));
         if (r->client_publish)
             rc |= json_object_set_new(obj, "client_publish", json_true());
+        if (r->has_document)
+            rc |= json_object_set_new(obj, "document", json_boolean(r->document));
         if (rc != 0) {
             json_decref(arr);
             return NULL;
@@ -328,4 +336,11 @@ bool lg_config_client_publish_for(const struct lg_config *cfg, const char *topic
     const struct lg_topic_rule *r = lg_topic_rules_first_match(cfg->topic_rules,
                                                                cfg->topic_rule_count, topic);
     return r != NULL && r->client_publish;
+}
+
+bool lg_config_document_for(const struct lg_config *cfg, const char *topic)
+{
+    const struct lg_topic_rule *r = lg_topic_rules_first_match(cfg->topic_rules,
+                                                               cfg->topic_rule_count, topic);
+    return r != NULL && r->has_document && r->document;
 }

@@ -1,7 +1,8 @@
 /*
  * topic_rules.h - per-topic overrides of on_slow, history and the start of a subscription
- * without a cursor ("topic_rules" in the config), and the lookup that gives a new topic its
- * policy, bounds and start. The patterns are topic_glob.h's.
+ * without a cursor ("topic_rules" in the config), the mark of a document topic (its events
+ * are versions of one document: WebSocket clients may get deltas), and the lookup that gives
+ * a new topic its policy, bounds, start and mark. The patterns are topic_glob.h's.
  *
  * Owns:    the rules array and each rule's match string (malloc'd). struct lg_config holds
  *          them (topic_rules, topic_rule_count).
@@ -43,6 +44,8 @@ struct lg_topic_rule {
     struct lg_start start;            /* "start": "now" | "latest", or "rewind": N */
     bool client_publish;              /* "client_publish": whoever may subscribe to a matching
                                          topic may also publish to it from a WebSocket */
+    bool has_document;
+    bool document;                    /* "document": events are versions of one document */
 };
 
 /* ---- Lookups (any thread) ---------------------------------------------------------------- */
@@ -59,6 +62,8 @@ struct lg_history_bounds lg_config_history_for(const struct lg_config *cfg, cons
 /* Where a subscription the cursor does not name starts: the first matching rule's start, or
  * LG_START_NOW. */
 struct lg_start lg_config_start_for(const struct lg_config *cfg, const char *topic);
+/* Whether the topic is a document topic: the first matching rule's "document", or false. */
+bool lg_config_document_for(const struct lg_config *cfg, const char *topic);
 
 /* Whether the first matching rule sets "client_publish": true (no matching rule: false). */
 bool lg_config_client_publish_for(const struct lg_config *cfg, const char *topic);

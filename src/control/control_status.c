@@ -59,6 +59,9 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         STAT(topic_creations_refused), STAT(ws_closed_message_rate),
         STAT(control_connections_timed_out), STAT(sys_stats_published),
         STAT(sys_stats_skipped));
+    if (body)
+        json_object_set_new(body, "deltas_delivered",
+                            json_integer((json_int_t)LG_STAT_GET(deltas_delivered)));
     if (body && lg_hub_remote(c->hub)) {
         json_object_set_new(body, "publishes_refused_store",
                             json_integer((json_int_t)LG_STAT_GET(publishes_refused_store)));

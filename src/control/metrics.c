@@ -185,6 +185,9 @@ static const struct metric_row rows[] = {
     DELIVERED("sse", events_delivered_sse),
     DELIVERED("websocket", events_delivered_ws),
     DELIVERED("poll", events_delivered_poll),
+    COUNTER("livegate_deltas_delivered_total",
+            "Events of document topics written to WebSocket clients as deltas (also counted in "
+            "livegate_events_delivered_total).", NULL, deltas_delivered),
     DROPPED("overflow", events_dropped_overflow),
     DROPPED("lag", events_dropped_lag),
     DROPPED("conflated", events_conflated),

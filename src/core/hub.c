@@ -6,7 +6,8 @@
  * topic lock it looks the idempotency key up in the topic's stream, then admits the event
  * before the store sees it (lg_hub__admit, the same for every store): one slot reserved in the
  * inbox of every worker that has subscribers for the topic, then room for the event's size
- * (lg_event_size, exact, before it is encoded) in limits.max_retained_bytes, the topic's own
+ * (lg_event_size, exact before it is encoded; a document topic's delta form, shorter than
+ * the event's JSON, comes on top) in limits.max_retained_bytes, the topic's own
  * history giving way first. Only then does it append to the stream (store.h): the store
  * assigns the position and encodes the event once, and its completion, still under the lock,
  * pushes the event into each reserved inbox. Doing all of that under one lock is what makes
@@ -227,7 +228,8 @@ enum lg_hub_status lg_hub_topic(struct lg_hub *hub, const char *name, size_t len
             /* The gateway's own topics stay on this node: no other node publishes them. */
             struct lg_store *store = name[0] == '$' ? hub->local : hub->store;
             struct lg_stream *stream = store->ops->stream_open(
-                store, name, len, lg_config_history_for(hub->rules, copy));
+                store, name, len, lg_config_history_for(hub->rules, copy),
+                lg_config_document_for(hub->rules, copy));
             t = stream ? lg_topic_create(name, len, lg_config_policy_for(hub->rules, copy), stream,
                                          hub->workers)
                        : NULL;

@@ -55,6 +55,10 @@ struct lg_render_ops {
                           const struct lg_notice *n, size_t item);
     void (*render_event)(struct lg_buf *out, const struct lg_subscriber *s,
                          const struct lg_event *ev, size_t item);
+    /* ev's delta form (ev->delta_frame), for a client that has the event before it; NULL:
+     * this wire sends every event whole. */
+    void (*render_delta)(struct lg_buf *out, const struct lg_subscriber *s,
+                         const struct lg_event *ev, size_t item);
     void (*render_end)(struct lg_buf *out, const struct lg_subscriber *s);  /* NULL: none */
     /* The slow-consumer disconnect, written before the close; NULL: the close says it. */
     void (*render_slow)(struct lg_buf *out, const char *code, const char *reason,

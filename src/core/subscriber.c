@@ -534,6 +534,7 @@ static struct lg_notice settle_notice(struct lg_subscriber *s, struct lg_subscri
                           .to = sn->gap_to};
     if (reset) {
         sn->reset_owed = false;
+        sn->rendered_seq = 0; /* a new life: the next event is sent whole */
         LG_STAT_ADD(resets_sent, 1);
     } else {
         if (sn->gap_to > sn->sent_seq)
@@ -621,7 +622,11 @@ static size_t render_batch(struct lg_subscriber *s, struct lg_buf *out, size_t m
             now_ns = lg_mono_ns();
         lg_histogram_observe_owned(&lg_worker_stats[s->worker].delivery_lag,
                              now_ns > ev->published_mono_ns ? now_ns - ev->published_mono_ns : 0);
-        ops->render_event(out, s, ev, items++);
+        if (ev->delta_frame && s->deltas && sn->rendered_seq + 1 == ev->seq)
+            ops->render_delta(out, s, ev, items++);
+        else
+            ops->render_event(out, s, ev, items++);
+        sn->rendered_seq = ev->seq;
         lg_event_unref(&ev);
         events++;
     }

@@ -18,6 +18,11 @@
  * Renders: what is owed (notices, then events) through its render table (render.h):
  *          which notices and events, in which order and within which budget is decided here;
  *          every byte of wire format is the transport's.
+ * Deltas:  a subscriber that asked for deltas (its transport renders them) gets an event of a
+ *          document topic as a delta when the event this connection rendered last on that
+ *          topic is the one before it (same epoch, seq - 1); otherwise - its first event after
+ *          subscribing or resuming, after a gap, a reset, a conflation or anything not
+ *          rendered - whole. The choice is one check per event: whether the event has a delta.
  * Bounds:  the ring never holds more than client_queue.max_events events or max_bytes bytes;
  *          a queued event older than max_lag_ms is "slow" too. Past a bound, the policy of the
  *          oldest queued event's topic decides: drop it and owe the client a gap notice
@@ -60,6 +65,8 @@ struct lg_subscription {
     uint64_t replay_next;     /* next seq to page in from history, 0 = caught up (live) */
     bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
     bool end_owed;            /* the topic was deleted: owed an end notice, then removed */
+    uint64_t rendered_seq;    /* seq of the last event rendered on this connection in this
+                                 epoch (0 = none): the base a delta needs */
     bool pending;             /* the topic's remote stream was loading when it subscribed:
                                  the replay is computed on the topic's first event */
     bool pending_from_now;    /* ... and it subscribed without a cursor, */
@@ -81,6 +88,7 @@ struct lg_subscriber {
     uint64_t lag_origin_ns;         /* last replay page queued: replayed events age from here */
     uint32_t ends_owed;             /* subscriptions owed an end notice (topic deleted) */
     bool kicked;                    /* slow_disconnect was an operator's kick (admin API) */
+    bool deltas;                    /* the client takes deltas (ops->render_delta is set) */
     uint64_t delivered;             /* events rendered for the client (the access line) */
     uint64_t dropped;               /* events dropped or conflated for it */
     uint64_t bytes_out;             /* bytes of events and notices rendered for it */

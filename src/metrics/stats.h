@@ -88,6 +88,7 @@ struct lg_stats {
     _Atomic uint64_t events_delivered_sse;   /* events_delivered, per transport */
     _Atomic uint64_t events_delivered_ws;
     _Atomic uint64_t events_delivered_poll;
+    _Atomic uint64_t deltas_delivered;       /* events_delivered_ws sent as deltas */
     _Atomic uint64_t resets_sent;            /* reset notices written to clients */
     _Atomic uint64_t ends_sent;              /* end notices (topic deleted) written to clients */
     _Atomic uint64_t publishes_refused_topics;  /* publishes_refused: limits.max_topics */

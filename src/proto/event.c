@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cursor.h"
+#include "delta.h"
 #include "encode.h"
 #include "accounting.h"
 
@@ -69,15 +70,39 @@ static void append_json(struct lg_buf *b, const char *id, size_t id_len, const c
     lg_buf_append(b, "}", 1);
 }
 
+/* The delta message that turns base's JSON object into json[0..json_len), appended to b:
+ * {"type":"delta","v":1,"topic":..,"id":..,"delta":".."}. Nothing is appended when base is
+ * not the previous event of the same life, or when out of memory. */
+static void append_delta(struct lg_buf *b, const struct lg_event *base, const char *id,
+                         size_t id_len, const struct lg_event_fields *f, const char *json,
+                         size_t json_len)
+{
+    if (base->epoch != f->epoch || base->seq + 1 != f->seq)
+        return;
+    struct lg_buf delta;
+    lg_buf_init(&delta);
+    if (lg_delta_encode(base->json, base->json_len, json, json_len, &delta) == 0) {
+        lg_buf_append_str(b, "{\"type\":\"delta\",\"v\":1,\"topic\":");
+        lg_encode_json_string(b, f->topic_name, f->topic_name_len);
+        lg_buf_append_str(b, ",\"id\":");
+        lg_encode_json_string(b, id, id_len);
+        lg_buf_append_str(b, ",\"delta\":");
+        lg_encode_json_string(b, delta.data, delta.len);
+        lg_buf_append(b, "}", 1);
+    }
+    lg_buf_release(&delta);
+}
+
 /* The allocation of an event of f with these encoded lengths: the struct, then each string
- * NUL-terminated (the WebSocket frame is its header followed by the JSON). */
+ * NUL-terminated (each WebSocket frame is its header followed by its JSON). */
 static size_t allocation_size(const struct lg_event_fields *f, size_t id_len, size_t type_len,
-                              size_t sse_len, size_t json_len)
+                              size_t sse_len, size_t json_len, size_t delta_len)
 {
     return sizeof(struct lg_event) + f->topic_name_len + 1 + id_len + 1 + type_len + 1 +
            (f->key ? f->key_len + 1 : 0) +
            (f->idempotency_key ? f->idempotency_key_len + 1 : 0) + f->data_len + 1 +
-           sse_len + 1 + lg_ws_header_len(json_len) + json_len + 1;
+           sse_len + 1 + lg_ws_header_len(json_len) + json_len + 1 +
+           (delta_len ? lg_ws_header_len(delta_len) + delta_len + 1 : 0);
 }
 
 static size_t u64_len(uint64_t v)
@@ -111,7 +136,7 @@ size_t lg_event_size(const struct lg_event_fields *f)
     size_t id_len = format_id(id, f);
     size_t sse_len = 4 + id_len + 8 + type_len + 1 + lg_sse_data_len(f->data, f->data_len) + 1;
     return allocation_size(f, id_len, type_len, sse_len,
-                           json_len_of(id, id_len, type, type_len, f));
+                           json_len_of(id, id_len, type, type_len, f), 0);
 }
 
 /* Copy n bytes to dst and NUL-terminate them. Return value: the byte after the NUL. */
@@ -132,6 +157,8 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     size_t id_len = format_id(id, f);
     struct lg_buf enc; /* the SSE frame, then the JSON object */
     lg_buf_init(&enc);
+    struct lg_buf delta; /* the delta message (document topics) */
+    lg_buf_init(&delta);
     /* Both forms hold the data once plus framing; escaping rarely doubles it. One allocation
      * up front instead of a chain of reallocs on the publish path. */
     lg_buf_reserve(&enc, 2 * (f->data_len + id_len + type_len + f->topic_name_len) + 192);
@@ -143,7 +170,12 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     if (enc.oom)
         goto out;
     size_t json_len = enc.len - sse_len;
-    size_t size = allocation_size(f, id_len, type_len, sse_len, json_len);
+    if (f->delta_base)
+        append_delta(&delta, f->delta_base, id, id_len, f, enc.data + sse_len, json_len);
+    size_t delta_len = delta.oom ? 0 : delta.len;
+    if (lg_ws_header_len(delta_len) + delta_len >= lg_ws_header_len(json_len) + json_len)
+        delta_len = 0; /* not shorter: the full event goes instead */
+    size_t size = allocation_size(f, id_len, type_len, sse_len, json_len, delta_len);
     ev = malloc(size);
     if (!ev)
         goto out;
@@ -187,11 +219,20 @@ struct lg_event *lg_event_create(const struct lg_event_fields *f)
     ev->ws_frame = p;
     p += lg_ws_write_header((unsigned char *)p, json_len, 0x1);
     ev->json = p;
-    put(p, enc.data + sse_len, json_len);
+    p = put(p, enc.data + sse_len, json_len);
+    ev->delta_frame = NULL;
+    ev->delta_frame_len = 0;
+    if (delta_len) {
+        ev->delta_frame = p;
+        ev->delta_frame_len = lg_ws_header_len(delta_len) + delta_len;
+        p += lg_ws_write_header((unsigned char *)p, delta_len, 0x1);
+        put(p, delta.data, delta_len);
+    }
 
     lg_account_event_created(size);
 out:
     lg_buf_release(&enc);
+    lg_buf_release(&delta);
     return ev;
 }
 

@@ -12,6 +12,10 @@
  * Bounds:  an event's size is bounded by limits.max_event_bytes (checked by the publisher);
  *          the bytes of all live events are counted in accounting.h, which the hub
  *          compares with limits.max_retained_bytes before it accepts a publish.
+ * Deltas:  an event of a document topic (topic_rules "document") may carry one more wire form,
+ *          the delta message that rebuilds its JSON object from the previous event's (seq - 1,
+ *          same epoch): computed once, when the event is made, by whoever holds that previous
+ *          event (the store), and kept only when its frame is shorter than the full one.
  */
 #ifndef LG_EVENT_H
 #define LG_EVENT_H
@@ -49,6 +53,11 @@ struct lg_event {
     size_t ws_frame_len;
     const char *json;           /* {"type":"event","v":1,...}: WS payload and long-poll item */
     size_t json_len;
+    /* Document topics only, else NULL: the WebSocket text frame of the delta message
+     * {"type":"delta","v":1,"topic":..,"id":..,"delta":"<Fossil delta>"} whose delta turns the
+     * previous event's `json` (seq - 1) into this one's (docs/protocol.md, "Deltas"). */
+    const char *delta_frame;
+    size_t delta_frame_len;
 
     size_t size;                /* bytes this event accounts for (allocation size) */
     char storage[];
@@ -71,10 +80,15 @@ struct lg_event_fields {
     bool data_is_json;
     int64_t published_unix_ms;
     uint64_t published_mono_ns;
+    /* borrowed: the topic's previous event (epoch, seq - 1) when the topic is a document
+     * topic, to make the delta frame against; NULL = none */
+    const struct lg_event *delta_base;
 };
 
 /* The bytes lg_event_create(f) allocates and accounts (its event->size), counted without
- * encoding: what admission compares with limits.max_retained_bytes before the event exists. */
+ * encoding: what admission compares with limits.max_retained_bytes before the event exists.
+ * A delta frame is not counted here (its size is known once encoded); it is shorter than the
+ * event's full frame, so an event of a document topic accounts less than twice this. */
 size_t lg_event_size(const struct lg_event_fields *f);
 
 /* Encode and allocate an event. Returns a new reference (count 1), or NULL on OOM. */

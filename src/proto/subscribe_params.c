@@ -139,6 +139,18 @@ const char *lg_subscribe_params_check_query(const char *q, size_t len, char *pro
     return rc < 0 ? undecodable(rc, problem, problem_cap) : NULL;
 }
 
+/* delta=fossil: the one delta format there is. */
+static const char *parse_delta(struct lg_subscribe_params *p, const char *value, char *problem,
+                               size_t problem_cap)
+{
+    if (strcmp(value, "fossil") != 0) {
+        snprintf(problem, problem_cap, "delta takes only \"fossil\" (the Fossil delta format)");
+        return "bad_request";
+    }
+    p->deltas = true;
+    return NULL;
+}
+
 const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char *q, size_t len,
                                       const char *cursor_param, const char *header,
                                       size_t header_len, uint32_t max_topics, char *problem,
@@ -146,7 +158,7 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
 {
     p->topic_count = 0;
     p->cursor.count = 0;
-    p->has_cursor = p->has_timeout = p->has_start = false;
+    p->has_cursor = p->has_timeout = p->has_start = p->deltas = false;
     p->timeout_ms = 0;
     char name[32];
     char *value = malloc(VALUE_MAX);
@@ -176,6 +188,8 @@ const char *lg_subscribe_params_parse(struct lg_subscribe_params *p, const char 
             code = "bad_request";
         } else if (strcmp(name, "timeout") == 0) {
             code = parse_timeout(p, value, problem, problem_cap);
+        } else if (strcmp(name, "delta") == 0) {
+            code = parse_delta(p, value, problem, problem_cap);
         }
     }
     free(value);

@@ -1,6 +1,6 @@
 /*
  * subscribe_params.h - the parameters every subscribe request carries (topics, cursor, start
- * position, timeout), parsed the same way for /sse, /poll and /ws query strings.
+ * position, timeout, deltas), parsed the same way for /sse, /poll and /ws query strings.
  *
  * Pure function over the caller's bytes; the result lives in the caller's struct.
  *
@@ -27,6 +27,7 @@ struct lg_subscribe_params {
     bool has_start;           /* false: each topic's own default (topic_rules) */
     uint64_t timeout_ms;
     bool has_timeout;
+    bool deltas;              /* delta=fossil: the client applies deltas (WebSocket only) */
 };
 
 /*
@@ -34,7 +35,8 @@ struct lg_subscribe_params {
  * ("last_event_id" or "since"); a non-NULL header (Last-Event-ID) takes precedence over it.
  * `since=latest` and `rewind=N` (0 .. LG_HISTORY_MAX_EVENTS_MAX) choose the start; one of
  * them at most, and not beside a cursor in the query. A non-empty header overrides them too
- * (a browser's reconnection resumes where it was). Unknown parameters are ignored (cache
+ * (a browser's reconnection resumes where it was). `delta=fossil` asks for deltas on
+ * document topics (any other value is refused). Unknown parameters are ignored (cache
  * busters). At most max_topics topics; whether none is
  * acceptable is the caller's decision. Return value: NULL on success, or the error code ("bad_request",
  * "invalid_topic", "invalid_cursor") with a message in problem.

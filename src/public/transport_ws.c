@@ -488,6 +488,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
                                                      lg_live(&c->home->live->max_topics_per_client),
                                                      problem,
                                                      sizeof problem);
+        c->sub.deltas = !code && p->deltas; /* for the connection's every subscription */
         if (code)
             rc = reply_error(c, code, problem);
         else if (p->topic_count)
@@ -750,12 +751,21 @@ static void ws_render_event(struct lg_buf *out, const struct lg_subscriber *s,
     lg_buf_append(out, ev->ws_frame, ev->ws_frame_len);
 }
 
+static void ws_render_delta(struct lg_buf *out, const struct lg_subscriber *s,
+                            const struct lg_event *ev, size_t item)
+{
+    (void)s, (void)item;
+    lg_buf_append(out, ev->delta_frame, ev->delta_frame_len);
+    LG_STAT_ADD(deltas_delivered, 1);
+}
+
 const struct lg_render_ops lg_ws_render = {
     .name = "WebSocket",
     .delivered = &lg_stats.events_delivered_ws,
     .event_bytes = ws_event_bytes,
     .render_notice = ws_render_notice,
     .render_event = ws_render_event,
+    .render_delta = ws_render_delta,
 };
 
 const struct lg_transport lg_transport_ws = {

@@ -170,6 +170,7 @@ static struct lg_event *event_of(struct redis_stream *s, struct lg_event_fields 
     uint64_t now = lg_mono_ns();
     f->published_mono_ns = age_ms > 0 && (uint64_t)age_ms * 1000000u < now
                                ? now - (uint64_t)age_ms * 1000000u : now;
+    f->delta_base = s->delta_base; /* used only when it is this event's previous one */
     return lg_event_create(f);
 }
 
@@ -268,6 +269,15 @@ static void *owner_of(struct redis_stream *s)
     return owner;
 }
 
+/* A document topic's events are made against the newest one applied (bridge thread). */
+static void keep_delta_base(struct redis_stream *s, struct lg_event *ev)
+{
+    if (!s->deltas)
+        return;
+    lg_event_unref(&s->delta_base);
+    s->delta_base = lg_event_ref(ev);
+}
+
 /* Hand ev (the next position) to the hub, then keep it in the mirror. Owner's lock held.
  * Return value: false when the hub had no room (nothing kept: it is read again later). */
 static bool offer(struct redis_stream *s, void *owner, struct lg_event *ev)
@@ -283,6 +293,7 @@ static bool offer(struct redis_stream *s, void *owner, struct lg_event *ev)
         lg_warn("redis: topic %s: event %" PRIu64 " not mirrored (out of memory)", s->name,
                 ev->seq);
     pthread_mutex_unlock(&s->lock);
+    keep_delta_base(s, ev);
     return true;
 }
 
@@ -301,6 +312,7 @@ static void drop_mirror(struct redis_stream *s)
     deliver_unlock(s->shard, owner);
     s->heard = 0;
     s->empty_reads = 0;
+    lg_event_unref(&s->delta_base);
 }
 
 /* ---- Reads: the load and catch-ups, at most READS_IN_FLIGHT_MAX at once ------------------- */
@@ -445,6 +457,7 @@ static void on_load_reply(void *reply, void *priv)
         s->newest = ev->seq;
         if (lg_history_append(&s->history, lg_event_ref(ev), ev->published_mono_ns) != 0)
             lg_warn("redis: topic %s: event %" PRIu64 " not mirrored", s->name, ev->seq);
+        keep_delta_base(s, ev);
         if (newest_ev)
             lg_event_unref(&newest_ev);
         newest_ev = ev;

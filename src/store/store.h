@@ -69,10 +69,12 @@ struct lg_store_page {
 struct lg_store_ops {
     const char *name; /* "memory", "redis" */
 
-    /* Open the stream of topic name[0..len) with these retention bounds.
+    /* Open the stream of topic name[0..len) with these retention bounds. deltas: a document
+     * topic: each event is made against the one before it (lg_event_fields.delta_base), by
+     * the memory store when it appends, by a remote store when it delivers (on every node).
      * Return value: the stream, or NULL (out of memory). */
     struct lg_stream *(*stream_open)(struct lg_store *store, const char *name, size_t len,
-                                     struct lg_history_bounds bounds);
+                                     struct lg_history_bounds bounds, bool deltas);
     void (*stream_close)(struct lg_stream *s);
 
     uint32_t (*epoch)(const struct lg_stream *s);

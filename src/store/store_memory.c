@@ -38,6 +38,8 @@ struct memory_stream {
     uint64_t newest;
     struct lg_history history;
     struct key_index keys;
+    bool deltas;              /* a document topic: events carry a delta against `last` */
+    struct lg_event *last;    /* deltas: the newest event (a reference), or NULL */
 };
 
 static uint32_t random_epoch(void)
@@ -157,7 +159,7 @@ static void forget_key(void *arg, const struct lg_event *ev)
 }
 
 static struct lg_stream *stream_open(struct lg_store *store, const char *name, size_t len,
-                                     struct lg_history_bounds bounds)
+                                     struct lg_history_bounds bounds, bool deltas)
 {
     (void)name, (void)len; /* every name's first life shares the store's epoch */
     struct memory_stream *s = calloc(1, sizeof *s);
@@ -165,6 +167,7 @@ static struct lg_stream *stream_open(struct lg_store *store, const char *name, s
         return NULL;
     s->base.store = store;
     s->epoch = ((struct memory_store *)store)->epoch;
+    s->deltas = deltas;
     lg_history_init(&s->history, bounds);
     s->history.on_evict = forget_key;
     s->history.on_evict_arg = &s->keys;
@@ -176,6 +179,7 @@ static void stream_close(struct lg_stream *base)
     struct memory_stream *s = mem(base);
     key_index_release(&s->keys);
     lg_history_release(&s->history);
+    lg_event_unref(&s->last);
     free(s);
 }
 
@@ -199,12 +203,17 @@ static void append(struct lg_stream *base, struct lg_event_fields *f, lg_append_
     struct memory_stream *s = mem(base);
     f->epoch = s->epoch;
     f->seq = s->newest + 1;
+    f->delta_base = s->last; /* only a document stream keeps one */
     struct lg_event *ev = lg_event_create(f);
     if (!ev) {
         done(arg, LG_APPEND_OOM, NULL);
         return;
     }
     s->newest = ev->seq;
+    if (s->deltas) {
+        lg_event_unref(&s->last);
+        s->last = lg_event_ref(ev);
+    }
     done(arg, LG_APPEND_OK, ev); /* before history takes our reference (and may drop it) */
     if (lg_history_append(&s->history, ev, f->published_mono_ns) != 0) {
         lg_warn("topic %s: event %" PRIu64 " not retained in history (out of memory)",
@@ -259,6 +268,7 @@ static void drop(struct lg_stream *base)
     struct memory_stream *s = mem(base);
     while (evict_oldest(base))
         ;
+    lg_event_unref(&s->last);
     struct memory_store *m = (struct memory_store *)s->base.store;
     uint32_t old = m->epoch;
     while (m->epoch == old)

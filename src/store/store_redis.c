@@ -307,6 +307,7 @@ static void stream_free(struct redis_stream *s)
 {
     lg_redis__release_held(s);
     lg_history_release(&s->history);
+    lg_event_unref(&s->delta_base);
     pthread_mutex_destroy(&s->lock);
     free(s->name), free(s->key_stream), free(s->key_counter), free(s->key_epoch);
     free(s->key_channel), free(s->key_behind);
@@ -314,7 +315,7 @@ static void stream_free(struct redis_stream *s)
 }
 
 static struct lg_stream *open_stream(struct lg_store *store, const char *name, size_t len,
-                                     struct lg_history_bounds bounds)
+                                     struct lg_history_bounds bounds, bool deltas)
 {
     struct redis_store *st = (struct redis_store *)store;
     struct redis_shard *sh = &st->shards[lg_redis__hash(name, len) % st->shard_count];
@@ -327,6 +328,7 @@ static struct lg_stream *open_stream(struct lg_store *store, const char *name, s
     s->name = strndup(name, len);
     s->name_len = len;
     s->bounds = bounds;
+    s->deltas = deltas;
     s->key_stream = key_of(st, name, len, "s");
     s->key_counter = key_of(st, name, len, "n");
     s->key_epoch = key_of(st, name, len, "e");

@@ -39,6 +39,7 @@ struct redis_stream {
     char *key_stream, *key_counter, *key_epoch, *key_channel, *key_behind; /* immutable */
     size_t prefix_len;          /* of key_stream before ":s": the idempotency keys' start */
     struct lg_history_bounds bounds;
+    bool deltas;                /* immutable: a document topic (store.h, stream_open) */
     pthread_mutex_t lock;       /* the mirror */
     void *owner;                /* {lock} the hooks' name for it */
     uint32_t epoch;             /* {lock} */
@@ -67,6 +68,8 @@ struct redis_stream {
     struct lg_event **held;     /* events not applied yet, in order: messages that came during
                                    a read, events an inbox had no room for */
     uint32_t held_count, held_cap;
+    struct lg_event *delta_base;/* deltas: the newest event applied to the mirror (a reference;
+                                   NULL when the mirror is dropped), the base of the next */
     bool held_overflow;         /* more came than LG_REDIS_HELD_MAX: the stream has them */
     struct redis_stream *queue_next, *linger_next, *stalled_next;
     struct redis_stream *taken_next; /* the marked list as the bridge took it */

@@ -2,7 +2,9 @@
 // exports subscribe(). The bound was 8 KB minified (the issue that asked for the client); it is
 // 9 KB since the tabs of an origin share one connection (issue 35: Web Locks, BroadcastChannel,
 // the takeover with each tab's cursor), which took it from 7.2 KB to 8.8 KB; 10 KB since
-// subscriptions publish over their WebSocket (sub.publish(): refs, answers, the socket's end).
+// subscriptions publish over their WebSocket (sub.publish(): refs, answers, the socket's end);
+// 11 KB since it applies deltas of document topics (issue 34: a Fossil decoder and the
+// rebuilt messages, 1 KB).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -12,11 +14,11 @@ import { sourceDir } from "./lib.mjs";
 
 const file = path.join(sourceDir, "static/livegate.js");
 
-test("livegate.js minifies to under 10 KB", async () => {
+test("livegate.js minifies to under 11 KB", async () => {
   const { code } = await minify(readFileSync(file, "utf8"), { module: true, compress: true, mangle: true });
   const bytes = Buffer.byteLength(code);
   console.log(`livegate.js: ${readFileSync(file).length} bytes, ${bytes} minified`);
-  assert.ok(bytes < 10240, `${bytes} bytes minified`);
+  assert.ok(bytes < 11264, `${bytes} bytes minified`);
 });
 
 test("livegate.js is an ES module Node imports", async () => {

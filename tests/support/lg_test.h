@@ -194,6 +194,14 @@ void lg_ws_must_subscribe(struct lg_ws_client *c, uint16_t port, const char *pat
 char *lg_slurp_source(const char *rel, char *path, size_t path_cap, size_t *len);
 /* ==== end of lg_expect.c =================================================================== */
 
+/* ==== Fossil deltas (lg_delta.c) ========================================================== */
+
+/* Apply a Fossil delta to src. Return value: the target (malloc'd, NUL-terminated, its length
+ * in *out_len), or NULL when the delta is malformed (a bad command, a copy outside src, the
+ * wrong length or checksum). */
+char *lg_delta_apply(const char *src, size_t src_len, const char *delta, size_t delta_len,
+                     size_t *out_len);
+
 /* ==== /v1/stats (lg_stats.c): the one stats client ======================================== */
 
 #define LG_STATS_MAX 64

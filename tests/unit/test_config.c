@@ -561,7 +561,7 @@ static const struct lg_error_case lg_error_cases[] = {
       "topic_rules[0].match: a pattern of 0 bytes is out of range (allowed 1..128 bytes)" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"priority\": 1}]}",
       "topic_rules[0].priority: unknown key; allowed keys in topic_rules[0]: match, on_slow, "
-      "history, start, rewind, client_publish" },
+      "history, start, rewind, client_publish, document" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"client_publish\": 1}]}",
       "topic_rules[0].client_publish: expected true or false, got integer" },
     { "{\"topic_rules\": [{\"match\": \"a\", \"on_slow\": \"block\"}]}",
@@ -712,7 +712,8 @@ START_TEST(test_topic_rules_docs_example)
         " \"topic_rules\": ["
         "  {\"match\": \"prices/*\", \"on_slow\": \"conflate\", \"history\": {\"max_events\": 10}},"
         "  {\"match\": \"orders/??\", \"on_slow\": \"disconnect\"},"
-        "  {\"match\": \"audit/*\", \"history\": {\"max_age_ms\": 0, \"max_bytes\": 67108864}}"
+        "  {\"match\": \"audit/*\", \"history\": {\"max_age_ms\": 0, \"max_bytes\": 67108864}},"
+        "  {\"match\": \"boards/*\", \"document\": true}"
         " ]}";
     static const struct {
         const char *topic;
@@ -725,6 +726,7 @@ START_TEST(test_topic_rules_docs_example)
         { "orders/eu", LG_SLOW_DISCONNECT, 1000, 4194304, 3600000 },
         { "orders/emea", LG_SLOW_DROP_OLDEST, 1000, 4194304, 3600000 },
         { "audit/login", LG_SLOW_DROP_OLDEST, 1000, 67108864, 0 },
+        { "boards/q1", LG_SLOW_DROP_OLDEST, 1000, 4194304, 3600000 },
     };
     struct lg_config cfg;
     char err[LG_CONFIG_ERR_MAX];
@@ -732,6 +734,8 @@ START_TEST(test_topic_rules_docs_example)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         lg_assert_topic_gets(&cfg, rows[i].topic, rows[i].policy, rows[i].max_events,
                              rows[i].max_bytes, rows[i].max_age_ms);
+    ck_assert(lg_config_document_for(&cfg, "boards/q1"));
+    ck_assert(!lg_config_document_for(&cfg, "prices/eur"));
     lg_config_release(&cfg);
 }
 END_TEST

@@ -437,6 +437,72 @@ START_TEST(live_event_stats_follow_create_and_last_unref)
 }
 END_TEST
 
+/* ---- The delta frame of a document topic ------------------------------------------------- */
+
+#define REPORT_DRAFT "{\"title\":\"Quarterly report\",\"status\":\"draft\",\"pages\":12," \
+                     "\"owner\":\"ana\",\"summary\":\"Revenue grew in every region.\"}"
+#define REPORT_FINAL "{\"title\":\"Quarterly report\",\"status\":\"final\",\"pages\":12," \
+                     "\"owner\":\"ana\",\"summary\":\"Revenue grew in every region.\"}"
+
+static struct lg_event *json_event(uint32_t epoch, uint64_t seq, const char *data,
+                                   const struct lg_event *base)
+{
+    struct lg_event_fields f = text_fields("doc/q", epoch, seq, data);
+    f.data_is_json = true;
+    f.delta_base = base;
+    return create_ok(&f);
+}
+
+/* The exact frame for a known pair; the Fossil delta in it was checked with the reference
+ * decoder (npm fossil-delta 2.0.0 applyDelta) against the two events' JSON objects. */
+START_TEST(delta_frame_of_a_known_pair)
+{
+    struct lg_event *v1 = json_event(0x5f3a9c21, 1, REPORT_DRAFT, NULL);
+    ck_assert_ptr_null(v1->delta_frame);
+    struct lg_event *v2 = json_event(0x5f3a9c21, 2, REPORT_FINAL, v1);
+    ck_assert_ptr_nonnull(v2->delta_frame);
+    const char *want = "{\"type\":\"delta\",\"v\":1,\"topic\":\"doc/q\",\"id\":\"doc/q@5f3a9c21:2\","
+                       "\"delta\":\"3a\\nw@0,A:2\\\",\\\"seq\\\":21L@15,5:final16@2V,SFVQL;\"}";
+    ck_assert_uint_eq((unsigned char)v2->delta_frame[0], 0x81);
+    ck_assert_uint_eq((unsigned char)v2->delta_frame[1], strlen(want));
+    ck_assert_uint_eq(v2->delta_frame_len, 2 + strlen(want));
+    ck_assert_msg(memcmp(v2->delta_frame + 2, want, strlen(want)) == 0, "%.*s",
+                  (int)v2->delta_frame_len - 2, v2->delta_frame + 2);
+    /* accounted in the event's one allocation */
+    ck_assert_ptr_eq(v2->delta_frame, v2->json + v2->json_len + 1);
+    ck_assert_uint_eq(v2->size, (size_t)(v2->delta_frame + v2->delta_frame_len + 1 - (char *)v2));
+    lg_event_unref(&v2);
+    lg_event_unref(&v1);
+}
+END_TEST
+
+/* No delta against an event that is not the one before (another seq or life), nor when the
+ * delta frame would not be shorter than the event's. */
+START_TEST(delta_frame_only_against_the_previous_event_and_when_shorter)
+{
+    struct lg_event *v1 = json_event(0x5f3a9c21, 1, REPORT_DRAFT, NULL);
+    struct lg_event *v3 = json_event(0x5f3a9c21, 3, REPORT_FINAL, v1);
+    ck_assert_ptr_null(v3->delta_frame);
+    struct lg_event *other_life = json_event(0x11111111, 2, REPORT_FINAL, v1);
+    ck_assert_ptr_null(other_life->delta_frame);
+    /* A new body of quotes: each escaped quote in the delta's inserted bytes is escaped once
+     * more in the delta message, so the delta frame is the longer one. */
+    char quotes[2 * 60 + 16] = "{\"q\":\"";
+    for (int i = 0; i < 60; i++)
+        strcat(quotes, "\\\"");
+    strcat(quotes, "\"}");
+    struct lg_event *quoted = json_event(0x5f3a9c21, 2, quotes, v1);
+    ck_assert_ptr_null(quoted->delta_frame);
+    struct lg_event_fields f = text_fields("doc/q", 0x5f3a9c21, 2, quotes);
+    f.data_is_json = true;
+    ck_assert_uint_eq(quoted->size, lg_event_size(&f));
+    lg_event_unref(&quoted);
+    lg_event_unref(&other_life);
+    lg_event_unref(&v3);
+    lg_event_unref(&v1);
+}
+END_TEST
+
 static Suite *event_suite(void)
 {
     Suite *s = suite_create("event");
@@ -453,6 +519,8 @@ static Suite *event_suite(void)
              ws_frame_with_16_bit_length, ws_frame_with_64_bit_length);
     LG_TCASE(s, "storage", NULL, NULL, size_is_known_before_the_event_is_made,
              every_string_lives_in_the_one_allocation, fields_are_copied_not_borrowed);
+    LG_TCASE(s, "delta", NULL, NULL, delta_frame_of_a_known_pair,
+             delta_frame_only_against_the_previous_event_and_when_shorter);
     tc = LG_TCASE(s, "refcount", NULL, NULL, refcount_starts_at_one_and_unref_clears_the_pointer,
                   unref_of_null_does_nothing, refcount_is_exact_under_concurrent_ref_and_unref,
                   live_event_stats_follow_create_and_last_unref);

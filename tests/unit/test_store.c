@@ -83,7 +83,7 @@ static struct lg_stream *open_stream(const char *name, uint32_t max_events, uint
 {
     struct lg_history_bounds b = {.max_events = max_events, .max_bytes = UINT64_MAX,
                                   .max_age_ms = max_age_ms};
-    struct lg_stream *s = store->ops->stream_open(store, name, strlen(name), b);
+    struct lg_stream *s = store->ops->stream_open(store, name, strlen(name), b, false);
     ck_assert_ptr_nonnull(s);
     WAIT_FOR(lg_stream_ready(s)); /* a remote stream loads first */
     ck_assert(lg_stream_ready(s));

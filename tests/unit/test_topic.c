@@ -127,7 +127,8 @@ static void keep(void *arg, enum lg_append_status status, struct lg_event *ev)
 START_TEST(create_copies_the_name_and_zeroes_the_slots)
 {
     struct lg_store *store = lg_memory_store_create();
-    struct lg_stream *stream = store->ops->stream_open(store, "demo", 4, bounds(50, 4096, 60000));
+    struct lg_stream *stream =
+        store->ops->stream_open(store, "demo", 4, bounds(50, 4096, 60000), false);
     struct lg_topic *t = lg_topic_create("demoXYZ", 4, LG_SLOW_CONFLATE, stream, 3);
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t->name, "demo");
@@ -153,7 +154,7 @@ START_TEST(destroy_releases_the_history)
     int64_t live = lg_account_events();
     struct lg_store *store = lg_memory_store_create();
     struct lg_stream *stream =
-        store->ops->stream_open(store, "demo", 4, bounds(100, UINT64_MAX, 0));
+        store->ops->stream_open(store, "demo", 4, bounds(100, UINT64_MAX, 0), false);
     struct lg_topic *t = lg_topic_create("demo", 4, LG_SLOW_DROP_OLDEST, stream, 1);
     ck_assert_ptr_nonnull(t);
     char data[10];

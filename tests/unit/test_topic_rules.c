@@ -395,6 +395,32 @@ START_TEST(test_start_rules_refused)
 }
 END_TEST
 
+/* ---- Document topics ---------------------------------------------------------------------- */
+
+START_TEST(test_document_rules_lookup_print_and_refuse)
+{
+    struct lg_config cfg;
+    char err[LG_CONFIG_ERR_MAX] = "";
+    const char *rules = "[{\"match\":\"doc/*\",\"document\":true},"
+                        "{\"match\":\"d*\",\"document\":false},"
+                        "{\"match\":\"*\",\"on_slow\":\"conflate\"}]";
+    ck_assert_msg(lg_test_load_rules(&cfg, rules, err) == 0, "%s", err);
+    ck_assert(lg_config_document_for(&cfg, "doc/a"));
+    ck_assert(!lg_config_document_for(&cfg, "dx"));
+    ck_assert(!lg_config_document_for(&cfg, "other"));
+    json_t *printed = lg_topic_rules_json(cfg.topic_rules, cfg.topic_rule_count);
+    char *text = json_dumps(printed, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_str_eq(text, rules);
+    free(text);
+    json_decref(printed);
+    lg_config_release(&cfg);
+
+    ck_assert_int_eq(lg_test_load_rules(&cfg, "[{\"match\":\"a\",\"document\":1}]", err), -1);
+    ck_assert_str_eq(err, "topic_rules[0].document: expected true or false, got integer");
+    lg_config_release(&cfg);
+}
+END_TEST
+
 /* ---- Runner ------------------------------------------------------------------------------- */
 
 static Suite *lg_topic_rules_suite(void)
@@ -414,6 +440,7 @@ static Suite *lg_topic_rules_suite(void)
     tc = LG_TCASE(s, "start", NULL, NULL, test_start_rules_lookup_and_print);
     tcase_add_loop_test(tc, test_start_rules_refused, 0,
                         (int)(sizeof(lg_bad_start_cases) / sizeof(lg_bad_start_cases[0])));
+    LG_TCASE(s, "document", NULL, NULL, test_document_rules_lookup_print_and_refuse);
     return s;
 }
 
