@@ -45,7 +45,8 @@ declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=
                   [control_internal]=control [control_admin]=control [control_auth]=control
                   [control_publish]=control [control_status]=control [metrics]=control
                   [static_files]=transport_http [auth_jwks]=auth [auth_internal]=auth
-                  [store_redis_internal]=store_redis [redis_feed]=store_redis)
+                  [store_redis_internal]=store_redis [redis_feed]=store_redis
+                  [hooks_internal]=hooks [webhooks]=hooks [conn_hook]=conn)
 # The module of file $1, in REPLY (no subshell: this runs for every include and object).
 module_of() { local m=${1%.*}; REPLY=${part_of[$m]:-$m}; }
 declare -A layer_of

@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "cli.h"
 #include "stats.h"
+#include "hooks.h"
 #include "hub.h"
 #include "live_limits.h"
 #include "log.h"
@@ -48,6 +49,9 @@ struct lg_app {
     struct lg_control *control;
     struct lg_auth *auth;                    /* token verifier; freed after the workers */
     struct lg_client_addresses *clients;     /* connections per client address; after workers */
+    struct lg_hooks *hooks;                  /* the backend hooks (NULL: none); its thread is
+                                                stopped after the workers are joined, freed
+                                                after they are destroyed */
     struct lg_client_address trusted[LG_TRUSTED_PROXIES_MAX]; /* trusted_proxies, parsed */
     size_t trusted_count;
     struct lg_sys_stats sys_stats;           /* the $sys/stats tick's memory (main thread) */
@@ -200,8 +204,17 @@ static int start(struct lg_app *app)
     }
     warn_if_open(app->auth, app->cfg);
     lg_live_limits_store(&app->live, app->cfg);
+    if (lg_hooks_configured(app->cfg)) {
+        app->hooks = lg_hooks_create(app->cfg, app->worker_count, err, sizeof err);
+        if (!app->hooks) {
+            lg_err("%s", err);
+            return -1;
+        }
+        if (app->cfg->webhooks.url[0])
+            lg_hub_on_occupancy(app->hub, lg_hooks_occupancy, app->hooks);
+    }
     struct lg_worker_shared shared = {.cfg = app->cfg, .live = &app->live, .hub = app->hub,
-                                      .auth = app->auth,
+                                      .auth = app->auth, .hooks = app->hooks,
                                       .static_dir = app->static_dir, .clients = app->clients,
                                       .trusted = app->trusted,
                                       .trusted_count = app->trusted_count};
@@ -221,6 +234,10 @@ static int start(struct lg_app *app)
         return -1;
     }
     host_control(app);
+    if (app->hooks && lg_hooks_start(app->hooks) != 0) {
+        lg_err("cannot start the backend hooks thread");
+        return -1;
+    }
     for (uint32_t i = 0; i < app->worker_count; i++) {
         if (lg_worker_start(app->workers[i]) != 0) {
             lg_err("cannot start worker thread %u", i);
@@ -428,6 +445,7 @@ static void stop(struct lg_app *app)
             lg_worker_join(app->workers[i]);
     if (app->hub)
         lg_hub_unhost(app->hub); /* the store's thread, where it served the daemons */
+    lg_hooks_stop(app->hooks); /* no worker waits for an answer any more */
     /* No thread runs a daemon now, so no publish can reach an inbox after this. */
     lg_control_stop(app->control);
     app->control = NULL;
@@ -437,6 +455,8 @@ static void stop(struct lg_app *app)
             app->workers[i] = NULL;
         }
     }
+    lg_hooks_destroy(app->hooks); /* every connection (and its wait) was released */
+    app->hooks = NULL;
     lg_pacer_destroy(app->pacer); /* no worker can signal room any more */
     app->pacer = NULL;
     lg_auth_destroy(app->auth); /* every worker was joined */

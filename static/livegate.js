@@ -378,7 +378,8 @@ function own(topics, opts) {
       // A refused refresh changes nothing: at exp the 4003 renews the token.
       else if (msg.type === "error" && refreshing && /^token_/.test(msg.code)) refreshing = false;
       else if (msg.type === "error") {
-        const retry = msg.code === "too_many_new_topics" || msg.code === "unavailable";
+        const retry = msg.code === "too_many_new_topics" || msg.code === "unavailable" ||
+                      msg.code === "hook_unavailable";
         fatal = retry ? new Error(msg.message) : new Fatal(msg.code, msg.message);
         ws.close(1000);
       }

@@ -107,8 +107,40 @@ static int lg_config__check_sentinel(const struct lg_config *cfg, char *err)
     return 0;
 }
 
+static bool lg_config__http_url(const char *url)
+{
+    return strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0;
+}
+
+/* A hook's URL is http(s); a webhook is signed, so it needs its secret; retry delays grow
+ * from the least to the most. */
+static int lg_config__check_hooks(const struct lg_config *cfg, char *err)
+{
+    const char *sub = cfg->subscribe_hook.url, *web = cfg->webhooks.url;
+    if ((sub[0] && !lg_config__http_url(sub)) || (web[0] && !lg_config__http_url(web))) {
+        lg_config__errf(err, "%s: a hook URL is http://... or https://...",
+                        sub[0] && !lg_config__http_url(sub) ? "subscribe_hook.url"
+                                                             : "webhooks.url");
+        return -1;
+    }
+    if (web[0] && !cfg->webhooks.secret[0]) {
+        lg_config__errf(err, "webhooks.url needs webhooks.secret (every notice is signed with "
+                        "it: the receiver checks Livegate-Signature)");
+        return -1;
+    }
+    if (cfg->webhooks.retry_min_ms > cfg->webhooks.retry_max_ms) {
+        lg_config__errf(err, "webhooks.retry_min_ms (%" PRIu32 ") must not exceed "
+                        "webhooks.retry_max_ms (%" PRIu32 ")", cfg->webhooks.retry_min_ms,
+                        cfg->webhooks.retry_max_ms);
+        return -1;
+    }
+    return 0;
+}
+
 static int lg_config__check(const struct lg_config *cfg, char *err)
 {
+    if (lg_config__check_hooks(cfg, err) != 0)
+        return -1;
     if (cfg->poll.default_timeout_ms > cfg->poll.max_timeout_ms) {
         lg_config__errf(err, "poll.default_timeout_ms (%" PRIu32 ") must not exceed "
                         "poll.max_timeout_ms (%" PRIu32 ")", cfg->poll.default_timeout_ms,
@@ -470,5 +502,9 @@ void lg_config_release(struct lg_config *cfg)
     free(cfg->redis.master_name);
     lg_string_list_free(&cfg->allowed_origins);
     lg_string_list_free(&cfg->metrics_topics);
+    free(cfg->subscribe_hook.url);
+    lg_string_list_free(&cfg->subscribe_hook.topics);
+    free(cfg->webhooks.url);
+    free(cfg->webhooks.secret);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -137,7 +137,33 @@ struct lg_config {
         uint32_t leeway_s;              /* clock skew allowed on exp and nbf */
     } auth;
     struct lg_string_list allowed_origins; /* Origins allowed (CORS, WebSocket); [] = any */
+
+    /* "subscribe_hook" (docs/security.md "Backend hooks"): the backend asked before a
+     * subscribe to one of `topics` is accepted. */
+    struct {
+        char *url;                      /* POSTed to; "" = off */
+        struct lg_string_list topics;   /* topic globs the hook is asked about */
+        uint32_t timeout_ms;            /* an answer later than this counts as down */
+        uint32_t max_pending;           /* subscribes waiting for the backend, per worker */
+        uint32_t cache_ms;              /* answers kept per (token, topic); 0 = none */
+        uint32_t cache_max_entries;     /* answers kept at most (oldest go first) */
+        unsigned when_down;             /* enum lg_hook_when_down */
+    } subscribe_hook;
+    /* "webhooks": occupied / vacated / disconnect notices POSTed to the backend. */
+    struct {
+        char *url;                      /* "" = off */
+        char *secret;                   /* HMAC-SHA256 key of the signature header */
+        uint32_t vacated_delay_ms;      /* a topic empty this long is vacated */
+        uint32_t queue_max;             /* notices waiting to be sent (dropped above) */
+        uint32_t timeout_ms;            /* one attempt */
+        uint32_t max_attempts;          /* then the notice is given up (failed) */
+        uint32_t retry_min_ms;          /* first retry delay; doubles up to retry_max_ms */
+        uint32_t retry_max_ms;
+    } webhooks;
 };
+
+/* What a subscribe gets when its hook cannot answer (down, late, garbage, overloaded). */
+enum lg_hook_when_down { LG_HOOK_DOWN_DENY = 0, LG_HOOK_DOWN_ALLOW };
 
 /* Whether cfg authorizes subscriptions (a key or anonymous_subscribe is set). */
 bool lg_config_auth_enabled(const struct lg_config *cfg);

@@ -28,6 +28,10 @@ static const char *const lg_log_format_names[] = {
     [LG_LOG_TEXT] = "text", [LG_LOG_JSON] = "json", NULL,
 };
 
+static const char *const lg_hook_when_down_names[] = {
+    [LG_HOOK_DOWN_DENY] = "deny", [LG_HOOK_DOWN_ALLOW] = "allow", NULL,
+};
+
 #define LG_OFF(field) offsetof(struct lg_config, field)
 #define LG_KIB(n) ((uint64_t)(n) * 1024u)
 #define LG_MIB(n) ((uint64_t)(n) * 1024u * 1024u)
@@ -306,6 +310,40 @@ static const struct lg_setting lg_settings[] = {
     LG_LIST_UPTO("metrics.topics", metrics_topics, LG_METRICS_TOPIC_PATTERNS_MAX,
                  lg_config__pattern_problem,
                  "topic globs (* and ?) whose topics get their own /metrics series"),
+    /* Restart: the backend thread and its queues are built at start (hooks.h). */
+    { .key = "subscribe_hook.url", .type = LG_SETTING_STRING, .offset = LG_OFF(subscribe_hook.url),
+      .min = 0, .max = 2048, .def_text = "",
+      .doc = "backend URL asked (POST) before a subscribe to subscribe_hook.topics; \"\" = off" },
+    LG_LIST("subscribe_hook.topics", subscribe_hook.topics, lg_config__pattern_problem,
+            "topic globs whose subscribes ask the hook"),
+    LG_U32_IN(subscribe_hook, timeout_ms, 1, 60000, 1000,
+              "an answer later than this counts as the backend being down"),
+    LG_U32_IN(subscribe_hook, max_pending, 1, 1000000, 256,
+              "subscribes waiting for the backend per worker; past it: as when down"),
+    LG_U32_IN(subscribe_hook, cache_ms, 0, LG_HOUR_MS, 10000,
+              "an answer is reused this long for the same token and topic; 0 = never"),
+    LG_U32_IN(subscribe_hook, cache_max_entries, 1, 10000000, 100000,
+              "answers kept (the oldest go first)"),
+    { .key = "subscribe_hook.when_down", .type = LG_SETTING_ENUM,
+      .offset = LG_OFF(subscribe_hook.when_down), .def = LG_HOOK_DOWN_DENY,
+      .names = lg_hook_when_down_names,
+      .doc = "a subscribe the hook cannot answer (down, late, garbage, overloaded): deny "
+             "(503, retry) or allow" },
+    { .key = "webhooks.url", .type = LG_SETTING_STRING, .offset = LG_OFF(webhooks.url),
+      .min = 0, .max = 2048, .def_text = "",
+      .doc = "backend URL the occupied, vacated and disconnect notices are POSTed to; \"\" = off" },
+    { .key = "webhooks.secret", .type = LG_SETTING_STRING, .offset = LG_OFF(webhooks.secret),
+      .min = 0, .max = 4096, .def_text = "",
+      .doc = "HMAC-SHA256 key of each notice's Livegate-Signature header (required with a url)" },
+    LG_U32_IN(webhooks, vacated_delay_ms, 0, LG_HOUR_MS, 5000,
+              "a topic is vacated after this long without a subscriber on this node"),
+    LG_U32_IN(webhooks, queue_max, 1, 10000000, 10000,
+              "notices waiting to be sent; past it the new one is dropped"),
+    LG_U32_IN(webhooks, timeout_ms, 1, 600000, 5000, "one delivery attempt"),
+    LG_U32_IN(webhooks, max_attempts, 1, 1000, 8, "attempts before a notice is given up"),
+    LG_U32_IN(webhooks, retry_min_ms, 1, 600000, 500,
+              "first retry delay (doubles each failure, with jitter)"),
+    LG_U32_IN(webhooks, retry_max_ms, 1, 3600000, 30000, "longest retry delay"),
 };
 
 #define LG_SETTING_COUNT (sizeof(lg_settings) / sizeof(lg_settings[0]))

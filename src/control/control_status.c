@@ -114,6 +114,16 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         {"ws_deflate_frames", &lg_stats.ws_deflate_frames},
         {"ws_deflate_bytes_before", &lg_stats.ws_deflate_bytes_before},
         {"ws_deflate_bytes_after", &lg_stats.ws_deflate_bytes_after},
+        {"hook_answers_allow", &lg_stats.hook_answers_allow},
+        {"hook_answers_deny", &lg_stats.hook_answers_deny},
+        {"hook_answers_down", &lg_stats.hook_answers_down},
+        {"hook_cache_hits", &lg_stats.hook_cache_hits},
+        {"hook_overflow", &lg_stats.hook_overflow},
+        {"webhooks_sent", &lg_stats.webhooks_sent},
+        {"webhooks_failed", &lg_stats.webhooks_failed},
+        {"webhooks_dropped_queue_full", &lg_stats.webhooks_dropped_queue_full},
+        {"webhooks_dropped_attempts", &lg_stats.webhooks_dropped_attempts},
+        {"webhooks_dropped_shutdown", &lg_stats.webhooks_dropped_shutdown},
     };
     for (size_t i = 0; body && i < sizeof auth_counters / sizeof auth_counters[0]; i++)
         json_object_set_new(body, auth_counters[i].name,

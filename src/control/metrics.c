@@ -84,6 +84,10 @@ static const char reloads_help[] =
     "SIGHUP reloads of the config file, by result (applied; refused: a key that needs a "
     "restart changed, nothing applied; failed: invalid file or key file, nothing applied).";
 
+static const char hook_answers_help[] =
+    "Subscribe hook answers by kind, one per topic asked (down: unreachable, late, non-200 or "
+    "garbage).";
+static const char webhooks_dropped_help[] = "Webhook notices never delivered, by reason.";
 
 /* The families: one name, one help text, a label per row. */
 #define FAMILY(n, h, label, value, field) COUNTER(n, h, label "=\"" value "\"", field)
@@ -257,6 +261,29 @@ static const struct metric_row rows[] = {
             "poll answered).", NULL, auth_streams_expired),
     COUNTER("livegate_auth_refreshed_total",
             "WebSocket auth and refresh messages accepted.", NULL, auth_refreshed),
+    FAMILY("livegate_subscribe_hook_answers_total", hook_answers_help, "answer", "allow",
+           hook_answers_allow),
+    FAMILY("livegate_subscribe_hook_answers_total", hook_answers_help, "answer", "deny",
+           hook_answers_deny),
+    FAMILY("livegate_subscribe_hook_answers_total", hook_answers_help, "answer", "down",
+           hook_answers_down),
+    COUNTER("livegate_subscribe_hook_cache_hits_total",
+            "Subscribe hook answers taken from the cache (no call to the backend).", NULL,
+            hook_cache_hits),
+    COUNTER("livegate_subscribe_hook_overflow_total",
+            "Subscribes answered as if the backend were down: subscribe_hook.max_pending were "
+            "waiting on their worker.", NULL, hook_overflow),
+    COUNTER("livegate_webhooks_sent_total", "Webhook notices the receiver took (2xx).", NULL,
+            webhooks_sent),
+    COUNTER("livegate_webhooks_failed_total",
+            "Webhook delivery attempts that failed (retried, or given up at max_attempts).",
+            NULL, webhooks_failed),
+    FAMILY("livegate_webhooks_dropped_total", webhooks_dropped_help, "reason", "queue_full",
+           webhooks_dropped_queue_full),
+    FAMILY("livegate_webhooks_dropped_total", webhooks_dropped_help, "reason", "max_attempts",
+           webhooks_dropped_attempts),
+    FAMILY("livegate_webhooks_dropped_total", webhooks_dropped_help, "reason", "shutdown",
+           webhooks_dropped_shutdown),
     COUNTER("livegate_sys_stats_published_total", "Events published to $sys/stats.", NULL,
             sys_stats_published),
     COUNTER("livegate_sys_stats_skipped_total",

@@ -453,7 +453,8 @@ static size_t subject_kept(const json_t *subject)
 
 /* The grant of claims, or why not. */
 static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *claims,
-                                    int64_t now_s, struct lg_grant **out)
+                                    const char *payload, size_t payload_len, int64_t now_s,
+                                    struct lg_grant **out)
 {
     bool has_exp, has_nbf;
     int64_t exp = 0, nbf = 0;
@@ -475,7 +476,7 @@ static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *c
     size_t subject_len = subject_kept(subject);
     if (subject_len)
         bytes += subject_len + 1;
-    struct lg_grant *g = malloc(sizeof *g + bytes);
+    struct lg_grant *g = malloc(sizeof *g + bytes + payload_len + 1);
     if (!g)
         return LG_AUTH_MALFORMED; /* out of memory: refused, never allowed */
     size_t n_sub = sub ? json_array_size(sub) : 0;
@@ -490,7 +491,12 @@ static enum lg_auth_result grant_of(const struct lg_auth_set *a, const json_t *c
     if (subject_len) {
         memcpy(text, json_string_value(subject), subject_len + 1);
         g->sub = text;
+        text += subject_len + 1;
     }
+    memcpy(text, payload, payload_len);
+    text[payload_len] = '\0';
+    g->claims_b64 = text;
+    g->claims_b64_len = payload_len;
     *out = g;
     return LG_AUTH_OK;
 }
@@ -567,7 +573,7 @@ static enum lg_auth_result verify_with(const struct lg_auth_set *s, const char *
     json_t *claims = decode_json_part(dot1 + 1, (size_t)(dot2 - dot1 - 1));
     if (!claims)
         return LG_AUTH_MALFORMED;
-    r = grant_of(s, claims, now_s, grant);
+    r = grant_of(s, claims, dot1 + 1, (size_t)(dot2 - dot1 - 1), now_s, grant);
     json_decref(claims);
     return r;
 }
@@ -583,6 +589,18 @@ enum lg_auth_result lg_auth_verify(const struct lg_auth *a, const char *token, s
 }
 
 void lg_grant_free(struct lg_grant *g) { free(g); }
+
+char *lg_grant_claims_text(const struct lg_grant *g)
+{
+    unsigned char *buf = malloc(g->claims_b64_len + 1);
+    long n = buf ? lg_auth__b64url_decode(g->claims_b64, g->claims_b64_len, buf) : -1;
+    if (n <= 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return (char *)buf;
+}
 
 bool lg_auth_may_subscribe(const struct lg_auth *a, const struct lg_grant *g, const char *topic)
 {

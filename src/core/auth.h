@@ -79,6 +79,9 @@ struct lg_grant {
     const char **publish;
     const char *sub;               /* the token's "sub" claim (1..LG_GRANT_SUB_MAX bytes, no
                                       NUL), inside this block; NULL when absent or longer */
+    const char *claims_b64;        /* the token's claims part (base64url), inside this block:
+                                      what the backend hooks are told (hooks.h) */
+    size_t claims_b64_len;
 };
 
 struct lg_auth;
@@ -105,6 +108,8 @@ const char *lg_auth_cookie_name(const struct lg_auth *a);
 enum lg_auth_result lg_auth_verify(const struct lg_auth *a, const char *token, size_t len,
                                    int64_t now_s, struct lg_grant **grant);
 void lg_grant_free(struct lg_grant *g);
+/* The claims of g as JSON text (malloc'd, the caller frees), or NULL (out of memory). */
+char *lg_grant_claims_text(const struct lg_grant *g);
 
 /* Whether the holder of g (NULL: no token) may subscribe to topic: auth off, a pattern of
  * auth.anonymous_subscribe, or one of g's subscribe patterns. */

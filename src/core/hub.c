@@ -150,6 +150,12 @@ void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg)
     hub->room_arg = arg;
 }
 
+void lg_hub_on_occupancy(struct lg_hub *hub, lg_occupancy_proc *occupancy, void *arg)
+{
+    hub->occupancy = occupancy;
+    hub->occupancy_arg = arg;
+}
+
 void lg_hub_worker_done(struct lg_hub *hub, uint32_t w)
 {
     (void)w; /* any worker's room may be what a held publish waits for */
@@ -570,12 +576,16 @@ uint64_t lg_hub_backlog(const struct lg_hub *hub)
 
 /* ---- Subscribe ------------------------------------------------------------------------ */
 
-/* One more subscription of t on worker w; the first makes the store follow t. t->lock held. */
+/* One more subscription of t on worker w; the first makes the store follow t (and is told to
+ * the occupancy proc). t->lock held. */
 static void add_listener(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
 {
     t->slots[w].subscribers++;
-    if (t->listeners++ == 0)
+    if (t->listeners++ == 0) {
         lg_stream_listen(t->stream, true);
+        if (hub->occupancy)
+            hub->occupancy(hub->occupancy_arg, t->name, true);
+    }
     if (t->presence)
         lg_hub__presence_changed(hub, t);
 }
@@ -689,6 +699,8 @@ void lg_hub_unsubscribe(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
         if (--t->listeners == 0) {
             lg_stream_listen(t->stream, false);
             t->unwanted_since_ns = lg_mono_ns();
+            if (hub->occupancy)
+                hub->occupancy(hub->occupancy_arg, t->name, false);
         }
         if (t->presence)
             lg_hub__presence_changed(hub, t);

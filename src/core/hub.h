@@ -42,6 +42,7 @@ struct lg_topic;
 
 typedef void lg_wake_proc(void *arg);
 typedef void lg_room_proc(void *arg);
+typedef void lg_occupancy_proc(void *arg, const char *topic, bool occupied);
 
 enum lg_publish_status {
     LG_PUBLISH_OK = 0,
@@ -108,6 +109,11 @@ void lg_hub_attach_worker(struct lg_hub *hub, uint32_t w, struct lg_inbox *inbox
  * refused with LG_PUBLISH_WORKERS_BEHIND can be retried. Set before any publish; room must be
  * cheap and must not call back into the hub. */
 void lg_hub_on_room(struct lg_hub *hub, lg_room_proc *room, void *arg);
+
+/* Call occupancy(arg, name, true) when a topic gets its first subscriber on this node (any
+ * worker), and (arg, name, false) when it loses its last; called under the topic's lock, so it
+ * must only queue and must not call back into the hub. Set before the workers start. */
+void lg_hub_on_occupancy(struct lg_hub *hub, lg_occupancy_proc *occupancy, void *arg);
 
 /* Worker w dispatched events it took from its inbox: there is room (worker thread). */
 void lg_hub_worker_done(struct lg_hub *hub, uint32_t w);

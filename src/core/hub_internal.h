@@ -41,6 +41,8 @@ struct lg_hub {
     struct lg_worker_link *links;   /* [workers], set before publishing starts */
     lg_room_proc *room;             /* set before publishing starts */
     void *room_arg;
+    lg_occupancy_proc *occupancy;   /* set before the workers start; NULL = none */
+    void *occupancy_arg;
     struct lg_store *store;
     bool hosting;                   /* the store's thread serves the control port (app thread) */
     struct lg_store *local;         /* the gateway's own topics ($sys/...): always a memory

@@ -71,6 +71,18 @@ struct lg_stats {
     _Atomic uint64_t auth_refused_control_token; /* 403: a JWT on an admin control route */
     _Atomic uint64_t auth_streams_expired;       /* connections ended at their token's exp */
     _Atomic uint64_t auth_refreshed;             /* WebSocket auth/refresh messages accepted */
+    /* backend hooks (hooks.h): the subscribe hook's answers by kind (each topic asked),
+     * cache hits, subscribes answered as down because max_pending were waiting; webhooks */
+    _Atomic uint64_t hook_answers_allow;
+    _Atomic uint64_t hook_answers_deny;
+    _Atomic uint64_t hook_answers_down;          /* unreachable, late, non-200, garbage */
+    _Atomic uint64_t hook_cache_hits;
+    _Atomic uint64_t hook_overflow;
+    _Atomic uint64_t webhooks_sent;              /* notices the receiver took (2xx) */
+    _Atomic uint64_t webhooks_failed;            /* attempts that failed (retried or given up) */
+    _Atomic uint64_t webhooks_dropped_queue_full;/* a new notice past webhooks.queue_max */
+    _Atomic uint64_t webhooks_dropped_attempts;  /* given up after webhooks.max_attempts */
+    _Atomic uint64_t webhooks_dropped_shutdown;  /* unsent when the gateway stopped */
     /* SIGHUP reloads (app.c): applied whole, refused (a restart-only key changed: nothing
      * applied), failed (the file did not load or validate, or a key file: nothing applied) */
     _Atomic uint64_t config_reloads_applied;

@@ -12,6 +12,7 @@
 #include "client_addresses.h"
 #include "clock.h"
 #include "config.h"
+#include "conn_hook.h"
 #include "hub.h"
 #include "log.h"
 #include "sse_refusal.h"
@@ -141,6 +142,8 @@ void lg_conn_release(struct lg_conn *c)
 {
     if (c->released || !c->transport)
         return;
+    if (c->home->hooks)
+        lg_conn_hook_release(c); /* while it still counts as a client (lg_conn_is_client()) */
     c->released = true;
     lg_conn_report_closed(c);
     if (c->report.client_counted)

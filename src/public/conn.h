@@ -52,6 +52,8 @@ struct lg_auth;
 struct lg_client_addresses;
 struct lg_config;
 struct lg_grant;
+struct lg_hooks;
+struct lg_hook_wait;
 struct lg_hub;
 struct lg_subscribe_params;
 
@@ -78,6 +80,7 @@ struct lg_conn_home {
     uint32_t index;                     /* the worker's: its slot in every topic and the stats */
     const char *static_dir;             /* resolved absolute directory of static files */
     const struct lg_auth *auth;         /* the token verifier, shared by every worker */
+    struct lg_hooks *hooks;             /* the backend hooks (hooks.h), NULL = none */
     struct lg_client_addresses *clients;/* connections per client address, every worker's */
     _Atomic bool drain_requested;       /* set by the app thread */
     bool draining;                      /* the worker has begun draining */
@@ -146,6 +149,7 @@ struct lg_conn {
     struct lg_buf out;        /* bytes to send before any event (heads, replies) */
     struct lg_exchange http;  /* raw connections */
     struct lg_grant *grant;   /* its verified token (auth.h), NULL = none; conn_auth.c */
+    struct lg_hook_wait *hook_wait; /* a subscribe waiting for the backend (conn_hook.h) */
     struct lg_rate topic_creations; /* new topics it may create (limits.topic_creations_per_s) */
     struct lg_conn_links links;
     struct lg_conn_report report;

@@ -6,6 +6,7 @@ const struct lg_transport *const lg_transports[] = {
     &lg_transport_sse,
     &lg_transport_poll,
     &lg_transport_ws,
+    &lg_transport_hook_wait,
 };
 const size_t lg_transport_count = sizeof lg_transports / sizeof lg_transports[0];
 

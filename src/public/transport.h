@@ -12,6 +12,8 @@
  *   lg_transport_ws       transport_ws.c    WebSocket text frames      lws ws role
  *   lg_transport_http     transport_http.c  nothing (no subscriber)    static files, errors,
  *                                                                      keep-alive between requests
+ *   lg_transport_hook_wait conn_hook.c      nothing                    an SSE or poll subscribe
+ *                                                                      waiting for the backend
  *
  * Owns:    nothing. The tables are const and static; connections borrow a pointer to one for
  *          as long as they serve that way (a raw connection switches between lg_transport_http
@@ -91,6 +93,8 @@ extern const struct lg_transport lg_transport_sse;
 extern const struct lg_transport lg_transport_poll;
 extern const struct lg_transport lg_transport_ws;
 extern const struct lg_transport lg_transport_http;
+/* A raw connection whose subscribe waits for the backend's subscribe hook (conn_hook.c). */
+extern const struct lg_transport lg_transport_hook_wait;
 
 /* The render tables of the transports with a subscriber (their files). */
 extern const struct lg_render_ops lg_sse_render;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "conn.h"
 #include "conn_auth.h"
+#include "conn_hook.h"
 #include "encode.h"
 #include "event.h"
 #include "stats.h"
@@ -52,21 +53,12 @@ static void answer_poll_or_close(struct lg_conn *c)
     }
 }
 
-static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+/* Subscribe c to p's topics (authorized), then answer or hold the poll. */
+static void poll_start(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
     const struct lg_config *cfg = c->home->cfg;
-    struct lg_subscribe_params *p = malloc(sizeof *p);
-    if (!p) {
-        lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
+    if (lg_conn_http_subscribe(c, p, true, cfg->poll.max_batch) != 0)
         return;
-    }
-    lg_subscriber_init(&c->sub, &lg_poll_render, c->home->index, &cfg->client_queue);
-    if (lg_conn_http_params(c, buf, req, "since", p) != 0 ||
-        lg_conn_authorize_http(c, buf, req, p) != 0 ||
-        lg_conn_http_subscribe(c, p, true, cfg->poll.max_batch) != 0) {
-        free(p);
-        return;
-    }
     const struct lg_live_limits *live = c->home->live;
     uint64_t timeout_ms = p->has_timeout ? p->timeout_ms : lg_live(&live->poll_default_timeout_ms);
     uint32_t max_timeout_ms = lg_live(&live->poll_max_timeout_ms);
@@ -74,7 +66,6 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
         timeout_ms = max_timeout_ms;
     if (timeout_ms > lg_conn_token_ms_left(c))
         timeout_ms = lg_conn_token_ms_left(c); /* a held poll does not outlive its token */
-    free(p);
     /* A topic whose Redis stream is still loading has an unknown replay: even a poll that
      * asks for no wait holds until it is known (its first event), at most LOAD_WAIT_MS. */
     bool loading = lg_subscriber_pending(&c->sub);
@@ -87,6 +78,35 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
         timeout_ms = LOAD_WAIT_MS;
     lg_conn_set_transport(c, &lg_transport_poll); /* held */
     lg_conn_deadline_in(c, (uint32_t)timeout_ms);
+}
+
+/* The subscribe hook answered (conn_hook.h). */
+static void poll_hook_answered(struct lg_conn *c, struct lg_subscribe_params *p,
+                               enum lg_hook_verdict v, const char *reason)
+{
+    if (v == LG_HOOK_ALLOW)
+        poll_start(c, p);
+    else
+        lg_conn_hook_refuse_http(c, v, reason);
+}
+
+static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    if (!p) {
+        lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
+        return;
+    }
+    lg_subscriber_init(&c->sub, &lg_poll_render, c->home->index, &c->home->cfg->client_queue);
+    if (lg_conn_http_params(c, buf, req, "since", p) == 0 &&
+        lg_conn_authorize_http(c, buf, req, p) == 0) {
+        enum lg_hook_verdict v = LG_HOOK_ALLOW;
+        const char *reason = NULL;
+        if (c->home->hooks && lg_conn_hook_wait(c, &p, poll_hook_answered, &v, &reason))
+            return; /* p is the wait's */
+        poll_hook_answered(c, p, v, reason);
+    }
+    free(p);
 }
 
 /* ---- A held poll ------------------------------------------------------------------------- */

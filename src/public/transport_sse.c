@@ -11,6 +11,7 @@
 #include "config.h"
 #include "conn.h"
 #include "conn_auth.h"
+#include "conn_hook.h"
 #include "encode.h"
 #include "event.h"
 #include "stats.h"
@@ -36,18 +37,11 @@ static void wrote(struct lg_conn *c)
 
 /* ---- The request ------------------------------------------------------------------------ */
 
-static void sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+/* Subscribe c to p's topics (authorized) and start the stream. */
+static void sse_start(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
     const struct lg_config *cfg = c->home->cfg;
-    struct lg_subscribe_params *p = malloc(sizeof *p);
-    if (!p) {
-        lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
-        return;
-    }
-    lg_subscriber_init(&c->sub, &lg_sse_render, c->home->index, &cfg->client_queue);
-    if (lg_conn_http_params(c, buf, req, "last_event_id", p) == 0 &&
-        lg_conn_authorize_http(c, buf, req, p) == 0 &&
-        lg_conn_http_subscribe(c, p, true, SIZE_MAX) == 0) {
+    if (lg_conn_http_subscribe(c, p, true, SIZE_MAX) == 0) {
         lg_conn_set_transport(c, &lg_transport_sse);
         wrote(c); /* its first heartbeat is due sse.heartbeat_ms after its head */
         lg_conn_arm_expiry(c);
@@ -65,6 +59,34 @@ static void sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_r
             lg_buf_append_str(&c->out, "\n\n");
         }
         lg_conn_write_now(c); /* the head (and any replay) now: no POLLOUT round for it */
+    }
+}
+
+/* The subscribe hook answered (conn_hook.h). */
+static void sse_hook_answered(struct lg_conn *c, struct lg_subscribe_params *p,
+                              enum lg_hook_verdict v, const char *reason)
+{
+    if (v == LG_HOOK_ALLOW)
+        sse_start(c, p);
+    else
+        lg_conn_hook_refuse_http(c, v, reason);
+}
+
+static void sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_request *req)
+{
+    struct lg_subscribe_params *p = malloc(sizeof *p);
+    if (!p) {
+        lg_conn_http_error(c, 503, "unavailable", "out of memory", "Retry-After: 1\r\n");
+        return;
+    }
+    lg_subscriber_init(&c->sub, &lg_sse_render, c->home->index, &c->home->cfg->client_queue);
+    if (lg_conn_http_params(c, buf, req, "last_event_id", p) == 0 &&
+        lg_conn_authorize_http(c, buf, req, p) == 0) {
+        enum lg_hook_verdict v = LG_HOOK_ALLOW;
+        const char *reason = NULL;
+        if (c->home->hooks && lg_conn_hook_wait(c, &p, sse_hook_answered, &v, &reason))
+            return; /* p is the wait's */
+        sse_hook_answered(c, p, v, reason);
     }
     free(p);
 }

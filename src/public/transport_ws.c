@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "conn_auth.h"
+#include "conn_hook.h"
 #include "event.h"
 #include "hub.h"
 #include "log.h"
@@ -37,6 +38,7 @@
 #define WS_PRESENCE_PAGE 100       /* members in one presence answer (ids of at most 128
                                       bytes: well within websocket.max_message_bytes' minimum
                                       times the backlog factor) */
+#define WS_HELD_FACTOR 4 /* messages held while a subscribe waits, in max_message_bytes */
 /* lws allocates this much receive buffer for every WebSocket connection and hands longer
  * messages over in pieces of it (on_receive reassembles them up to max_message_bytes). Control
  * frames (at most 125 bytes of payload) fit whole. 128 instead of 512 keeps 384 bytes off
@@ -48,6 +50,8 @@ _Static_assert(LG_WS_RX_PIECE >= 128, "lws' permessage-deflate needs a receive b
 struct ws_state {
     struct lg_rate messages;  /* control messages it may send (websocket.max_messages_per_s) */
     struct lg_buf msg;        /* a message being reassembled */
+    struct lg_buf held;       /* messages that came while a subscribe waits for the backend
+                                 (conn_hook.h), each a uint32_t length and its bytes */
     uint64_t heard_ms;        /* monotonic: the peer's last frame, or our ping once pinged */
     const char *close_reason; /* with close_code (a literal); NULL = "server shutting down" */
     uint32_t bad_messages;    /* malformed control messages in a row */
@@ -176,10 +180,47 @@ static void unsubscribe_added(struct lg_conn *c, const struct lg_subscribe_param
     }
 }
 
-/* Subscribe to p's topics from p's cursor, answering `subscribed` or `error`. All or nothing:
- * when one topic is refused (a bad cursor, no room for a new topic), none of them is added. */
-static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
+static int subscribe_now(struct lg_conn *c, const struct lg_subscribe_params *p);
+static int handle_message(struct lg_conn *c, const char *text, size_t len);
+
+/* The messages held while the subscribe waited, in order, until one waits again. Return
+ * value: 0, or -1 (c is to be closed). */
+static int replay_held(struct lg_conn *c)
 {
+    struct lg_buf *held = &ws_of(c)->held;
+    size_t at = 0;
+    int rc = 0;
+    while (rc == 0 && at < held->len && !lg_conn_hook_waiting(c) && !c->closing) {
+        uint32_t len;
+        memcpy(&len, held->data + at, sizeof len);
+        at += sizeof len;
+        rc = handle_message(c, held->data + at, len);
+        at += len;
+    }
+    if (at) {
+        memmove(held->data, held->data + at, held->len - at);
+        held->len -= at;
+    }
+    return rc;
+}
+
+/* The subscribe hook answered (conn_hook.h), outside any lws callback. */
+static void ws_hook_answered(struct lg_conn *c, struct lg_subscribe_params *p,
+                             enum lg_hook_verdict v, const char *reason)
+{
+    int rc = v == LG_HOOK_ALLOW ? subscribe_now(c, p)
+             : reply_error(c, v == LG_HOOK_DENY ? "hook_denied" : "hook_unavailable", reason);
+    if (rc == 0)
+        rc = replay_held(c);
+    if (rc != 0)
+        lg_conn_close_soon(c); /* the close frame, if any, is queued (close_with()) */
+}
+
+/* Subscribe to *p's topics from its cursor, answering `subscribed` or `error`, after the
+ * subscribe hook when one of them is hooked (then *p is the wait's, set to NULL). */
+static int subscribe(struct lg_conn *c, struct lg_subscribe_params **pp)
+{
+    const struct lg_subscribe_params *p = *pp;
     struct lg_hub *hub = c->home->hub;
     for (size_t i = 0; i < p->topic_count; i++) {
         if (lg_auth_may_subscribe(c->home->auth, c->grant, p->topics[i]))
@@ -208,6 +249,30 @@ static int subscribe(struct lg_conn *c, const struct lg_subscribe_params *p)
         snprintf(text, sizeof text, "at most %u topics per connection (limits.max_topics_per_client)",
                  max_topics);
         return reply_error(c, "too_many_topics", text);
+    }
+    if (c->home->hooks) {
+        enum lg_hook_verdict v;
+        const char *reason;
+        if (lg_conn_hook_wait(c, pp, ws_hook_answered, &v, &reason))
+            return 0; /* answered when the backend answers; later messages are held */
+        if (v != LG_HOOK_ALLOW)
+            return reply_error(c, v == LG_HOOK_DENY ? "hook_denied" : "hook_unavailable",
+                               reason);
+    }
+    return subscribe_now(c, p);
+}
+
+/* Subscribe to p's topics (authorized) from p's cursor, answering `subscribed` or `error`.
+ * All or nothing: when one topic is refused (a bad cursor, no room for a new topic), none of
+ * them is added. */
+static int subscribe_now(struct lg_conn *c, const struct lg_subscribe_params *p)
+{
+    struct lg_hub *hub = c->home->hub;
+    bool had[LG_CURSOR_MAX_ENTRIES] = {false};
+    for (size_t i = 0; i < p->topic_count; i++) {
+        struct lg_topic *t = lg_hub_find_topic(hub, p->topics[i], strlen(p->topics[i]));
+        had[i] = t && lg_subscriber_find(&c->sub, t) != NULL;
+        lg_hub_topic_done(hub, t);
     }
     struct lg_subscribe_failure why;
     (void)lg_subscriber_set_member(&c->sub, c->grant ? c->grant->sub : NULL, c->report.id);
@@ -365,7 +430,7 @@ static int bad_message(struct lg_conn *c, const char *code, const char *text)
 }
 
 static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
-                         struct lg_subscribe_params *p)
+                         struct lg_subscribe_params **p)
 {
     switch (m->op) {
     case LG_WS_OP_SUBSCRIBE:
@@ -386,12 +451,6 @@ static int apply_message(struct lg_conn *c, const struct lg_ws_message *m,
 
 static int handle_message(struct lg_conn *c, const char *text, size_t len)
 {
-    if (!lg_rate_take(&ws_of(c)->messages, lg_mono_ms())) {
-        LG_STAT_ADD(ws_closed_message_rate, 1);
-        c->report.close_reason = "policy";
-        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
-                         "control messages faster than websocket.max_messages_per_s");
-    }
     struct lg_subscribe_params *p = malloc(sizeof *p);
     if (p == NULL)
         return -1;
@@ -408,7 +467,7 @@ static int handle_message(struct lg_conn *c, const char *text, size_t len)
         rc = lg_ws_publish(c, &ws_of(c)->publisher, &m.publish, code, problem, reply);
         ws_of(c)->bad_messages = 0;
     } else {
-        rc = code != NULL ? reply_error(c, code, problem) : apply_message(c, &m, p);
+        rc = code != NULL ? reply_error(c, code, problem) : apply_message(c, &m, &p);
         ws_of(c)->bad_messages = 0;
     }
     lg_ws_message_release(&m);
@@ -455,6 +514,7 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     lg_rate_init(&ws_of(c)->messages, cfg->websocket.max_messages_per_s,
                  cfg->websocket.max_messages_per_s, lg_mono_ms());
     lg_buf_init(&ws_of(c)->msg);
+    lg_buf_init(&ws_of(c)->held);
     lg_subscriber_init(&c->sub, &lg_ws_render, home->index, &cfg->client_queue);
     heard(c);
     if (lg_conn_home_draining(home)) {
@@ -503,11 +563,28 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
         if (code)
             rc = reply_error(c, code, problem);
         else if (p->topic_count)
-            rc = subscribe(c, p);
+            rc = subscribe(c, &p);
     }
     free(p);
     free(query);
     return rc;
+}
+
+/* A message that came while a subscribe waits for the backend: handled once it is answered,
+ * in order. A client that sends more than WS_HELD_FACTOR messages' worth meanwhile is closed. */
+static int hold_message(struct lg_conn *c, const char *text, size_t len)
+{
+    struct lg_buf *held = &ws_of(c)->held;
+    if (held->len + sizeof(uint32_t) + len >
+        (size_t)c->home->cfg->websocket.max_message_bytes * WS_HELD_FACTOR) {
+        c->report.close_reason = "policy";
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                         "too many messages while a subscribe waits for the backend");
+    }
+    uint32_t n = (uint32_t)len;
+    lg_buf_append(held, &n, sizeof n);
+    lg_buf_append(held, text, len);
+    return held->oom ? -1 : 0;
 }
 
 static int on_receive(struct lg_conn *c, const char *in, size_t len)
@@ -526,9 +603,16 @@ static int on_receive(struct lg_conn *c, const char *in, size_t len)
     lg_buf_append(&ws_of(c)->msg, in, len);
     if (!lws_is_final_fragment(c->wsi) || lws_remaining_packet_payload(c->wsi))
         return 0;
+    if (!lg_rate_take(&ws_of(c)->messages, lg_mono_ms())) {
+        LG_STAT_ADD(ws_closed_message_rate, 1);
+        c->report.close_reason = "policy";
+        return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                         "control messages faster than websocket.max_messages_per_s");
+    }
     bool binary = lws_frame_is_binary(c->wsi);
     int rc = binary ? bad_message(c, "bad_message", "control messages are JSON text frames")
-                    : handle_message(c, ws_of(c)->msg.data, ws_of(c)->msg.len);
+             : lg_conn_hook_waiting(c) ? hold_message(c, ws_of(c)->msg.data, ws_of(c)->msg.len)
+                                       : handle_message(c, ws_of(c)->msg.data, ws_of(c)->msg.len);
     lg_buf_reset(&ws_of(c)->msg);
     return rc;
 }
@@ -683,6 +767,7 @@ static void ws_drain(struct lg_conn *c, const struct lg_drain *how)
 static void ws_release(struct lg_conn *c)
 {
     lg_buf_release(&ws_of(c)->msg);
+    lg_buf_release(&ws_of(c)->held);
     lg_ws_publisher_release(&ws_of(c)->publisher);
 }
 

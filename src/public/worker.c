@@ -16,8 +16,10 @@
 #include "clock.h"
 #include "conn.h"
 #include "conn_auth.h"
+#include "conn_hook.h"
 #include "dlist.h"
 #include "event.h"
+#include "hooks.h"
 #include "hub.h"
 #include "inbox.h"
 #include "log.h"
@@ -247,10 +249,22 @@ static void answer_publishes(struct lg_worker *w)
         lg_client_publish_finish(p);
 }
 
+/* Finish the subscribes whose backend answers came (conn_hook.h). */
+static void finish_hook_waits(struct lg_worker *w)
+{
+    struct lg_hooks *h = w->home.hooks;
+    for (struct lg_hook_check *c = h ? lg_hooks_take_answers(h, w->home.index) : NULL, *next; c;
+         c = next) {
+        next = c->next;
+        lg_conn_hook_answered(h, c);
+    }
+}
+
 static void on_cancel(struct lg_worker *w)
 {
     lg_worker_answer_calls(w);
     answer_publishes(w);
+    finish_hook_waits(w);
     lg_worker_sweep(w);
     if (atomic_load(&w->home.drain_requested) && !w->home.draining)
         begin_drain(w);
@@ -441,6 +455,7 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
     w->home = (struct lg_conn_home){.cfg = shared->cfg, .live = shared->live, .hub = shared->hub,
                                     .index = index,
                                     .static_dir = shared->static_dir, .auth = shared->auth,
+                                    .hooks = shared->hooks,
                                     .clients = shared->clients,
                                     .deadlines_moved = lg_worker_deadlines_moved,
                                     .control_turn = control_turn};
@@ -464,6 +479,8 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
         goto fail;
     }
     lg_hub_attach_worker(shared->hub, index, &w->inbox, lg_worker_wake, w);
+    if (shared->hooks)
+        lg_hooks_attach_worker(shared->hooks, index, lg_worker_wake, w);
     lws_sul_schedule(w->ctx, 0, &w->tick, on_tick, TICK_US);
     return w;
 fail:

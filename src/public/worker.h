@@ -58,6 +58,7 @@ struct lg_hub;
 struct lg_client_address;
 struct lg_client_addresses;
 struct lg_auth;
+struct lg_hooks;
 struct lg_loop_guest;
 
 struct lg_worker_shared {
@@ -69,6 +70,7 @@ struct lg_worker_shared {
     const struct lg_client_address *trusted; /* trusted proxies, [trusted_count] */
     size_t trusted_count;
     const struct lg_auth *auth;  /* the token verifier (auth.h), immutable, shared */
+    struct lg_hooks *hooks;      /* the backend hooks (hooks.h), NULL = none */
 };
 
 /*

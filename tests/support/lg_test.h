@@ -209,12 +209,12 @@ char *lg_delta_apply(const char *src, size_t src_len, const char *delta, size_t 
 
 /* ==== /v1/stats (lg_stats.c): the one stats client ======================================== */
 
-#define LG_STATS_MAX 64
+#define LG_STATS_MAX 128
 struct lg_stats {
     size_t count;
     char name[LG_STATS_MAX][48];
     long long value[LG_STATS_MAX];
-    char json[4096]; /* the body as received, for failure messages */
+    char json[8192]; /* the body as received, for failure messages */
 };
 /* GET /v1/stats on the control port: every integer counter. Return value: 0 or -1 (printed). */
 int lg_stats_read(uint16_t control_port, struct lg_stats *out);
