@@ -1,7 +1,8 @@
 // test_presence.mjs - presence in static/livegate.js, in Debian's headless Chromium against the
 // real gateway: two pages (two browser contexts: two visitors) on a presence topic see each
-// other join (onJoin, onOccupancy), ask who is here over the WebSocket (presence()), and see
-// each other leave (onLeave) when a page closes.
+// other join (onJoin, onOccupancy), ask who is here over the WebSocket (presence()), one
+// publishes to the other (publish(), a topic rule allowing client publish), and each sees the
+// other leave (onLeave) when a page closes.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startGateway, launchBrowser } from "./lib.mjs";
@@ -15,19 +16,21 @@ after(async () => { await browser?.close(); });
 async function join(page, topic) {
   await page.evaluate(async (topic) => {
     const { subscribe } = await import("./livegate.js");
-    const rec = (window.rec = { joins: [], leaves: [], counts: [], states: [] });
+    const rec = (window.rec = { joins: [], leaves: [], counts: [], states: [], events: [] });
     window.sub = subscribe(topic, {
       shareTabs: false,
       onJoin: (j) => rec.joins.push(...j.members),
       onLeave: (l) => rec.leaves.push(...l.members),
       onOccupancy: (o) => rec.counts.push(o.subscribers),
       onState: (s) => rec.states.push(`${s.state}:${s.transport}`),
+      onEvent: (e) => rec.events.push({ id: e.id, data: e.data }),
     });
   }, topic);
 }
 
-test("two pages see each other join and leave, and ask who is here", async () => {
-  const gw = await startGateway({ topic_rules: [{ match: "room/*", presence: true, occupancy_events: true }] });
+test("two pages see each other join and leave, ask who is here, and one publishes to the other", async () => {
+  const gw = await startGateway({ topic_rules: [{ match: "room/*", presence: true, occupancy_events: true,
+                                                  client_publish: true }] });
   try {
     const a = await blankPage(browser, gw.publicUrl);
     await join(a, "room/1");
@@ -43,6 +46,11 @@ test("two pages see each other join and leave, and ask who is here", async () =>
     await waitRecord(b, "page B's own join", (r) => r.joins.includes(idB));
     const here = await b.evaluate(() => window.sub.presence("room/1"));
     assert.deepEqual(here, { topic: "room/1", members: [idA, idB].sort(), unlisted: 0 });
+
+    const id = await b.evaluate(() => window.sub.publish("room/1", "hello from B"));
+    assert.match(id, /^room\/1@[0-9a-f]{8}:1$/);
+    const got = await waitRecord(a, "B's message on page A", (r) => r.events.length === 1);
+    assert.deepEqual(got.events, [{ id, data: "hello from B" }]);
 
     await b.close();
     const gone = await waitRecord(a, "page B's leave on page A", (r) => r.leaves.length === 1);
