@@ -53,4 +53,7 @@ if [[ -x bench/run.sh ]]; then
   bench/floor.sh --smoke
   echo "== scale-out smoke run (bench/scaleout.sh: two nodes over Redis must lose nothing)"
   bench/scaleout.sh --smoke
+  echo "== subscribe-hook and presence-churn smoke runs (bench/hook_connect.sh, bench/presence_churn.sh)"
+  bench/hook_connect.sh --smoke
+  bench/presence_churn.sh --smoke
 fi
