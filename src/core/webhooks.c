@@ -224,12 +224,19 @@ static void vacated(struct lg_hooks *h, const struct lg_report *r)
     lg_dlist_push_tail(&h->vacating, &o->link);
 }
 
-void lg_webhooks__take_reports(struct lg_hooks *h, uint64_t now_ms)
+/* Every report posted so far, oldest first; the list is the caller's. */
+static struct lg_report *take_all_reports(struct lg_hooks *h)
 {
     pthread_mutex_lock(&h->lock);
     struct lg_report *r = h->reports;
     h->reports = h->reports_tail = NULL;
     pthread_mutex_unlock(&h->lock);
+    return r;
+}
+
+void lg_webhooks__take_reports(struct lg_hooks *h, uint64_t now_ms)
+{
+    struct lg_report *r = take_all_reports(h);
     while (r) {
         struct lg_report *next = r->next;
         if (r->kind < 0) {
@@ -374,10 +381,7 @@ uint32_t lg_webhooks__run(struct lg_hooks *h, uint64_t now_ms)
 void lg_webhooks__abandon(struct lg_hooks *h)
 {
     size_t dropped = 0;
-    pthread_mutex_lock(&h->lock);
-    struct lg_report *r = h->reports;
-    h->reports = h->reports_tail = NULL;
-    pthread_mutex_unlock(&h->lock);
+    struct lg_report *r = take_all_reports(h);
     while (r) {
         struct lg_report *next = r->next;
         dropped++;
