@@ -95,7 +95,7 @@ static void account(struct redis_store *st, uint32_t failed, uint32_t tried)
             lg_warn("presence across nodes: %" PRIu32 " of %" PRIu32 " topics not shared with "
                     "Redis (down or busy); their views stay as they were", failed, tried);
     } else if (tried && atomic_exchange(&st->presence_failing, false)) {
-        lg_log(LG_LOG_INFO, "presence across nodes: shared with Redis again");
+        lg_info("presence across nodes: shared with Redis again");
     }
 }
 
