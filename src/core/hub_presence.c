@@ -221,16 +221,16 @@ static void release_box(struct lg_presence_share *share)
 }
 
 /* Copy t's local members into the box's next slot, or let t go (its reference dropped).
- * Return value: whether t was added. */
+ * Out of memory, t stays listed for the next tick. Return value: whether t was added. */
 static bool add_to_share(struct lg_hub *hub, struct share_box *box, struct lg_topic *t)
 {
     uint32_t i = box->share.count;
     pthread_mutex_lock(&t->lock);
     uint32_t before = lg_presence_shared(t->presence);
     bool deleted = atomic_load_explicit(&t->deleted, memory_order_relaxed);
-    int rc = deleted ? -1 : lg_presence_copy_local(t->presence, &box->lists[i]);
-    bool keep = rc == 0 && (box->lists[i].count > 0 || before > 0);
-    if (keep) {
+    int rc = deleted ? 0 : lg_presence_copy_local(t->presence, &box->lists[i]);
+    bool wanted = !deleted && (rc != 0 || box->lists[i].count > 0 || before > 0);
+    if (wanted) {
         list_for_share(hub, t);
     } else if (!deleted) {
         lg_presence_set_remote(t->presence, NULL, NULL, 0);
@@ -238,8 +238,8 @@ static bool add_to_share(struct lg_hub *hub, struct share_box *box, struct lg_to
             list_for_report(hub, t);
     }
     pthread_mutex_unlock(&t->lock);
-    if (!keep) {
-        if (rc != 0 && !deleted)
+    if (!wanted || rc != 0) {
+        if (rc != 0)
             LG_STAT_ADD(presence_shares_failed, 1);
         lg_presence_list_release(&box->lists[i]);
         lg_topic_unref(t);
