@@ -36,7 +36,7 @@ layers_in_order="app public control core store config proto metrics util"
 # control_status, metrics, sharing control_internal), a connection base's (conn,
 # conn_report), the plain HTTP transport's (transport_http, static_files), the token
 # verifier's (auth, auth_jwks, sharing auth_internal) and the Redis store's (store_redis,
-# redis_feed, store_redis_internal).
+# redis_feed, redis_presence, store_redis_internal).
 declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=config
                   [worker_internal]=worker [worker_sweep]=worker [worker_admin]=worker
                   [worker_timers]=worker
@@ -46,7 +46,8 @@ declare -A part_of=([config_setting]=config [topic_rules]=config [config_table]=
                   [control_publish]=control [control_status]=control [metrics]=control
                   [static_files]=transport_http [auth_jwks]=auth [auth_internal]=auth
                   [store_redis_internal]=store_redis [redis_feed]=store_redis
-                  [hooks_internal]=hooks [webhooks]=hooks [conn_hook]=conn)
+                  [hooks_internal]=hooks [webhooks]=hooks [conn_hook]=conn
+                  [redis_presence]=store_redis)
 # The module of file $1, in REPLY (no subshell: this runs for every include and object).
 module_of() { local m=${1%.*}; REPLY=${part_of[$m]:-$m}; }
 declare -A layer_of

@@ -121,6 +121,7 @@ struct lg_config {
         uint32_t reconnect_max_ms;
         uint32_t queue_max;             /* publishes waiting for the Redis bridge (503 above) */
         uint32_t idempotency_window_ms; /* how long Redis remembers an idempotency key */
+        uint32_t presence_ttl_ms;       /* a node's presence entries outlive its last refresh */
     } redis;
 
     /* "auth" (docs/security.md): subscribing and publishing are authorized when a key is set

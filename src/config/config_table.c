@@ -278,6 +278,9 @@ static const struct lg_setting lg_settings[] = {
               "publishes waiting for the Redis bridge thread (503 above)"),
     LG_U32_IN(redis, idempotency_window_ms, 1, 7u * LG_DAY_MS,
               300000, "how long Redis remembers an Idempotency-Key"),
+    LG_U32_IN(redis, presence_ttl_ms, 2000, 600000, 5000,
+              "a node's presence members stay listed this long after it last refreshed them "
+              "(it refreshes once a second; a node killed leaves within it)"),
     LG_U32_IN(redis, wait_replicas, 0, LG_REDIS_WAIT_REPLICAS_MAX, 0,
               "a publish is answered 201 only once this many replicas have it (WAIT); 0 = "
               "once the master has it"),

@@ -73,6 +73,8 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
                             json_integer((json_int_t)LG_STAT_GET(presence_resyncs_sent)));
         json_object_set_new(body, "presence_unlisted",
                             json_integer((json_int_t)LG_STAT_GET(presence_unlisted)));
+        json_object_set_new(body, "presence_shares_failed",
+                            json_integer((json_int_t)LG_STAT_GET(presence_shares_failed)));
     }
     if (body && lg_hub_remote(c->hub)) {
         json_object_set_new(body, "publishes_refused_store",

@@ -221,6 +221,9 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_presence_unlisted_total",
             "Subscriptions to a presence topic beyond presence_max_members (not listed).", NULL,
             presence_unlisted),
+    COUNTER("livegate_presence_shares_failed_total",
+            "Presence topics whose members a tick could not share through Redis (the view "
+            "stays as it was).", NULL, presence_shares_failed),
     GAUGE("livegate_client_queue_depth_max",
           "Deepest client queue seen since start, in events.", NULL, max_queue_depth),
     FN("livegate_backlog_events", "gauge",

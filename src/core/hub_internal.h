@@ -57,6 +57,8 @@ struct lg_hub {
     pthread_mutex_t presence_lock;  /* the list below; taken after a topic's lock */
     struct lg_topic *reporting;     /* {presence_lock} topics with presence changes to report,
                                        each with a reference (hub_presence.c) */
+    struct lg_topic *sharing;       /* {presence_lock} remote store: topics whose members this
+                                       node shares each tick, each with a reference */
 };
 
 uint32_t lg_hub_hash_name(const char *s, size_t len);
@@ -89,6 +91,10 @@ enum lg_publish_status lg_hub__check_request(const struct lg_publish_req *req);
 int lg_hub__give_presence(struct lg_hub *hub, struct lg_topic *t, const char *name);
 /* t's subscriber count or members changed: list it for the next report. t->lock held. */
 void lg_hub__presence_changed(struct lg_hub *hub, struct lg_topic *t);
+/* The remote store's presence hook (store_redis.h): arg is the hub, owner the topic (bridge
+ * thread). */
+void lg_hub__presence_seen(void *arg, void *owner, const char *const *ids, const size_t *lens,
+                           size_t n);
 
 /* hub_remote.c: the Redis store for cfg->redis, its tail delivering through hub. Return
  * value: the store, or NULL (logged why). */

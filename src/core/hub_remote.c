@@ -83,6 +83,7 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
         .reconnect_max_ms = cfg->redis.reconnect_max_ms,
         .queue_max = cfg->redis.queue_max,
         .idempotency_window_ms = cfg->redis.idempotency_window_ms,
+        .presence_ttl_ms = cfg->redis.presence_ttl_ms,
         .sentinels = (const char *const *)cfg->redis.sentinels.items,
         .sentinel_count = (uint32_t)cfg->redis.sentinels.count,
         .master_name = cfg->redis.master_name,
@@ -90,7 +91,7 @@ struct lg_store *lg_hub__remote_store(struct lg_hub *hub)
         .wait_timeout_ms = cfg->redis.wait_timeout_ms,
     };
     struct lg_redis_hooks hooks = {.arg = hub, .lock = tail_lock, .deliver = tail_deliver,
-                                   .unlock = tail_unlock};
+                                   .unlock = tail_unlock, .presence = lg_hub__presence_seen};
     const char *one[] = {cfg->redis.url};
     bool sharded = cfg->redis.shards.count > 0;
     const char *const *urls = sharded ? (const char *const *)cfg->redis.shards.items : one;

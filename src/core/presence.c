@@ -13,8 +13,10 @@ struct member {
     struct member *next_changed;  /* on p->changed while `changed` */
     bool changed;
     bool reported;                /* subscribers were told it joined (a batch listed it) */
-    bool gone_once;               /* a batch found it without subscriptions: leaves at the next */
-    uint32_t conns;               /* its listening subscriptions; 0 = gone, not yet reported */
+    bool gone_once;               /* a batch found it not present: leaves at the next */
+    bool remote;                  /* another node lists it (lg_presence_set_remote) */
+    bool named;                   /* lg_presence_set_remote()'s mark, inside the call */
+    uint32_t conns;               /* its listening subscriptions here */
     size_t len;
     char id[];
 };
@@ -25,7 +27,9 @@ struct lg_presence {
     uint32_t max_members;         /* immutable */
     struct member **buckets;      /* chained hash table, mask + 1 buckets */
     size_t mask;
-    uint32_t listed;              /* members with conns > 0 */
+    uint32_t listed;              /* members present: conns > 0, or remote */
+    uint32_t local;               /* members with conns > 0 */
+    uint32_t shared;              /* local members at the last lg_presence_copy_local() */
     uint32_t entries;             /* members in the table (listed, or gone and not reported) */
     uint64_t unlisted;            /* subscriptions beyond max_members */
     struct member *changed;       /* members to look at in the next batch */
@@ -34,6 +38,12 @@ struct lg_presence {
     uint32_t occupancy_last;      /* ... with this count */
     _Atomic bool in_flight;       /* a batch is on its way to the workers */
 };
+
+/* A member is listed while it listens here or another node lists it. */
+static bool present(const struct member *m)
+{
+    return m->conns > 0 || m->remote;
+}
 
 static size_t hash_id(const char *id, size_t len)
 {
@@ -105,9 +115,10 @@ bool lg_presence_join(struct lg_presence *p, const char *id, size_t len)
         return false;
     struct member **mp = find_slot(p, id, len);
     struct member *m = *mp;
-    if (m && (m->conns > 0 || p->listed < p->max_members)) {
+    if (m && (present(m) || p->listed < p->max_members)) {
         if (m->conns++ == 0) {
-            p->listed++;
+            p->listed += !m->remote;
+            p->local++;
             m->gone_once = false;
         }
         return true;
@@ -126,6 +137,7 @@ bool lg_presence_join(struct lg_presence *p, const char *id, size_t len)
     m->conns = 1;
     *mp = m;
     p->listed++;
+    p->local++;
     p->entries++;
     mark_changed(p, m);
     return true;
@@ -137,7 +149,8 @@ void lg_presence_leave(struct lg_presence *p, const char *id, size_t len)
     if (!m || m->conns == 0)
         return;
     if (--m->conns == 0) {
-        p->listed--;
+        p->listed -= !m->remote;
+        p->local--;
         mark_changed(p, m);
     }
 }
@@ -192,18 +205,18 @@ static void settle_members(struct lg_presence *p, struct lg_buf *joins, struct l
     while (m) {
         struct member *next = m->next_changed;
         m->changed = false;
-        if (m->conns > 0 && !m->reported) {
+        if (present(m) && !m->reported) {
             lg_buf_append_str(joins, joins->len ? "," : "");
             lg_encode_json_string(joins, m->id, m->len);
             m->reported = true;
-        } else if (m->conns == 0 && !m->reported) {
+        } else if (!present(m) && !m->reported) {
             forget(p, m);
-        } else if (m->conns == 0 && !m->gone_once) {
+        } else if (!present(m) && !m->gone_once) {
             m->gone_once = true; /* a connection replaced within a tick is no leave */
             m->changed = true;
             m->next_changed = keep;
             keep = m;
-        } else if (m->conns == 0) {
+        } else if (!present(m)) {
             lg_buf_append_str(leaves, leaves->len ? "," : "");
             lg_encode_json_string(leaves, m->id, m->len);
             forget(p, m);
@@ -306,17 +319,19 @@ void lg_presence_batch_unref(struct lg_presence_batch *b)
 
 /* ---- Listing ------------------------------------------------------------------------------ */
 
-int lg_presence_copy(const struct lg_presence *p, struct lg_presence_list *l)
+/* Copy the members that are present (local_only: that listen here) into l. */
+static int copy_members(const struct lg_presence *p, struct lg_presence_list *l, bool local_only)
 {
     memset(l, 0, sizeof *l);
     l->unlisted = p->unlisted;
-    if (!p->members_on || p->listed == 0)
+    uint32_t n = local_only ? p->local : p->listed;
+    if (!p->members_on || n == 0)
         return 0;
     size_t bytes = 0;
     for (size_t b = 0; b <= p->mask; b++)
         for (const struct member *m = p->buckets[b]; m; m = m->next_in_bucket)
-            bytes += m->conns ? m->len + 1 : 0;
-    l->ids = malloc(p->listed * sizeof *l->ids);
+            bytes += (local_only ? m->conns > 0 : present(m)) ? m->len + 1 : 0;
+    l->ids = malloc(n * sizeof *l->ids);
     l->text = malloc(bytes);
     if (!l->ids || !l->text) {
         lg_presence_list_release(l);
@@ -325,7 +340,7 @@ int lg_presence_copy(const struct lg_presence *p, struct lg_presence_list *l)
     char *at = l->text;
     for (size_t b = 0; b <= p->mask; b++) {
         for (const struct member *m = p->buckets[b]; m; m = m->next_in_bucket) {
-            if (!m->conns)
+            if (local_only ? m->conns == 0 : !present(m))
                 continue;
             memcpy(at, m->id, m->len);
             at[m->len] = '\0';
@@ -334,6 +349,66 @@ int lg_presence_copy(const struct lg_presence *p, struct lg_presence_list *l)
         }
     }
     return 0;
+}
+
+int lg_presence_copy(const struct lg_presence *p, struct lg_presence_list *l)
+{
+    return copy_members(p, l, false);
+}
+
+int lg_presence_copy_local(struct lg_presence *p, struct lg_presence_list *l)
+{
+    int rc = copy_members(p, l, true);
+    p->shared = rc == 0 ? (uint32_t)l->count : p->shared;
+    return rc;
+}
+
+uint32_t lg_presence_shared(const struct lg_presence *p) { return p->shared; }
+
+/* ---- Members of other nodes --------------------------------------------------------------- */
+
+static void set_remote(struct lg_presence *p, struct member *m, bool remote)
+{
+    if (m->remote == remote)
+        return;
+    m->remote = remote;
+    if (m->conns == 0) {
+        p->listed += remote ? 1 : -1;
+        m->gone_once = false;
+        mark_changed(p, m);
+    }
+}
+
+void lg_presence_set_remote(struct lg_presence *p, const char *const *ids, const size_t *lens,
+                            size_t n)
+{
+    if (!p->members_on)
+        return;
+    /* Every member loses the flag but those named; the marks tell the two apart meanwhile. */
+    for (size_t b = 0; b <= p->mask; b++)
+        for (struct member *m = p->buckets[b]; m; m = m->next_in_bucket)
+            m->named = false;
+    for (size_t i = 0; i < n; i++) {
+        struct member **mp = find_slot(p, ids[i], lens[i]);
+        struct member *m = *mp;
+        if (!m) {
+            if (p->listed >= p->max_members || p->entries >= 2 * p->max_members ||
+                !(m = calloc(1, sizeof *m + lens[i] + 1)))
+                continue; /* beyond the bound: not listed here, as a subscription would be */
+            memcpy(m->id, ids[i], lens[i]);
+            m->len = lens[i];
+            *mp = m;
+            p->entries++;
+        } else if (!present(m) && p->listed >= p->max_members) {
+            continue;
+        }
+        m->named = true;
+        set_remote(p, m, true);
+    }
+    for (size_t b = 0; b <= p->mask; b++)
+        for (struct member *m = p->buckets[b]; m; m = m->next_in_bucket)
+            if (!m->named)
+                set_remote(p, m, false);
 }
 
 static int compare_ids(const void *a, const void *b)

@@ -14,6 +14,9 @@
  *          (the workers join and leave through the hub; the main thread takes a batch once a
  *          tick, hub_presence.c). `in_flight` alone is atomic: the last worker to take a
  *          batch clears it. A batch is immutable once made and is read by every worker.
+ * Across nodes (the Redis store, hub_presence.c): a member is listed while it listens here
+ *          or another node lists it (lg_presence_set_remote, the bridge thread, with the lock
+ *          held); a change either way is reported as a join or leave like any other.
  * Bounds:  at most max_members members are listed (a member beyond it is subscribed and
  *          counted in the occupancy, never listed: documented truncation); the table holds at
  *          most 2 * max_members entries (members listed, and members gone but not yet
@@ -99,6 +102,17 @@ struct lg_presence_list {
 /* Copy p's listed members into l (topic->lock held). Return value: 0, or -1 when out of
  * memory (l empty). */
 int lg_presence_copy(const struct lg_presence *p, struct lg_presence_list *l);
+/* Copy the members that listen on this node into l, and remember how many (topic->lock
+ * held). Return value: 0, or -1 when out of memory (l empty). */
+int lg_presence_copy_local(struct lg_presence *p, struct lg_presence_list *l);
+/* How many members the last lg_presence_copy_local() copied. */
+uint32_t lg_presence_shared(const struct lg_presence *p);
+/* The members other nodes list now are ids[0..n) (lens[i] bytes each): they are listed here
+ * too (within max_members), and members listed only because another node did, and not named
+ * now, are no longer (topic->lock held). The caller lists the topic for a batch when p is
+ * pending after it. */
+void lg_presence_set_remote(struct lg_presence *p, const char *const *ids, const size_t *lens,
+                            size_t n);
 /* Sort l's ids bytewise (no lock needed). */
 void lg_presence_list_sort(struct lg_presence_list *l);
 /* The index of the first id after `after` in a sorted l (NULL: 0). */

@@ -67,6 +67,9 @@ struct lg_topic {
     struct lg_topic *next_reporting; /* {hub presence lock} the hub's list of topics with
                                         presence changes to report (hub_presence.c) */
     bool reporting;                /* {hub presence lock} on that list */
+    struct lg_topic *next_sharing; /* {hub presence lock} the hub's list of topics whose
+                                      members go to the remote store each tick */
+    bool sharing;                  /* {hub presence lock} on that list */
     struct lg_topic_slot slots[];  /* one per worker */
 };
 

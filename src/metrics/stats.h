@@ -103,6 +103,8 @@ struct lg_stats {
     _Atomic uint64_t presence_notices_sent;  /* join, leave and occupancy notices written */
     _Atomic uint64_t presence_resyncs_sent;  /* resync notices: a client missed a batch */
     _Atomic uint64_t presence_unlisted;      /* subscriptions beyond presence_max_members */
+    _Atomic uint64_t presence_shares_failed; /* Redis store: topics whose members a tick could
+                                                not share (Redis down or busy) */
     _Atomic uint64_t publishes_refused_topics;  /* publishes_refused: limits.max_topics */
     _Atomic uint64_t publishes_refused_memory;  /* publishes_refused: max_retained_bytes */
     _Atomic uint64_t publishes_refused_oom;     /* publishes_refused: out of memory */

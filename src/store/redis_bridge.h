@@ -64,6 +64,7 @@ struct lg_redis_options {
     uint32_t reconnect_max_ms;
     uint32_t queue_max;            /* jobs waiting for the bridge thread */
     uint32_t idempotency_window_ms;/* how long an idempotency key is remembered */
+    uint32_t presence_ttl_ms;      /* a node's presence entries live this long unrefreshed */
 };
 
 enum lg_redis_state {

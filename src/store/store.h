@@ -30,6 +30,7 @@
 #ifndef LG_STORE_H
 #define LG_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,24 @@ struct lg_store_page {
     struct lg_event **events; /* malloc'd [count] */
     size_t count;
     bool more;                /* more events after the last one were retained */
+};
+
+/* Presence across nodes (remote stores): this node's members of each presence topic, made by
+ * the hub once a tick and handed to share_presence(), which owns it until it calls release
+ * (once, on any thread). Immutable once handed over, but for `holders`. */
+struct lg_presence_share_topic {
+    const char *name;             /* the topic's, borrowed (the owner holds it) */
+    size_t name_len;
+    void *owner;                  /* what the store's presence hook names the topic by */
+    uint32_t max_members;         /* the rule's bound: no more are read back */
+    const char *const *ids;       /* count NUL-terminated member ids listening on this node */
+    uint32_t count;
+};
+struct lg_presence_share {
+    struct lg_presence_share_topic *topics;
+    uint32_t count;
+    _Atomic uint32_t holders;     /* the store's to use */
+    void (*release)(struct lg_presence_share *share); /* the creator's: frees it */
 };
 
 struct lg_store_ops {
@@ -141,6 +160,10 @@ struct lg_store_ops {
     int (*host)(struct lg_store *store, const struct lg_loop_guest *guests, uint32_t n);
     /* Stop serving them and join that thread (stops the store too, as stop()). */
     void (*unhost)(struct lg_store *store);
+    /* Publish this node's members of each topic in share and read every node's back, off the
+     * caller's thread (store_redis.h says how); what other nodes list reaches the presence
+     * hook. Any thread; never blocks. NULL: the store shares no presence. */
+    void (*share_presence)(struct lg_store *store, struct lg_presence_share *share);
 };
 
 struct lg_store {

@@ -581,6 +581,7 @@ static const struct lg_store_ops redis_ops = {
     .stop = stop,
     .host = host,
     .unhost = unhost,
+    .share_presence = lg_redis__share_presence,
 };
 
 /* Start shard sh on url. Return value: 0, or -1 with err filled. */
@@ -617,6 +618,7 @@ struct lg_store *lg_redis_store_create(const struct lg_redis_options *opts,
     st->prefix = strdup(opts->key_prefix);
     st->opts.key_prefix = st->prefix;
     st->opts.url = NULL;
+    lg_redis__node_id(st->node, sizeof st->node);
     if (hooks) {
         st->hooks = *hooks;
         st->has_hooks = true;

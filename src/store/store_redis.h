@@ -10,6 +10,10 @@
  *   <prefix>{T}:i:K  idempotency key K -> its position, expiring after the window
  *   <prefix>{T}:p    the channel each append is published on, with its epoch and position
  *   <prefix>{T}:b    set (with an expiry) while a node that delivers T is behind: appends wait
+ *   <prefix>{T}:m    presence: a sorted set of "<node>|<member>" scored by expiry (unix ms,
+ *                    Redis' clock); each node, once a tick, refreshes its own members, removes
+ *                    the ones that left it and the expired ones, and reads the others'
+ *                    (redis_presence.c: one script per topic, pipelined, per shard)
  * One Lua script per append (EVALSHA) assigns the position (INCR), appends it (XADD MAXLEN ~
  * the history bound), records the idempotency key (SET NX PX window) and publishes it, so ids
  * are the same on every node and depend on no clock; a retry of a key still in the window
@@ -57,6 +61,10 @@ struct lg_redis_hooks {
      * delivered now (no inbox room): the store retries it later and does not retain it yet. */
     bool (*deliver)(void *arg, void *owner, struct lg_event *ev);
     void (*unlock)(void *arg, void *owner);
+    /* Presence (share_presence): the members other nodes list now for owner's topic,
+     * ids[0..n) of lens[i] bytes each (borrowed for the call), without the lock held. */
+    void (*presence)(void *arg, void *owner, const char *const *ids, const size_t *lens,
+                     size_t n);
 };
 
 /* Start one bridge per Redis of urls[0..url_count) (opts.url is not read): each topic lives on

@@ -122,6 +122,8 @@ struct redis_store {
     struct lg_redis_hooks hooks;
     bool has_hooks;
     struct redis_script append_script, load_script, catch_up_script; /* immutable */
+    char node[24];                    /* immutable: "<this node's random id>|" (presence) */
+    _Atomic bool presence_failing;    /* the last presence share failed (logged once) */
     uint32_t shard_count;             /* immutable */
     struct redis_shard shards[];      /* a topic's shard: a hash of its name, mod shard_count */
 };
@@ -150,6 +152,11 @@ void lg_redis__mark(struct redis_stream *s, bool refresh);
 /* SCRIPT LOAD every script on the command connection (bridge thread), so the EVALSHAs sent
  * after it find them: at each connect, and after a NOSCRIPT (the cache was flushed). */
 void lg_redis__load_scripts(struct redis_shard *sh);
+
+/* redis_presence.c */
+/* A random id for this node's presence entries, with its "|" (cap >= 18). */
+void lg_redis__node_id(char *out, size_t cap);
+void lg_redis__share_presence(struct lg_store *store, struct lg_presence_share *share);
 
 /* store_redis.c: the scripts' shared prologue and the message format they publish. */
 #define LG_REDIS_CATCH_UP_COUNT 512 /* entries per catch-up read */

@@ -133,6 +133,60 @@ START_TEST(test_presence_bound_and_listing)
 }
 END_TEST
 
+/* Set the members other nodes list to ids (a NULL-ended list). */
+static void remote(const char *const *ids)
+{
+    size_t n = 0, lens[8];
+    while (ids[n]) {
+        lens[n] = strlen(ids[n]);
+        n++;
+    }
+    lg_presence_set_remote(p, ids, lens, n);
+}
+
+static uint32_t listed_count(bool local_only)
+{
+    struct lg_presence_list l;
+    ck_assert_int_eq(local_only ? lg_presence_copy_local(p, &l) : lg_presence_copy(p, &l), 0);
+    uint32_t n = (uint32_t)l.count;
+    lg_presence_list_release(&l);
+    return n;
+}
+
+START_TEST(test_presence_members_of_other_nodes)
+{
+    /* (no lg_presence_changed() here: no occupancy notices, only joins and leaves) */
+    ck_assert(join("amy"));
+    remote((const char *[]){"amy", "ben", NULL}); /* amy is on both nodes */
+    EXPECT_TICK(1, "join \"topic\":\"room/1\",\"members\":[\"ben\",\"amy\"]}");
+    ck_assert_uint_eq(listed_count(false), 2);
+    ck_assert_uint_eq(listed_count(true), 1); /* only amy listens here */
+    ck_assert_uint_eq(lg_presence_shared(p), 1);
+    /* amy leaves here but stays on the other node: no leave */
+    leave("amy");
+    EXPECT_TICK(0, "");
+    EXPECT_TICK(0, "");
+    /* the other node lists neither: both leave, a tick after they were found gone */
+    remote((const char *[]){NULL});
+    ck_assert(lg_presence_pending(p));
+    EXPECT_TICK(0, "");
+    EXPECT_TICK(0, "leave \"topic\":\"room/1\",\"members\":[\"ben\",\"amy\"]}");
+    ck_assert_uint_eq(listed_count(false), 0);
+    /* the bound holds for the union: three listed (fay, beyond it, is not), gus not either */
+    ck_assert(join("cal"));
+    remote((const char *[]){"dee", "eli", "fay", NULL});
+    ck_assert_uint_eq(listed_count(false), 3);
+    ck_assert(!join("gus"));
+    lg_presence_leave_unlisted(p);
+    EXPECT_TICK(1, "join \"topic\":\"room/1\",\"members\":[\"eli\",\"dee\",\"cal\"]}");
+    /* dropped by the other node and back within a tick: neither leaves nor joins */
+    remote((const char *[]){"dee", NULL});
+    remote((const char *[]){"dee", "eli", NULL});
+    EXPECT_TICK(1, "");
+    EXPECT_TICK(1, "");
+}
+END_TEST
+
 START_TEST(test_presence_occupancy_only)
 {
     lg_presence_destroy(p);
@@ -156,7 +210,8 @@ static Suite *presence_suite(void)
 {
     Suite *s = suite_create("presence");
     LG_TCASE(s, "presence", setup, teardown, test_presence_coalesces_per_tick,
-             test_presence_bound_and_listing, test_presence_occupancy_only);
+             test_presence_bound_and_listing, test_presence_members_of_other_nodes,
+             test_presence_occupancy_only);
     return s;
 }
 
