@@ -26,7 +26,7 @@ integration=(test_smoke test_sse test_ws test_poll test_admin test_authorization
              test_hooks test_presence_redis)
 failed=0
 for t in "${units[@]}"; do
-  if timeout 600 "${vg[@]}" "$build/tests/$t" >"/tmp/livegate-vg-$t.log" 2>&1; then
+  if CK_TIMEOUT_MULTIPLIER=10 timeout 600 "${vg[@]}" "$build/tests/$t" >"/tmp/livegate-vg-$t.log" 2>&1; then
     echo "valgrind: unit/$t clean"
   else
     echo "valgrind: unit/$t FAILED (/tmp/livegate-vg-$t.log)"; failed=1
