@@ -3,7 +3,8 @@
  * notices, exact, on SSE, WebSocket and long-poll; a member with two connections listed once;
  * the member bound (presence_max_members: counted, not listed); the member list on the
  * control port (GET /v1/topics/{t}/presence, paged) and in-band ({"op":"presence"}); the
- * subscriber count in GET /v1/topics/{t}; a topic without a rule sends none of it.
+ * subscriber count in GET /v1/topics/{t}; a topic without a rule sends none of it; the in-band
+ * question per credential (a token for the topic, one for another, none).
  * Presence is reported by the main thread's one-second tick: every wait below is on an event.
  */
 #include <check.h>
@@ -250,13 +251,55 @@ START_TEST(test_presence_off_and_occupancy_only)
 }
 END_TEST
 
+/* Who may ask a topic's members in-band: whoever may subscribe to it. A token whose subscribe
+ * claim covers the topic is answered, one for another topic is refused `forbidden`, and with no
+ * token where anonymous subscribing is off the question is refused `token_missing`. */
+static void ask_presence(struct lg_ws_client *ws, const char *topic, const char *want)
+{
+    char ask[128];
+    snprintf(ask, sizeof ask, "{\"op\":\"presence\",\"topic\":\"%s\"}", topic);
+    ck_assert_int_eq(lg_ws_send_text(ws, ask, strlen(ask)), 0);
+    char *msg = NULL;
+    ck_assert_int_eq(lg_ws_next(ws, &msg, WAIT_MS), 1);
+    ck_assert_msg(strstr(msg, want) != NULL, "want %s in %s", want, msg);
+    free(msg);
+}
+
+START_TEST(test_presence_question_per_credential)
+{
+    struct lg_server own;
+    lg_server_must_start(&own, "{\"auth\":{\"hs256_secret\":\"" SECRET "\"},"
+                               "\"topic_rules\":[{\"match\":\"room/*\",\"presence\":true}]}");
+    char claims[256], path[2048];
+    snprintf(claims, sizeof claims,
+             "{\"exp\":%ld,\"sub\":\"carol\",\"livegate\":{\"subscribe\":[\"room/a\"]}}",
+             (long)time(NULL) + 3600);
+    char *tok = lg_token_raw(HS, claims, LG_SIGN_HMAC, SECRET, NULL);
+    snprintf(path, sizeof path, "/ws?topic=room/a&access_token=%s", tok);
+    free(tok);
+    struct lg_ws_client ws;
+    lg_ws_must_subscribe(&ws, own.public_port, path, NULL, NULL, 0);
+    ask_presence(&ws, "room/a", "\"type\":\"presence\"");
+    ask_presence(&ws, "room/b", "\"code\":\"forbidden\"");
+    lg_ws_close(&ws);
+
+    /* no token at all: the upgrade itself carries none, so the question has no grant */
+    struct lg_ws_client anon;
+    ck_assert_int_eq(lg_ws_open(&anon, own.public_port, "/ws", "livegate.v1"), 0);
+    ask_presence(&anon, "room/a", "\"code\":\"token_missing\"");
+    lg_ws_close(&anon);
+    lg_server_must_stop(&own);
+}
+END_TEST
+
 static Suite *presence_suite(void)
 {
     Suite *s = suite_create("presence");
     TCase *tc = LG_TCASE(s, "presence", server_setup, server_teardown,
                          test_presence_every_transport, test_presence_member_listed_once,
                          test_presence_member_bound_and_paging,
-                         test_presence_off_and_occupancy_only);
+                         test_presence_off_and_occupancy_only,
+                         test_presence_question_per_credential);
     tcase_set_timeout(tc, 90);
     return s;
 }
