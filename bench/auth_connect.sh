@@ -44,22 +44,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     done
 done
 
-median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
-# per variant, over its runs without failures: connect_per_s, and the server's CPU time per
-# connection (server_cpu_connect_pct x connect_s / connections), which other load on the
-# machine disturbs less than the rate
-figure() {
-    grep "\"scenario\":\"connect_${transport}_${subs}_auth_$1\"" "$work/all.jsonl" |
-        while read -r l; do
-            [ "$(lgb_field "$l" conns_failed)" = 0 ] || continue
-            if [ "$2" = rate ]; then
-                lgb_field "$l" connect_per_s
-            else
-                awk -v p="$(lgb_field "$l" server_cpu_connect_pct)" -v s="$(lgb_field "$l" connect_s)" \
-                    -v n="$(lgb_field "$l" conns_made)" 'BEGIN { printf "%.2f\n", p / 100 * s / n * 1e6 }'
-            fi
-        done | median
-}
+figure() { lgb_connect_figure "$work/all.jsonl" "connect_${transport}_${subs}_auth_$1" "$2"; }
 awk -v t="$transport" -v n="$subs" \
     -v a="$(figure none rate)" -v b="$(figure hs256 rate)" -v c="$(figure rs256 rate)" \
     -v x="$(figure none cpu)" -v y="$(figure hs256 cpu)" -v z="$(figure rs256 cpu)" 'BEGIN {

@@ -56,21 +56,7 @@ for ((rep = 1; rep <= reps; rep++)); do
     done
 done
 
-median() { sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
-# per variant, over its runs without failures: connect_per_s, or the server's CPU time per
-# connection (server_cpu_connect_pct x connect_s / connections)
-figure() {
-    grep "\"scenario\":\"connect_${transport}_${subs}_hook_$1\"" "$work/all.jsonl" |
-        while read -r l; do
-            [ "$(lgb_field "$l" conns_failed)" = 0 ] || continue
-            if [ "$2" = rate ]; then
-                lgb_field "$l" connect_per_s
-            else
-                awk -v p="$(lgb_field "$l" server_cpu_connect_pct)" -v s="$(lgb_field "$l" connect_s)" \
-                    -v n="$(lgb_field "$l" conns_made)" 'BEGIN { printf "%.2f\n", p / 100 * s / n * 1e6 }'
-            fi
-        done | median
-}
+figure() { lgb_connect_figure "$work/all.jsonl" "connect_${transport}_${subs}_hook_$1" "$2"; }
 awk -v t="$transport" -v n="$subs" \
     -v a="$(figure off rate)" -v b="$(figure hook rate)" -v c="$(figure cached rate)" \
     -v x="$(figure off cpu)" -v y="$(figure hook cpu)" -v z="$(figure cached cpu)" 'BEGIN {

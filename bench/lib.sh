@@ -625,3 +625,21 @@ lgb_isolation_line() {
         }
     }' "$1"
 }
+
+# lgb_connect_figure JSONL SCENARIO rate|cpu: over SCENARIO's runs in JSONL without failed
+# connections, the median connect_per_s (rate), or the server's CPU time per connection in us
+# (cpu: server_cpu_connect_pct x connect_s / connections, which other load on the machine
+# disturbs less than the rate). Prints nothing when no run qualifies.
+lgb_connect_figure() {
+    local l
+    grep "\"scenario\":\"$2\"" "$1" |
+        while read -r l; do
+            [ "$(lgb_field "$l" conns_failed)" = 0 ] || continue
+            if [ "$3" = rate ]; then
+                lgb_field "$l" connect_per_s
+            else
+                awk -v p="$(lgb_field "$l" server_cpu_connect_pct)" -v s="$(lgb_field "$l" connect_s)" \
+                    -v n="$(lgb_field "$l" conns_made)" 'BEGIN { printf "%.2f\n", p / 100 * s / n * 1e6 }'
+            fi
+        done | sort -n | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+}
