@@ -12,7 +12,7 @@ case "$mode" in run|--package|--test) ;; *) echo "usage: setup.sh [--package|--t
 packages=(
   build-essential cmake pkg-config
   libwebsockets-dev libwebsockets-evlib-ev libev-dev libmicrohttpd-dev libjansson-dev libyajl-dev libhttp-parser-dev
-  libhiredis-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
+  libhiredis-dev libssl-dev zlib1g-dev libcurl4-openssl-dev liburing-dev
   libjemalloc-dev # the gateway's allocator (src/main.c says why)
 )
 if [[ "$mode" != run ]]; then

@@ -104,6 +104,7 @@ struct lg_config {
     } limits;
     uint32_t socket_send_buffer_bytes;  /* SO_SNDBUF on accepted sockets (0 = kernel) */
     uint32_t write_batch_bytes;         /* bytes coalesced into one write to a client */
+    bool batched_writes;                /* the sweep's writes through io_uring (send_batch.h) */
     uint32_t control_busy_poll_us;      /* busy poll after back-to-back control requests */
     uint32_t drain_timeout_ms;          /* longest graceful shutdown */
     uint32_t drain_window_ms;           /* clients are moved away over this, jittered */

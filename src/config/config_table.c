@@ -243,6 +243,12 @@ static const struct lg_setting lg_settings[] = {
            "SO_SNDBUF on accepted sockets; 0 = kernel default"),
     LG_U32("write_batch_bytes", write_batch_bytes, 4096, LG_MIB(4), LG_KIB(64),
            "bytes coalesced into one write to a client"),
+    /* Restart: each worker set up its io_uring when it started. */
+    { .key = "batched_writes", .type = LG_SETTING_BOOL, .offset = LG_OFF(batched_writes),
+      .def = 1,
+      .doc = "a worker hands the kernel the writes of up to 64 subscribers in one io_uring "
+             "submission instead of a send() each; where the kernel refuses io_uring, each "
+             "socket gets its send() (logged once)" },
     /* Restart: the control port's hosts were given it when they started. */
     LG_U32("control_busy_poll_us", control_busy_poll_us, 0, 1000, 50,
            "after a control-port request that came within this long of the last one, poll "

@@ -116,6 +116,8 @@ int lg_ctl_handle_stats(struct lg_control *c, struct MHD_Connection *conn, const
         {"ws_deflate_frames", &lg_stats.ws_deflate_frames},
         {"ws_deflate_bytes_before", &lg_stats.ws_deflate_bytes_before},
         {"ws_deflate_bytes_after", &lg_stats.ws_deflate_bytes_after},
+        {"writes_batched", &lg_stats.writes_batched},
+        {"write_batches", &lg_stats.write_batches},
         {"hook_answers_allow", &lg_stats.hook_answers_allow},
         {"hook_answers_deny", &lg_stats.hook_answers_deny},
         {"hook_answers_down", &lg_stats.hook_answers_down},

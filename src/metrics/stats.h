@@ -51,6 +51,9 @@ struct lg_stats {
     _Atomic uint64_t ws_deflate_bytes_before;/* those frames' bytes uncompressed */
     _Atomic uint64_t ws_deflate_bytes_after; /* their bytes as written */
     _Atomic uint64_t control_connections_timed_out; /* control request past its deadline */
+    /* batched_writes (public/send_batch.h) */
+    _Atomic uint64_t writes_batched;         /* event writes sent in an io_uring submission */
+    _Atomic uint64_t write_batches;          /* those submissions */
     /* the Redis store (docs/scaling.md) */
     _Atomic uint64_t publishes_refused_store; /* 503: Redis unreachable or redis.queue_max */
     _Atomic uint64_t redis_connections_lost;  /* the bridge lost Redis and began reconnecting */

@@ -40,9 +40,10 @@ static void peer_of(struct lws *wsi, char *out, size_t cap)
 
 /* ---- The home ----------------------------------------------------------------------------- */
 
-void lg_conn_home_init(struct lg_conn_home *home)
+int lg_conn_home_init(struct lg_conn_home *home)
 {
     lg_buf_init(&home->scratch);
+    return lg_send_batch_init(&home->send_batch, home->cfg->batched_writes, LWS_PRE);
 }
 
 void lg_conn_home_release(struct lg_conn_home *home)
@@ -54,6 +55,7 @@ void lg_conn_home_release(struct lg_conn_home *home)
         free(home->ws_upgrades[i].query), free(home->ws_upgrades[i].token);
     free(home->ws_upgrades);
     lg_ws_deflater_release(&home->ws_deflater);
+    lg_send_batch_release(&home->send_batch);
 }
 
 /* The request flag too: a request classified between lg_worker_drain() and the worker's
@@ -224,6 +226,25 @@ void lg_conn_close_soon(struct lg_conn *c)
     lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
 }
 
+/* The socket failed outside any callback of this connection: lws closes it on its next pass
+ * (its close path releases c). */
+static void write_failed(struct lg_conn *c)
+{
+    if (!c->report.close_reason)
+        c->report.close_reason = "error";
+    lg_conn_close_soon(c);
+}
+
+/* After a write of c's events. Left over: a policy decision to send, or what a full socket
+ * did not take (lws asks for POLLOUT itself after a partial write; asking again is harmless).
+ * A queue the socket has not taken is lag-checked. */
+static void after_write(struct lg_conn *c)
+{
+    if (c->closing || lg_subscriber_has_output(&c->sub))
+        lg_conn_want_write(c);
+    lg_conn_note_backlog(c);
+}
+
 void lg_conn_write_now(struct lg_conn *c)
 {
     if (c->released || (!lg_subscriber_has_output(&c->sub) && c->out.len == 0))
@@ -236,18 +257,60 @@ void lg_conn_write_now(struct lg_conn *c)
         return;
     }
     if (c->transport->write_events(c) != 0) {
-        /* The socket failed outside any callback of this connection: lws closes it on its
-         * next pass (its close path releases c). */
-        if (!c->report.close_reason)
-            c->report.close_reason = "error";
-        lg_conn_close_soon(c);
+        write_failed(c);
         return;
     }
-    /* Left over: a policy decision to send, or what a full socket did not take. lws asks for
-     * POLLOUT itself after a partial write; asking again is harmless. */
-    if (c->closing || lg_subscriber_has_output(&c->sub))
-        lg_conn_want_write(c);
-    lg_conn_note_backlog(c);
+    after_write(c);
+}
+
+void lg_conn_write_batched(struct lg_conn *c)
+{
+    struct lg_send_batch *b = &c->home->send_batch;
+    if (!lg_send_batch_on(b) || !c->transport->render_batch || c->released ||
+        !writes_directly(c)) {
+        lg_conn_write_now(c);
+        return;
+    }
+    if (!lg_subscriber_has_output(&c->sub) && c->out.len == 0)
+        return;
+    if (c->transport->render_batch(c, lg_send_batch_begin(b)) != 0) {
+        lg_send_batch_cancel(b);
+        write_failed(c);
+        return;
+    }
+    if (!lg_send_batch_add(b, c, lws_get_socket_fd(c->wsi))) {
+        after_write(c); /* nothing to write after all (a subscription's events were skipped) */
+        return;
+    }
+    if (lg_send_batch_full(b))
+        lg_conn_flush_batch(c->home);
+}
+
+/* One connection's part of a flushed batch (send_batch.h): lws takes what its socket did not
+ * (lws_write() sends what it can and keeps the rest, asking for POLLOUT). */
+static void batch_item_sent(void *owner, ssize_t sent, char *rest, size_t rest_len)
+{
+    struct lg_conn *c = owner;
+    if (sent < 0 ||
+        (rest_len && lws_write(c->wsi, (unsigned char *)rest, rest_len, LWS_WRITE_RAW) < 0)) {
+        write_failed(c);
+        return;
+    }
+    after_write(c);
+}
+
+void lg_conn_flush_batch(struct lg_conn_home *home)
+{
+    struct lg_send_batch *b = &home->send_batch;
+    size_t items = b->count;
+    if (items == 0)
+        return;
+    int rc = lg_send_batch_flush(b, batch_item_sent);
+    LG_STAT_ADD(writes_batched, items);
+    LG_STAT_ADD(write_batches, 1);
+    if (rc != 0)
+        lg_warn("worker %u: io_uring failed (%s): its sockets are written with a send() each "
+                "from now on", home->index, strerror(-rc));
 }
 
 int lg_conn_send_answer(struct lg_conn *c)

@@ -44,6 +44,7 @@
 #include "live_limits.h"
 #include "min_heap.h"
 #include "rate.h"
+#include "send_batch.h"
 #include "subscriber.h"
 #include "transport.h"
 #include "ws_deflate.h"
@@ -105,6 +106,8 @@ struct lg_conn_home {
     size_t ws_upgrades_cap;
     struct lg_ws_deflater ws_deflater;  /* compresses events for permessage-deflate; not
                                            ready when websocket.compression is off */
+    struct lg_send_batch send_batch;    /* the sweep's writes, one submission per batch
+                                           (batched_writes; off: one send() each) */
 };
 
 /* A request head being read on a keep-alive connection. */
@@ -171,8 +174,10 @@ size_t lg_conn_size(void);
 #define LG_END_NOTICE_MS 1000
 
 /* ---- the home ---------------------------------------------------------------------------- */
-/* Set up home's lists (the rest is the worker's to fill); release what they hold. */
-void lg_conn_home_init(struct lg_conn_home *home);
+/* Set up home's lists and its batched send (home->cfg set; the rest is the worker's to fill);
+ * release what they hold. Return value: 0, or -errno when batched_writes is on and the
+ * kernel refused its io_uring (the home writes each socket itself). */
+int lg_conn_home_init(struct lg_conn_home *home);
 void lg_conn_home_release(struct lg_conn_home *home);
 /* Whether the worker drains: no new request is served (the app's request counts at once). */
 bool lg_conn_home_draining(const struct lg_conn_home *home);
@@ -218,6 +223,17 @@ void lg_conn_set_transport(struct lg_conn *c, const struct lg_transport *transpo
  * (closing, draining, a held poll's answer) goes through the writable callback.
  */
 void lg_conn_write_now(struct lg_conn *c);
+/*
+ * The same from the sweep, through the home's batched send (send_batch.h) where it is on and
+ * c qualifies for a direct write: c's next batch (c->transport->render_batch) joins the batch,
+ * and its socket is written with the others at lg_conn_flush_batch(). What the socket does not
+ * take then goes to lws, which keeps it and asks for POLLOUT, exactly as after a partial
+ * write_events. Anything else is lg_conn_write_now(). The caller flushes before the loop runs
+ * again (c is not written otherwise in between, so the order of its bytes holds).
+ */
+void lg_conn_write_batched(struct lg_conn *c);
+/* Write the batch made by lg_conn_write_batched() (nothing when it is empty). */
+void lg_conn_flush_batch(struct lg_conn_home *home);
 
 /* c's answer is in c->out (a long-poll's batch): hand it to the socket now unless lws still
  * holds earlier bytes; when it all went out, c's transport goes on at once (its answered()),

@@ -93,25 +93,36 @@ static void sse_serve(struct lg_conn *c, const char *buf, const struct lg_http_r
 
 /* ---- Writing the stream ------------------------------------------------------------------ */
 
-static int write_stream(struct lg_conn *c)
+/* c's next write at the end of out: what `out` holds, then events up to write_batch_bytes
+ * (or the heartbeat owed when there are none). Return value: 0, or -1 if memory ran out. */
+static int render_stream(struct lg_conn *c, struct lg_buf *out)
 {
     const struct lg_config *cfg = c->home->cfg;
-    struct lg_buf *scratch = lg_conn_scratch(c->home);
-    lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes,
-                                cfg->sse.retry_ms);
+    size_t start = out->len;
+    lg_buf_append(out, c->out.data, c->out.len);
+    lg_buf_reset(&c->out);
+    lg_subscriber_render_stream(&c->sub, out, start + cfg->write_batch_bytes, cfg->sse.retry_ms);
     if (c->sub.slow_disconnect)
         c->closing = true;
-    if (scratch->len == LWS_PRE && sse_of(c)->heartbeat_owed)
-        lg_buf_append_str(scratch, ": hb\n\n");
+    if (out->len == start && sse_of(c)->heartbeat_owed)
+        lg_buf_append_str(out, ": hb\n\n");
     sse_of(c)->heartbeat_owed = false;
-    if (scratch->oom)
+    if (out->oom)
         return -1;
-    if (scratch->len == LWS_PRE)
-        return 0;
-    if (lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
+    if (out->len > start)
+        wrote(c);
+    return 0;
+}
+
+static int write_stream(struct lg_conn *c)
+{
+    struct lg_buf *scratch = lg_conn_scratch(c->home);
+    if (render_stream(c, scratch) != 0)
+        return -1;
+    if (scratch->len > LWS_PRE &&
+        lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
                   LWS_WRITE_RAW) < 0)
         return -1;
-    wrote(c);
     return 0;
 }
 
@@ -258,6 +269,7 @@ const struct lg_transport lg_transport_sse = {
     .path = "/sse",
     .serve = sse_serve,
     .write_events = sse_write_events,
+    .render_batch = render_stream,
     .writable = sse_writable,
     .timer = sse_token_expired,
     .kick = lg_conn_kick_stream,

@@ -630,17 +630,27 @@ static void count_deflated(struct lg_conn *c)
     memset(&st->deflated, 0, sizeof st->deflated);
 }
 
-/* One coalesced write: queued replies, then notices and events up to write_batch_bytes.
- * Return value: 0, -1 if the socket failed, -2 if memory ran out. */
+/* c's next write at the end of out: queued replies, then notices and events up to
+ * write_batch_bytes; nothing once the close frame is queued. Return value: 0, or -1 if
+ * memory ran out. */
+static int render_batch(struct lg_conn *c, struct lg_buf *out)
+{
+    if (ws_of(c)->close_sent)
+        return 0;
+    size_t start = out->len;
+    lg_buf_append(out, c->out.data, c->out.len);
+    lg_buf_reset(&c->out);
+    lg_subscriber_render_stream(&c->sub, out, start + c->home->cfg->write_batch_bytes, 0);
+    count_deflated(c);
+    return out->oom ? -1 : 0;
+}
+
+/* One coalesced write (render_batch()). Return value: 0, -1 if the socket failed, -2 if
+ * memory ran out. */
 static int write_batch(struct lg_conn *c)
 {
-    const struct lg_config *cfg = c->home->cfg;
     struct lg_buf *scratch = lg_conn_scratch(c->home);
-    lg_buf_append(scratch, c->out.data, c->out.len);
-    lg_buf_reset(&c->out);
-    lg_subscriber_render_stream(&c->sub, scratch, LWS_PRE + cfg->write_batch_bytes, 0);
-    count_deflated(c);
-    if (scratch->oom)
+    if (render_batch(c, scratch) != 0)
         return -2;
     if (scratch->len > LWS_PRE &&
         lws_write(c->wsi, (unsigned char *)scratch->data + LWS_PRE, scratch->len - LWS_PRE,
@@ -895,6 +905,7 @@ const struct lg_transport lg_transport_ws = {
     .state_size = sizeof(struct ws_state),
     .path = "/ws", /* an upgrade only: a plain GET is told to upgrade */
     .write_events = ws_write_events,
+    .render_batch = render_batch,
     .writable = on_writable,
     .timer = ws_token_expired,
     .kick = lg_conn_kick_stream,

@@ -459,7 +459,10 @@ struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32
                                     .clients = shared->clients,
                                     .deadlines_moved = lg_worker_deadlines_moved,
                                     .control_turn = control_turn};
-    lg_conn_home_init(&w->home);
+    int batch_rc = lg_conn_home_init(&w->home);
+    if (batch_rc != 0 && index == 0)
+        lg_warn("batched_writes: the kernel refused io_uring (%s): each subscriber's socket is "
+                "written with a send() of its own", strerror(-batch_rc));
     if (lg_inbox_init(&w->inbox, shared->cfg->limits.worker_inbox_events) != 0) {
         snprintf(err, errlen, "out of memory");
         free(w);

@@ -97,16 +97,18 @@ static size_t take_events(struct lg_worker *w, size_t max)
     return n;
 }
 
-/* Write the next `max` connections of the dirty queue. Return value: how many. */
+/* Write the next `max` connections of the dirty queue, in one batch where batched_writes is
+ * on. Return value: how many. */
 static size_t write_dirty(struct lg_worker *w, size_t max)
 {
     size_t n = 0;
     while (n < max && w->home.dirty.first) {
         struct lg_conn *c = lg_dlist_entry(w->home.dirty.first, struct lg_conn, links.dirty);
         lg_dlist_remove(&w->home.dirty, &c->links.dirty);
-        lg_conn_write_now(c);
+        lg_conn_write_batched(c);
         n++;
     }
+    lg_conn_flush_batch(&w->home);
     return n;
 }
 

@@ -455,8 +455,8 @@ struct lg_error_case {
 #define LG_TOP_KEYS                                                                                \
     "listen, workers, log_level, log_format, static_dir, trusted_proxies, history, "               \
     "client_queue, topic_rules, sse, websocket, poll, limits, socket_send_buffer_bytes, "          \
-    "write_batch_bytes, control_busy_poll_us, drain_timeout_ms, drain_window_ms, redis, auth, "   \
-    "allowed_origins, metrics, subscribe_hook, webhooks"
+    "write_batch_bytes, batched_writes, control_busy_poll_us, drain_timeout_ms, "                 \
+    "drain_window_ms, redis, auth, allowed_origins, metrics, subscribe_hook, webhooks"
 #define LG_PATTERN_CHARS                                                                           \
     "(patterns use A-Z a-z 0-9 _ - . / : ~, a leading $, and the wildcards * ?)"
 
