@@ -93,7 +93,8 @@ lgb_loadgen() {
     # the top-level build may be broken while src/ is being edited: build the client alone
     lgb_log "cmake build of lg_loadgen failed (see $LGB_BUILD_LOG); compiling it directly"
     mkdir -p "$LGB_BUILD/bench"
-    ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" -lm >&2 || return 1
+    ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" \
+        "$LGB_BENCH/ws_inflate.c" -lm -lz >&2 || return 1
     echo "$lg"
 }
 
