@@ -481,7 +481,7 @@ static bool parse_head(const char *h, size_t n, struct head *out)
             else if (ci_prefix(p, ll, "sec-websocket-extensions:")) {
                 out->pmd = vl >= 18 && !strncasecmp(v, "permessage-deflate", 18);
                 out->pmd_no_takeover = out->pmd && ext_has_param(v, vl, "server_no_context_takeover");
-            }            else if (ci_prefix(p, ll, "last-modified:")) { out->last_mod = v; out->last_mod_len = vl; }
+            } else if (ci_prefix(p, ll, "last-modified:")) { out->last_mod = v; out->last_mod_len = vl; }
             else if (ci_prefix(p, ll, "etag:")) { out->etag = v; out->etag_len = vl; }
         }
         p = e + 1;
@@ -1778,10 +1778,11 @@ static void usage(void)
             "  [--ready-file PATH (created when the connect phase is over: \"made N failed M\")]\n"
             "  [--reconnect-storm K (SSE, --rate max: after --events, all close, K more events\n"
             "   per topic are published, all reconnect at once with Last-Event-ID)]\n"
-            "  [--ws-deflate (WebSocket subscribers offer permessage-deflate; server_no_context_takeover\n"
-            "   and inflate: messages of connections whose answer has it through a shared cache)]\n"
-            "  [--ws-deflate-offer browser (the offer browsers make instead, no context promise asked:\n"
-            "   every message inflated by its connection's own inflater)]\n"
+            "  [--ws-deflate (WebSocket subscribers offer permessage-deflate with\n"
+            "   server_no_context_takeover and inflate; the messages of connections whose answer\n"
+            "   has it go through a cache shared by them: one inflation per distinct message)]\n"
+            "  [--ws-deflate-offer browser|no-takeover (implies --ws-deflate; browser: the offer\n"
+            "   browsers make, no promise asked, so every message is inflated by its connection)]\n"
             "  [--payload-bytes N (events padded to N bytes with compressible JSON text)]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
             "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n"
