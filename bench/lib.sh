@@ -93,7 +93,8 @@ lgb_loadgen() {
     # the top-level build may be broken while src/ is being edited: build the client alone
     lgb_log "cmake build of lg_loadgen failed (see $LGB_BUILD_LOG); compiling it directly"
     mkdir -p "$LGB_BUILD/bench"
-    ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" -lm >&2 || return 1
+    ${CC:-cc} -O2 -std=gnu11 -Wall -o "$lg" "$LGB_BENCH/loadgen.c" "$LGB_BENCH/lg_util.c" \
+        "$LGB_BENCH/ws_inflate.c" -lm -lz >&2 || return 1
     echo "$lg"
 }
 
@@ -449,12 +450,14 @@ lgb_summary_line() {
         nf = split("scenario target conns_made conns_failed published deliveries lost duplicated reordered " \
                    "offered_rate publish_per_s deliveries_per_s lat_p50_us lat_p99_us lat_max_us bytes_per_conn " \
                    "server_cpu_pct loadgen_cpu_pct other_cpu_pct loadgen_bound stalled_made idle_made idle_failed " \
-                   "storm_clients storm_last_first_event_us storm_reconnect_failed events_dropped_overflow error", f, " ")
+                   "storm_clients storm_last_first_event_us storm_reconnect_failed events_dropped_overflow " \
+                   "ws_inflate_path ws_inflate_cache_hits ws_inflated_messages error", f, " ")
         out = ""
         for (i = 1; i <= nf; i++) {
             v = getf(f[i])
             if (v == "" || v == "null") continue
             if ((f[i] == "stalled_made" || f[i] == "idle_made" || f[i] == "idle_failed" || f[i] ~ /^storm_(clients|reconnect_failed)$/ || f[i] == "events_dropped_overflow") && v == 0) continue
+            if (f[i] ~ /^ws_inflate/ && getf("ws_inflate_path") == "none") continue # no compressed message
             out = out f[i] "=" v " "
         }
         print out

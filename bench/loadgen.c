@@ -18,9 +18,13 @@
  * at once with the last SSE id they saw in Last-Event-ID; the run reports the time from the
  * start of that reconnect to each client's first event and checks that each one gets exactly
  * what it missed (the storm_* fields).
- * --ws-deflate makes WebSocket subscribers offer permessage-deflate as browsers do and inflate
- * what arrives compressed (zlib; ws_deflate_* fields); --payload-bytes N pads every event with
- * compressible JSON text to N bytes (bytes_rx / deliveries is then the wire cost of an event).
+ * --ws-deflate makes WebSocket subscribers offer permessage-deflate with
+ * server_no_context_takeover (--ws-deflate-offer browser: exactly what browsers offer) and
+ * inflate what arrives compressed (ws_inflate.h: through a cache shared by the connections
+ * whose server promised no context takeover, else with each connection's own inflater; every
+ * message is still parsed for its event; ws_deflate_* and ws_inflate_* fields);
+ * --payload-bytes N pads every event with compressible JSON text to N bytes (bytes_rx /
+ * deliveries is then the wire cost of an event).
  *
  * Why no client library: the generator must stay far cheaper than the server at 20k
  * connections on one core. libwebsockets' client side uses poll() (O(n) per wakeup, see
@@ -60,6 +64,7 @@
 #include <zlib.h>
 
 #include "lg_util.h"
+#include "ws_inflate.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -120,9 +125,11 @@ struct conn {
     char *frag;
     uint32_t fraglen;
     uint8_t pmd;              /* --ws-deflate: the server agreed on permessage-deflate */
+    uint8_t pmd_no_takeover;  /* ... and answered server_no_context_takeover: each message
+                                 inflates on its own, so through the shared cache */
     uint8_t frag_rsv1;        /* the message being reassembled is compressed */
-    z_stream *inflater;       /* made at the first compressed message, kept: a server may take
-                                 over context from one message to the next (livegate does not) */
+    z_stream *inflater;       /* without pmd_no_takeover: made at the first compressed message,
+                                 kept, as the server may take over context between messages */
     /* head values kept for the body */
     int status;
     /* publisher */
@@ -164,6 +171,7 @@ static struct {
     char ready_file[256]; /* --ready-file: created once the connect phase is over */
     uint64_t storm_events; /* --reconnect-storm K: events per topic published while away */
     bool ws_deflate;       /* --ws-deflate: WebSocket subscribers offer permessage-deflate */
+    bool ws_offer_browser; /* --ws-deflate-offer browser: without server_no_context_takeover */
     uint32_t payload_bytes;/* --payload-bytes: events padded with compressible JSON to this */
     uint32_t nonce;
 
@@ -194,7 +202,8 @@ static struct {
     uint64_t events_issued;
     uint64_t t_first_pub, t_last_pub_ack, t_last_delivery, t_pub_end;
     uint64_t bytes_rx;
-    uint64_t ws_deflate_negotiated, ws_compressed_messages, ws_inflated_bytes;
+    uint64_t ws_deflate_negotiated, ws_deflate_no_takeover, ws_compressed_messages;
+    struct lgb_inflate inflate; /* the inflation of every compressed message (ws_inflate.h) */
     struct lg_hist lat, publat;
     struct lg_hist lat_x[3]; /* latency per transport (X_SSE, X_WS, X_POLL) */
     uint64_t stalled_made, stalled_failed, stalled_closed;
@@ -325,12 +334,8 @@ static void close_fd(struct conn *c, bool rst)
     close(c->fd);
     c->fd = -1;
     c->state = CS_CLOSED;
-    if (c->inflater) {
-        inflateEnd(c->inflater);
-        free(c->inflater);
-        c->inflater = NULL;
-    }
-    c->pmd = 0;
+    lgb_inflate_conn_end(&c->inflater);
+    c->pmd = c->pmd_no_takeover = 0;
     c->olen = c->ooff = 0;
     c->rlen = 0;
 }
@@ -422,9 +427,28 @@ struct head {
     bool chunked, conn_close;
     const char *ws_accept; size_t ws_accept_len;
     bool pmd; /* Sec-WebSocket-Extensions: permessage-deflate... */
+    bool pmd_no_takeover; /* ... with server_no_context_takeover */
     const char *last_mod; size_t last_mod_len;
     const char *etag; size_t etag_len;
 };
+
+/* Whether the first extension of a Sec-WebSocket-Extensions value (up to its ',') has the
+ * parameter name among those after its ';'s. */
+static bool ext_has_param(const char *v, size_t vl, const char *name)
+{
+    const char *comma = memchr(v, ',', vl);
+    const char *end = comma ? comma : v + vl;
+    size_t nl = strlen(name);
+    for (const char *s = memchr(v, ';', (size_t)(end - v)); s;) {
+        const char *a = s + 1;
+        s = memchr(a, ';', (size_t)(end - a));
+        const char *e = s ? s : end;
+        while (a < e && (*a == ' ' || *a == '\t')) a++;
+        while (e > a && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if ((size_t)(e - a) == nl && !strncasecmp(a, name, nl)) return true;
+    }
+    return false;
+}
 
 static bool parse_head(const char *h, size_t n, struct head *out)
 {
@@ -454,9 +478,10 @@ static bool parse_head(const char *h, size_t n, struct head *out)
             else if (ci_prefix(p, ll, "connection:")) {
                 if (vl >= 5 && strncasecmp(v, "close", 5) == 0) out->conn_close = true;
             } else if (ci_prefix(p, ll, "sec-websocket-accept:")) { out->ws_accept = v; out->ws_accept_len = vl; }
-            else if (ci_prefix(p, ll, "sec-websocket-extensions:"))
+            else if (ci_prefix(p, ll, "sec-websocket-extensions:")) {
                 out->pmd = vl >= 18 && !strncasecmp(v, "permessage-deflate", 18);
-            else if (ci_prefix(p, ll, "last-modified:")) { out->last_mod = v; out->last_mod_len = vl; }
+                out->pmd_no_takeover = out->pmd && ext_has_param(v, vl, "server_no_context_takeover");
+            } else if (ci_prefix(p, ll, "last-modified:")) { out->last_mod = v; out->last_mod_len = vl; }
             else if (ci_prefix(p, ll, "etag:")) { out->etag = v; out->etag_len = vl; }
         }
         p = e + 1;
@@ -641,8 +666,11 @@ static bool sub_send_request(struct conn *c)
                      "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s%s\r\n",
                      lg ? "/ws?topic=" : "/sub/", tn, G.host, port, key,
                      lg ? "Sec-WebSocket-Protocol: livegate.v1\r\n" : "",
-                     G.ws_deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
-                                    "client_max_window_bits\r\n" : "");
+                     !G.ws_deflate ? ""
+                     : G.ws_offer_browser ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                            "client_max_window_bits\r\n"
+                                          : "Sec-WebSocket-Extensions: permessage-deflate; "
+                                            "server_no_context_takeover; client_max_window_bits\r\n");
     } else if (lg) {
         n = snprintf(req, sizeof req, "GET /poll?topic=%s&timeout=%d%s%s HTTP/1.1\r\nHost: %s:%d\r\n\r\n",
                      tn, G.poll_timeout_s, c->cursor ? "&since=" : "", c->cursor ? c->cursor : "",
@@ -789,19 +817,18 @@ static void ws_send_frame(struct conn *c, int op, const uint8_t *payload, size_t
 static void ws_message(struct conn *c, const char *p, size_t n, uint64_t now)
 {
     if (G.target == T_LIVEGATE) {
-        /* fast path: an event envelope whose "data" string is near its end (livegate writes
-         * it last, before an optional "key"); anything else takes the general scan */
-        static const char pre[] = "{\"type\":\"event\"";
+        /* fast path: an event envelope, whose "data" follows a head of short fields (topic,
+         * id, seq, event, time: JSON strings escape their quotes, so the first ,"data":" is
+         * the key); anything else takes the general scan */
+        static const char pre[] = "{\"type\":\"event\"", key[] = ",\"data\":\"";
         if (n > sizeof pre + 8 && !memcmp(p, pre, sizeof pre - 1)) {
-            const char *lo = p + sizeof pre - 1, *q = p + n - 8;
-            const char *stop = n > 200 ? p + n - 200 : lo;
-            if (stop < lo) stop = lo;
-            for (; q >= stop; q--) {
-                if (*q == '"' && !memcmp(q, "\"data\":\"", 8)) {
-                    uint32_t seq; uint64_t ns;
-                    if (parse_payload(q + 8, p + n, &seq, &ns)) { deliver(c, seq, ns, now); return; }
-                    break;
-                }
+            const char *lo = p + sizeof pre - 1;
+            size_t head = n - (sizeof pre - 1) < 512 ? n - (sizeof pre - 1) : 512;
+            const char *q = memmem(lo, head, key, sizeof key - 1);
+            uint32_t seq; uint64_t ns;
+            if (q && parse_payload(q + sizeof key - 1, p + n, &seq, &ns)) {
+                deliver(c, seq, ns, now);
+                return;
             }
         }
         livegate_json_events(c, p, p + n, now);
@@ -812,45 +839,24 @@ static void ws_message(struct conn *c, const char *p, size_t n, uint64_t now)
     else G.invalid_total++;
 }
 
-/* A compressed message (permessage-deflate, RFC 7692 7.2.2): the 00 00 ff ff the server took
- * off put back, inflated with the connection's inflater, then handled as any message. p has
- * room for 4 more bytes. Returns false when it does not inflate. */
-static bool ws_inflated_message(struct conn *c, char *p, size_t n, uint64_t now)
-{
-    static char *out;
-    static size_t cap;
-    if (!c->inflater) {
-        c->inflater = calloc(1, sizeof *c->inflater);
-        if (!c->inflater || inflateInit2(c->inflater, -15) != Z_OK) exit(3);
-    }
-    memcpy(p + n, "\0\0\xff\xff", 4);
-    z_stream *z = c->inflater;
-    z->next_in = (Bytef *)p;
-    z->avail_in = (uInt)n + 4;
-    size_t got = 0;
-    int rc = Z_OK;
-    while (z->avail_in && rc == Z_OK) {
-        if (cap - got < 4096) { cap = cap ? 2 * cap : 65536; out = xrealloc(out, cap); }
-        z->next_out = (Bytef *)out + got;
-        z->avail_out = (uInt)(cap - got);
-        rc = inflate(z, Z_SYNC_FLUSH);
-        got = cap - z->avail_out;
-    }
-    if ((rc != Z_OK && rc != Z_BUF_ERROR) || z->avail_in) return false;
-    G.ws_compressed_messages++;
-    G.ws_inflated_bytes += got;
-    ws_message(c, out, got, now);
-    return true;
-}
-
-/* A complete data message: inflated first when compressed (p has room for 4 more bytes). */
-static bool ws_data_message(struct conn *c, char *p, size_t n, bool compressed, uint64_t now)
+/* A complete data message, inflated first when compressed (RFC 7692 7.2.2): through the
+ * shared cache when the server promised no context takeover, else with the connection's own
+ * inflater. Every message's text is then parsed for its event. Returns false when a compressed
+ * message does not inflate. */
+static bool ws_data_message(struct conn *c, const char *p, size_t n, bool compressed, uint64_t now)
 {
     if (!compressed) {
         ws_message(c, p, n, now);
         return true;
     }
-    return ws_inflated_message(c, p, n, now);
+    const char *text;
+    size_t tlen;
+    int rc = c->pmd_no_takeover ? lgb_inflate_no_takeover(&G.inflate, p, n, &text, &tlen)
+                                : lgb_inflate_with_context(&G.inflate, &c->inflater, p, n, &text, &tlen);
+    if (rc != 0) return false;
+    G.ws_compressed_messages++;
+    ws_message(c, text, tlen, now);
+    return true;
 }
 
 /* returns bytes consumed; sets *closed when the connection must end */
@@ -889,27 +895,22 @@ static size_t ws_parse(struct conn *c, uint8_t *b, size_t n, uint64_t now, bool 
         off += hl + (size_t)len;
         switch (op) {
         case 0x1: case 0x2:
-            if (fin && !rsv1) ws_message(c, (const char *)pl, (size_t)len, now);
-            else {
+            if (fin) {
+                if (!ws_data_message(c, (const char *)pl, (size_t)len, rsv1, now)) G.ws_errors++;
+            } else {
                 free(c->frag);
-                c->frag = malloc((size_t)len + 5);
+                c->frag = malloc((size_t)len + 1);
                 if (!c->frag) exit(3);
                 memcpy(c->frag, pl, (size_t)len);
                 c->fraglen = (uint32_t)len;
                 c->ws_frag_op = (uint8_t)op;
                 c->frag_rsv1 = rsv1;
-                if (fin) {
-                    if (!ws_data_message(c, c->frag, c->fraglen, true, now)) G.ws_errors++;
-                    free(c->frag);
-                    c->frag = NULL;
-                    c->fraglen = 0;
-                }
             }
             break;
         case 0x0:
             if (!c->frag) { G.ws_errors++; break; }
             if (c->fraglen + len > MAX_CARRY) { G.ws_errors++; *closed = true; return n; }
-            c->frag = xrealloc(c->frag, c->fraglen + (size_t)len + 5);
+            c->frag = xrealloc(c->frag, c->fraglen + (size_t)len + 1);
             memcpy(c->frag + c->fraglen, pl, (size_t)len);
             c->fraglen += (uint32_t)len;
             if (fin) {
@@ -1009,7 +1010,9 @@ static void sub_handle_head(struct conn *c, const struct head *h, uint64_t now, 
         c->state = CS_WS;
         c->upgraded = 1;
         c->pmd = h->pmd;
+        c->pmd_no_takeover = h->pmd_no_takeover;
         if (h->pmd) G.ws_deflate_negotiated++;
+        if (h->pmd_no_takeover) G.ws_deflate_no_takeover++;
         c->t_mark = now;
         if (G.target == T_NCHAN) sub_mark_ready(c); /* livegate: on "subscribed" (or grace) */
     } else {
@@ -1775,7 +1778,11 @@ static void usage(void)
             "  [--ready-file PATH (created when the connect phase is over: \"made N failed M\")]\n"
             "  [--reconnect-storm K (SSE, --rate max: after --events, all close, K more events\n"
             "   per topic are published, all reconnect at once with Last-Event-ID)]\n"
-            "  [--ws-deflate (WebSocket subscribers offer permessage-deflate and inflate)]\n"
+            "  [--ws-deflate (WebSocket subscribers offer permessage-deflate with\n"
+            "   server_no_context_takeover and inflate; the messages of connections whose answer\n"
+            "   has it go through a cache shared by them: one inflation per distinct message)]\n"
+            "  [--ws-deflate-offer browser|no-takeover (implies --ws-deflate; browser: the offer\n"
+            "   browsers make, no promise asked, so every message is inflated by its connection)]\n"
             "  [--payload-bytes N (events padded to N bytes with compressible JSON text)]\n"
             "Prints one JSON object on stdout. --events is per topic; --rate is events/s in total.\n"
             "mixed: subscribers split evenly over sse, ws and poll (each topic gets all three).\n"
@@ -1816,6 +1823,7 @@ int main(int argc, char **argv)
         {"max-runtime", 1, 0, 'M'}, {"label", 1, 0, 'L'}, {"sub-query", 1, 0, 'Q'}, {"json", 0, 0, 'j'}, {"quiet", 0, 0, 'q'},
         {"stalled", 1, 0, 'z'}, {"idle", 1, 0, 'I'}, {"ready-file", 1, 0, 'R'}, {"help", 0, 0, 'h'},
         {"reconnect-storm", 1, 0, 'Y'}, {"ws-deflate", 0, 0, 'Z'}, {"payload-bytes", 1, 0, 'b'},
+        {"ws-deflate-offer", 1, 0, 'O'},
         {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1876,6 +1884,12 @@ int main(int argc, char **argv)
         case 'R': snprintf(G.ready_file, sizeof G.ready_file, "%s", optarg); break;
         case 'Y': G.storm_events = strtoull(optarg, NULL, 10); break;
         case 'Z': G.ws_deflate = true; break;
+        case 'O':
+            if (!strcmp(optarg, "browser")) G.ws_offer_browser = true;
+            else if (!strcmp(optarg, "no-takeover")) G.ws_offer_browser = false;
+            else die("--ws-deflate-offer: browser or no-takeover");
+            G.ws_deflate = true;
+            break;
         case 'b': G.payload_bytes = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'j': break;
         case 'q': G.quiet = true; break;
@@ -1972,6 +1986,7 @@ int main(int argc, char **argv)
         c->topic = i;                      /* "<prefix>idle-<i>" */
         c->xport = X_SSE;
     }
+    if (lgb_inflate_init(&G.inflate) != 0) die("zlib: cannot set up an inflater");
     G.ep = epoll_create1(EPOLL_CLOEXEC);
     G.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (G.ep < 0 || G.tfd < 0) { perror("lg_loadgen: epoll/timerfd"); return 3; }
@@ -2103,6 +2118,7 @@ int main(int argc, char **argv)
         free(G.subs[i].id_buf); free(G.subs[i].last_id);
     }
     for (uint32_t i = 0; i < G.pub_conns; i++) close_fd(&G.pubs[i], true);
+    lgb_inflate_release(&G.inflate); /* its counters are read below */
     uint64_t stalled_alive = 0;
     for (uint32_t i = 0; i < G.nstalled; i++) {
         if (G.stalled[i].ready && !G.stalled[i].dead) stalled_alive++;
@@ -2189,8 +2205,21 @@ int main(int argc, char **argv)
     jint("ws_subscribed", G.ws_subscribed);
     jint("ws_pings", G.pings);
     jint("ws_deflate_negotiated", G.ws_deflate_negotiated);
+    jint("ws_deflate_no_context_takeover", G.ws_deflate_no_takeover);
     jint("ws_compressed_messages", G.ws_compressed_messages);
-    jint("ws_inflated_bytes", G.ws_inflated_bytes);
+    jint("ws_inflated_bytes", G.inflate.text_bytes);
+    {
+        /* how the compressed messages were verified: through the shared cache (connections
+         * with server_no_context_takeover), with each connection's inflater, or both */
+        const struct lgb_inflate *w = &G.inflate;
+        bool cached = w->cache_hits + w->cache_misses > 0, own = w->conn_inflated > 0;
+        jint("ws_inflate_cache_hits", w->cache_hits);
+        jint("ws_inflate_cache_misses", w->cache_misses);
+        jint("ws_inflated_per_connection", w->conn_inflated);
+        jint("ws_inflated_messages", w->cache_misses + w->conn_inflated);
+        printf(",\"ws_inflate_path\":\"%s\"",
+               cached && own ? "both" : cached ? "cache" : own ? "per_connection" : "none");
+    }
     jint("poll_requests", G.poll_requests);
     jint("poll_reconnects", G.poll_reconnects);
     jint("poll_errors", G.poll_errors);

@@ -18,7 +18,7 @@ chmod +x "$wrapper"
 
 units=(test_hub test_store test_subscriber test_history test_client_ring test_inbox test_config
        test_auth test_ws_message test_publish_parse test_cursor test_event test_control
-       test_client_publish_queue test_ws_deflate test_presence test_tags)
+       test_client_publish_queue test_ws_deflate test_ws_inflate test_presence test_tags)
 integration=(test_smoke test_sse test_ws test_poll test_admin test_authorization test_metrics
              test_control_deadline test_resume test_scaling_sys test_control_api test_lifecycle
              test_overload test_start test_history_api test_reload test_client_publish

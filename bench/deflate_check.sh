@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# bench/deflate_check.sh - the load generator's permessage-deflate verification, against a real
+# gateway (ctest integration/ws_deflate_loadgen).
+#
+#   bench/deflate_check.sh [LIVEGATE [LG_LOADGEN]]   (defaults: build/livegate, build/bench/lg_loadgen)
+#
+# Starts LIVEGATE on 127.0.0.1 port 0 with websocket.compression.enabled, then runs lg_loadgen
+# twice: 200 WebSocket subscribers on 2 topics, 100 events of ~1 KB of JSON per topic
+# (--payload-bytes 1000), closed loop:
+#  1. --ws-deflate (offer with server_no_context_takeover): every subscriber must have it
+#     answered, every event must arrive compressed and be verified through the shared cache
+#     (ws_inflate_path "cache", cache hits > 0, at least one miss per published event, none
+#     inflated per connection);
+#  2. --ws-deflate-offer browser (what browsers offer): no promise of no context takeover, so
+#     every message is inflated by its own connection's inflater and the cache is never used.
+# Both must show every event on every connection: deliveries == expected, and lost, duplicated,
+# reordered, invalid and stream errors 0. Passes when both do and livegate exits 0 on SIGTERM.
+# Every wait is bounded: 20 s for the server to start, --max-runtime 40 s per run, 15 s for the
+# shutdown.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+lgbin=${1:-$root/build/livegate}
+loadgen=${2:-$root/build/bench/lg_loadgen}
+subs=200 topics=2 events=100
+
+say() { printf 'deflate_check: %s\n' "$*" >&2; }
+for b in "$lgbin" "$loadgen"; do
+    [ -x "$b" ] || { say "not executable: $b"; exit 2; }
+done
+
+work=$(mktemp -d /tmp/lgdeflate.XXXXXX)
+srv=""
+cleanup() {
+    if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
+        kill -KILL "$srv" 2>/dev/null
+        wait "$srv" 2>/dev/null
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+printf '{"log_level": "info", "websocket": {"compression": {"enabled": true}}}\n' >"$work/livegate.json"
+"$lgbin" --config "$work/livegate.json" --public 127.0.0.1:0 --control 127.0.0.1:0 --workers 1 \
+    >"$work/livegate.out" 2>"$work/livegate.log" &
+srv=$!
+
+pub="" ctl=""
+for ((i = 0; i < 400; i++)); do # 20 s
+    line=$(grep -m1 -o 'listening public=[^ ]* control=[^ ]*' "$work/livegate.log" 2>/dev/null)
+    if [ -n "$line" ]; then
+        pub=${line#*public=}; pub=${pub%% *}
+        ctl=${line##*control=}
+        break
+    fi
+    kill -0 "$srv" 2>/dev/null || break
+    sleep 0.05
+done
+if [ -z "$pub" ] || [ -z "$ctl" ]; then
+    say "livegate did not report its ports; its log:"
+    tail -n 20 "$work/livegate.log" >&2
+    exit 1
+fi
+
+# field JSON KEY: the first "KEY": value (strings without their quotes)
+field() {
+    printf '%s\n' "$1" | awk -v k="\"$2\":" '{
+        i = index($0, k); if (!i) { print ""; exit }
+        s = substr($0, i + length(k)); n = match(s, /[,}]/); s = substr(s, 1, n - 1)
+        gsub(/"/, "", s); print s }'
+}
+
+fail=0
+bad() { say "FAIL: $*"; fail=1; }
+want() { # REPORT RUN KEY VALUE
+    local v
+    v=$(field "$1" "$3")
+    [ "$v" = "$4" ] || bad "$2: $3 = ${v:-missing} (want $4)"
+}
+more() { # REPORT RUN KEY THAN: the field is greater than THAN
+    local v
+    v=$(field "$1" "$3")
+    [ -n "$v" ] && [ "$v" -gt "$4" ] || bad "$2: $3 = ${v:-missing} (want > $4)"
+}
+
+# run NAME OFFER-ARGS...: one lg_loadgen run; its report in $report
+run() {
+    local name=$1
+    shift
+    "$loadgen" --transport ws --host "${pub%:*}" --sub-port "${pub##*:}" --pub-port "${ctl##*:}" \
+        --subscribers "$subs" --topics "$topics" --rate max --events "$events" --payload-bytes 1000 \
+        --settle-ms 200 --drain-ms 15000 --max-runtime 40 --server-pid "$srv" --label "$name" "$@" \
+        >"$work/$name.json" 2>"$work/$name.err"
+    local lrc=$?
+    report=$(cat "$work/$name.json")
+    cat "$work/$name.err" >&2
+    if [ -z "$report" ]; then
+        bad "$name: no report from lg_loadgen (exit $lrc)"
+        return
+    fi
+    [ "$lrc" = 0 ] || bad "$name: lg_loadgen exit $lrc"
+    local published=$((topics * events)) expected=$((subs * events))
+    for kv in "conns_made=$subs" "conns_failed=0" "sub_disconnects=0" "published=$published" \
+        "expected_deliveries=$expected" "deliveries=$expected" "lost=0" "duplicated=0" \
+        "reordered=0" "invalid=0" "stream_errors=0" "aborted=false" "drained=true" \
+        "ws_deflate_negotiated=$subs" "ws_compressed_messages=$expected"; do
+        want "$report" "$name" "${kv%%=*}" "${kv#*=}"
+    done
+    say "$name: $(field "$report" deliveries) deliveries, path $(field "$report" ws_inflate_path)," \
+        "cache hits $(field "$report" ws_inflate_cache_hits) misses $(field "$report" ws_inflate_cache_misses)," \
+        "inflated per connection $(field "$report" ws_inflated_per_connection)"
+}
+
+run no_takeover --ws-deflate
+if [ -n "$report" ]; then
+    want "$report" no_takeover ws_deflate_no_context_takeover "$subs"
+    want "$report" no_takeover ws_inflate_path cache
+    want "$report" no_takeover ws_inflated_per_connection 0
+    more "$report" no_takeover ws_inflate_cache_hits 0
+    # every distinct compressed event is inflated at least once
+    more "$report" no_takeover ws_inflate_cache_misses $((topics * events - 1))
+fi
+run browser --ws-deflate-offer browser
+if [ -n "$report" ]; then
+    want "$report" browser ws_deflate_no_context_takeover 0
+    want "$report" browser ws_inflate_path per_connection
+    want "$report" browser ws_inflate_cache_hits 0
+    want "$report" browser ws_inflate_cache_misses 0
+    want "$report" browser ws_inflated_per_connection $((subs * events))
+fi
+
+alive=1
+kill -0 "$srv" 2>/dev/null || alive=0
+kill -TERM "$srv" 2>/dev/null
+src=""
+for ((i = 0; i < 300; i++)); do # 15 s
+    if ! kill -0 "$srv" 2>/dev/null; then
+        wait "$srv"
+        src=$?
+        break
+    fi
+    sleep 0.05
+done
+[ -n "$src" ] || { say "livegate did not exit within 15 s of SIGTERM"; src=timeout; }
+srv=""
+[ "$alive" = 1 ] || bad "livegate died during the runs"
+[ "$src" = 0 ] || bad "livegate exit status after SIGTERM: $src (want 0)"
+
+if [ $fail = 0 ]; then
+    say "PASS: both offers, every event verified on every connection, 0 lost/duplicated/reordered"
+    exit 0
+fi
+say "livegate log (last 20 lines):"
+tail -n 20 "$work/livegate.log" >&2
+exit 1
