@@ -23,7 +23,7 @@ integration=(test_smoke test_sse test_ws test_poll test_admin test_authorization
              test_control_deadline test_resume test_scaling_sys test_control_api test_lifecycle
              test_overload test_start test_history_api test_reload test_client_publish
              test_deltas test_ws_compression test_presence_api test_filter
-             test_hooks test_presence_redis)
+             test_hooks test_presence_redis test_batched_writes)
 failed=0
 for t in "${units[@]}"; do
   if CK_TIMEOUT_MULTIPLIER=10 timeout 600 "${vg[@]}" "$build/tests/$t" >"/tmp/livegate-vg-$t.log" 2>&1; then
