@@ -28,59 +28,19 @@ for b in "$lgbin" "$loadgen"; do
     [ -x "$b" ] || { say "not executable: $b"; exit 2; }
 done
 
-work=$(mktemp -d /tmp/lgdeflate.XXXXXX)
-srv=""
-cleanup() {
-    if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
-        kill -KILL "$srv" 2>/dev/null
-        wait "$srv" 2>/dev/null
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-printf '{"log_level": "info", "websocket": {"compression": {"enabled": true}}}\n' >"$work/livegate.json"
-"$lgbin" --config "$work/livegate.json" --public 127.0.0.1:0 --control 127.0.0.1:0 --workers 1 \
-    >"$work/livegate.out" 2>"$work/livegate.log" &
-srv=$!
-
-pub="" ctl=""
-for ((i = 0; i < 400; i++)); do # 20 s
-    line=$(grep -m1 -o 'listening public=[^ ]* control=[^ ]*' "$work/livegate.log" 2>/dev/null)
-    if [ -n "$line" ]; then
-        pub=${line#*public=}; pub=${pub%% *}
-        ctl=${line##*control=}
-        break
-    fi
-    kill -0 "$srv" 2>/dev/null || break
-    sleep 0.05
-done
-if [ -z "$pub" ] || [ -z "$ctl" ]; then
-    say "livegate did not report its ports; its log:"
-    tail -n 20 "$work/livegate.log" >&2
-    exit 1
-fi
-
-# field JSON KEY: the first "KEY": value (strings without their quotes)
-field() {
-    printf '%s\n' "$1" | awk -v k="\"$2\":" '{
-        i = index($0, k); if (!i) { print ""; exit }
-        s = substr($0, i + length(k)); n = match(s, /[,}]/); s = substr(s, 1, n - 1)
-        gsub(/"/, "", s); print s }'
-}
+. "$root/bench/check_lib.sh"
+check_start_livegate "$lgbin" '{"log_level": "info", "websocket": {"compression": {"enabled": true}}}' 1 || exit 1
 
 fail=0
 bad() { say "FAIL: $*"; fail=1; }
 want() { # REPORT RUN KEY VALUE
     local v
-    v=$(field "$1" "$3")
+    v=$(check_field "$1" "$3")
     [ "$v" = "$4" ] || bad "$2: $3 = ${v:-missing} (want $4)"
 }
 more() { # REPORT RUN KEY THAN: the field is greater than THAN
     local v
-    v=$(field "$1" "$3")
+    v=$(check_field "$1" "$3")
     [ -n "$v" ] && [ "$v" -gt "$4" ] || bad "$2: $3 = ${v:-missing} (want > $4)"
 }
 
@@ -88,13 +48,13 @@ more() { # REPORT RUN KEY THAN: the field is greater than THAN
 run() {
     local name=$1
     shift
-    "$loadgen" --transport ws --host "${pub%:*}" --sub-port "${pub##*:}" --pub-port "${ctl##*:}" \
+    "$loadgen" --transport ws --host "${check_pub%:*}" --sub-port "${check_pub##*:}" --pub-port "${check_ctl##*:}" \
         --subscribers "$subs" --topics "$topics" --rate max --events "$events" --payload-bytes 1000 \
-        --settle-ms 200 --drain-ms 15000 --max-runtime 40 --server-pid "$srv" --label "$name" "$@" \
-        >"$work/$name.json" 2>"$work/$name.err"
+        --settle-ms 200 --drain-ms 15000 --max-runtime 40 --server-pid "$check_srv" --label "$name" "$@" \
+        >"$check_work/$name.json" 2>"$check_work/$name.err"
     local lrc=$?
-    report=$(cat "$work/$name.json")
-    cat "$work/$name.err" >&2
+    report=$(cat "$check_work/$name.json")
+    cat "$check_work/$name.err" >&2
     if [ -z "$report" ]; then
         bad "$name: no report from lg_loadgen (exit $lrc)"
         return
@@ -107,9 +67,9 @@ run() {
         "ws_deflate_negotiated=$subs" "ws_compressed_messages=$expected"; do
         want "$report" "$name" "${kv%%=*}" "${kv#*=}"
     done
-    say "$name: $(field "$report" deliveries) deliveries, path $(field "$report" ws_inflate_path)," \
-        "cache hits $(field "$report" ws_inflate_cache_hits) misses $(field "$report" ws_inflate_cache_misses)," \
-        "inflated per connection $(field "$report" ws_inflated_per_connection)"
+    say "$name: $(check_field "$report" deliveries) deliveries, path $(check_field "$report" ws_inflate_path)," \
+        "cache hits $(check_field "$report" ws_inflate_cache_hits) misses $(check_field "$report" ws_inflate_cache_misses)," \
+        "inflated per connection $(check_field "$report" ws_inflated_per_connection)"
 }
 
 run no_takeover --ws-deflate
@@ -131,19 +91,19 @@ if [ -n "$report" ]; then
 fi
 
 alive=1
-kill -0 "$srv" 2>/dev/null || alive=0
-kill -TERM "$srv" 2>/dev/null
+kill -0 "$check_srv" 2>/dev/null || alive=0
+kill -TERM "$check_srv" 2>/dev/null
 src=""
 for ((i = 0; i < 300; i++)); do # 15 s
-    if ! kill -0 "$srv" 2>/dev/null; then
-        wait "$srv"
+    if ! kill -0 "$check_srv" 2>/dev/null; then
+        wait "$check_srv"
         src=$?
         break
     fi
     sleep 0.05
 done
 [ -n "$src" ] || { say "livegate did not exit within 15 s of SIGTERM"; src=timeout; }
-srv=""
+check_srv=""
 [ "$alive" = 1 ] || bad "livegate died during the runs"
 [ "$src" = 0 ] || bad "livegate exit status after SIGTERM: $src (want 0)"
 
@@ -152,5 +112,5 @@ if [ $fail = 0 ]; then
     exit 0
 fi
 say "livegate log (last 20 lines):"
-tail -n 20 "$work/livegate.log" >&2
+tail -n 20 "$check_work/livegate.log" >&2
 exit 1

@@ -299,6 +299,8 @@ storm_sse_10k|all|--transport sse --subscribers 10000 --topics 1 --pub-conns 1 -
 fanout_sse_1k_max_scrape100ms|livegate|--transport sse --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 @SCRAPE=100@|deliveries_per_s publish_per_s lat_p99_us server_cpu_us_per_delivery scrapes
 fanout_ws_1k_max_1kb|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 --payload-bytes 1000|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery bytes_rx_per_delivery
 fanout_ws_1k_max_1kb_deflate|all|--transport ws --subscribers 1000 --pub-conns 1 --rate max --events 1000 --duration 2 --payload-bytes 1000 --ws-deflate @LGCFG=deflate.json@ @NCHAN_DEFLATE@|deliveries_per_s publish_per_s lat_p50_us lat_p99_us server_cpu_us_per_delivery bytes_rx_per_delivery ws_compressed_messages
+fanout_ws_1k_500hz_1kb|livegate|--transport ws --subscribers 1000 --pub-conns 1 --rate 500 --duration 3 --payload-bytes 1000|publish_per_s deliveries_per_s lat_p99_us server_cpu_us_per_delivery bytes_rx_per_delivery
+fanout_ws_1k_500hz_1kb_deflate|livegate|--transport ws --subscribers 1000 --pub-conns 1 --rate 500 --duration 3 --payload-bytes 1000 --ws-deflate @LGCFG=deflate.json@|publish_per_s deliveries_per_s lat_p99_us server_cpu_us_per_delivery bytes_rx_per_delivery ws_compressed_messages
 idle_ws_10k_deflate|all|--transport ws --subscribers 10000 --events 0 --settle-ms 1000 --idle-ms 2000 --ws-deflate @LGCFG=deflate.json@ @NCHAN_DEFLATE@|conns_made connect_per_s bytes_per_conn server_cpu_idle_pct ws_deflate_negotiated
 EOF
 }

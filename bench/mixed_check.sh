@@ -28,60 +28,27 @@ for b in "$lgbin" "$loadgen"; do
     [ -x "$b" ] || { say "not executable: $b"; exit 2; }
 done
 
-work=$(mktemp -d /tmp/lgmixed.XXXXXX)
-srv=""
-cleanup() {
-    if [ -n "$srv" ] && kill -0 "$srv" 2>/dev/null; then
-        kill -KILL "$srv" 2>/dev/null
-        wait "$srv" 2>/dev/null
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# 1000 subscribers need more than the usual soft limit of 1024 descriptors (server and client)
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-printf '{"log_level": "info"}\n' >"$work/livegate.json"
-"$lgbin" --config "$work/livegate.json" --public 127.0.0.1:0 --control 127.0.0.1:0 --workers 2 \
-    >"$work/livegate.out" 2>"$work/livegate.log" &
-srv=$!
-
-pub="" ctl=""
-for ((i = 0; i < 400; i++)); do # 20 s
-    line=$(grep -m1 -o 'listening public=[^ ]* control=[^ ]*' "$work/livegate.log" 2>/dev/null)
-    if [ -n "$line" ]; then
-        pub=${line#*public=}; pub=${pub%% *}
-        ctl=${line##*control=}
-        break
-    fi
-    kill -0 "$srv" 2>/dev/null || break
-    sleep 0.05
-done
-if [ -z "$pub" ] || [ -z "$ctl" ]; then
-    say "livegate did not report its ports; its log:"
-    tail -n 20 "$work/livegate.log" >&2
-    exit 1
-fi
-say "livegate pid $srv public=$pub control=$ctl; $subs subscribers (mixed), $topics topics, $rate events/s, $events events/topic"
+. "$root/bench/check_lib.sh"
+check_start_livegate "$lgbin" '{"log_level": "info"}' 2 || exit 1
+say "livegate pid $check_srv public=$check_pub control=$check_ctl; $subs subscribers (mixed), $topics topics, $rate events/s, $events events/topic"
 
 t0=$SECONDS
-"$loadgen" --transport mixed --host "${pub%:*}" --sub-port "${pub##*:}" --pub-port "${ctl##*:}" \
+"$loadgen" --transport mixed --host "${check_pub%:*}" --sub-port "${check_pub##*:}" --pub-port "${check_ctl##*:}" \
     --subscribers "$subs" --topics "$topics" --rate "$rate" --events "$events" \
-    --settle-ms 1000 --drain-ms 20000 --max-runtime 50 --server-pid "$srv" --label mixed_1000 \
-    >"$work/report.json" 2>"$work/loadgen.err"
+    --settle-ms 1000 --drain-ms 20000 --max-runtime 50 --server-pid "$check_srv" --label mixed_1000 \
+    >"$check_work/report.json" 2>"$check_work/loadgen.err"
 lrc=$?
-report=$(cat "$work/report.json")
+report=$(cat "$check_work/report.json")
 say "lg_loadgen exit $lrc after $((SECONDS - t0)) s"
-cat "$work/loadgen.err" >&2
+cat "$check_work/loadgen.err" >&2
 
 alive=1
-kill -0 "$srv" 2>/dev/null || alive=0
-kill -TERM "$srv" 2>/dev/null
+kill -0 "$check_srv" 2>/dev/null || alive=0
+kill -TERM "$check_srv" 2>/dev/null
 src=""
 for ((i = 0; i < 300; i++)); do # 15 s
-    if ! kill -0 "$srv" 2>/dev/null; then
-        wait "$srv"
+    if ! kill -0 "$check_srv" 2>/dev/null; then
+        wait "$check_srv"
         src=$?
         break
     fi
@@ -91,15 +58,9 @@ if [ -z "$src" ]; then
     say "livegate did not exit within 15 s of SIGTERM"
     src=timeout
 fi
-srv=""
+check_srv=""
 
 # ---- verdict (flat JSON, awk only) --------------------------------------------------------
-# field JSON KEY: the first "KEY": value (the totals come before the per-transport objects)
-field() {
-    printf '%s\n' "$1" | awk -v k="\"$2\":" '{
-        i = index($0, k); if (!i) { print ""; exit }
-        s = substr($0, i + length(k)); n = match(s, /[,}]/); print substr(s, 1, n - 1) }'
-}
 # section JSON NAME: the text of the per-transport object NAME
 section() {
     printf '%s\n' "$1" | awk -v k="\"$2\":{" '{
@@ -122,29 +83,29 @@ else
         "publish_failed=0" "expected_deliveries=$want_exp" "deliveries=$want_exp" "lost=0" \
         "duplicated=0" "reordered=0" "invalid=0" "gaps=0" "resets=0" "aborted=false" "drained=true" \
         "poll_reconnects=0" "poll_errors=0"; do
-        k=${kv%%=*} w=${kv#*=} v=$(field "$report" "${kv%%=*}")
+        k=${kv%%=*} w=${kv#*=} v=$(check_field "$report" "${kv%%=*}")
         [ "$v" = "$w" ] || bad "$k = ${v:-missing} (want $w)"
     done
     for x in sse ws poll; do
         sec=$(section "$report" "$x")
         [ -n "$sec" ] || { bad "no per_transport.$x in the report"; continue; }
-        n=$(field "{$sec" subscribers)
+        n=$(check_field "{$sec" subscribers)
         [ -n "$n" ] && [ "$n" -gt 0 ] || bad "$x: no subscribers"
         for k in lost duplicated reordered conns_failed sub_disconnects; do
-            v=$(field "{$sec" "$k")
+            v=$(check_field "{$sec" "$k")
             [ "$v" = 0 ] || bad "$x.$k = ${v:-missing} (want 0)"
         done
-        e=$(field "{$sec" expected_deliveries) d=$(field "{$sec" deliveries)
+        e=$(check_field "{$sec" expected_deliveries) d=$(check_field "{$sec" deliveries)
         [ -n "$e" ] && [ "$e" = "$d" ] || bad "$x: deliveries $d != expected $e"
-        say "$x: subscribers $n deliveries $d/$e lost $(field "{$sec" lost) dup $(field "{$sec" duplicated) reord $(field "{$sec" reordered) p99 $(field "{$sec" lat_p99_us) us"
+        say "$x: subscribers $n deliveries $d/$e lost $(check_field "{$sec" lost) dup $(check_field "{$sec" duplicated) reord $(check_field "{$sec" reordered) p99 $(check_field "{$sec" lat_p99_us) us"
     done
 fi
 
 if [ $fail = 0 ]; then
-    say "PASS: $(field "$report" deliveries) deliveries, 0 lost/duplicated/reordered, livegate exited 0"
+    say "PASS: $(check_field "$report" deliveries) deliveries, 0 lost/duplicated/reordered, livegate exited 0"
     exit 0
 fi
 say "report: $report"
 say "livegate log (last 20 lines):"
-grep -v 'adopt_socket_readbuf' "$work/livegate.log" | tail -n 20 >&2
+grep -v 'adopt_socket_readbuf' "$check_work/livegate.log" | tail -n 20 >&2
 exit 1
