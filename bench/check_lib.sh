@@ -8,6 +8,9 @@
 #       line: then $check_srv is its pid and $check_pub / $check_ctl its addresses. On failure
 #       it prints the log's tail and returns 1. The EXIT trap kills the server and removes the
 #       work dir.
+#   check_stop_livegate
+#       SIGTERM to the server, then up to 15 s for it to exit: sets $check_alive (1: it was
+#       still running when stopped) and $check_status (its exit status, or "timeout").
 #   check_field JSON KEY
 #       the first "KEY": value in JSON (strings without their quotes; totals come before any
 #       nested object in the generator's report).
@@ -52,4 +55,24 @@ check_field() {
         i = index($0, k); if (!i) { print ""; exit }
         s = substr($0, i + length(k)); n = match(s, /[,}]/); s = substr(s, 1, n - 1)
         gsub(/"/, "", s); print s }'
+}
+
+check_stop_livegate() {
+    local i
+    check_alive=1 check_status=""
+    kill -0 "$check_srv" 2>/dev/null || check_alive=0
+    kill -TERM "$check_srv" 2>/dev/null
+    for ((i = 0; i < 300; i++)); do # 15 s
+        if ! kill -0 "$check_srv" 2>/dev/null; then
+            wait "$check_srv"
+            check_status=$?
+            break
+        fi
+        sleep 0.05
+    done
+    if [ -z "$check_status" ]; then
+        say "livegate did not exit within 15 s of SIGTERM"
+        check_status=timeout
+    fi
+    check_srv=""
 }

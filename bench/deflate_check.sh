@@ -90,22 +90,9 @@ if [ -n "$report" ]; then
     want "$report" browser ws_inflated_per_connection $((subs * events))
 fi
 
-alive=1
-kill -0 "$check_srv" 2>/dev/null || alive=0
-kill -TERM "$check_srv" 2>/dev/null
-src=""
-for ((i = 0; i < 300; i++)); do # 15 s
-    if ! kill -0 "$check_srv" 2>/dev/null; then
-        wait "$check_srv"
-        src=$?
-        break
-    fi
-    sleep 0.05
-done
-[ -n "$src" ] || { say "livegate did not exit within 15 s of SIGTERM"; src=timeout; }
-check_srv=""
-[ "$alive" = 1 ] || bad "livegate died during the runs"
-[ "$src" = 0 ] || bad "livegate exit status after SIGTERM: $src (want 0)"
+check_stop_livegate
+[ "$check_alive" = 1 ] || bad "livegate died during the runs"
+[ "$check_status" = 0 ] || bad "livegate exit status after SIGTERM: $check_status (want 0)"
 
 if [ $fail = 0 ]; then
     say "PASS: both offers, every event verified on every connection, 0 lost/duplicated/reordered"

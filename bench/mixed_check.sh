@@ -42,23 +42,7 @@ report=$(cat "$check_work/report.json")
 say "lg_loadgen exit $lrc after $((SECONDS - t0)) s"
 cat "$check_work/loadgen.err" >&2
 
-alive=1
-kill -0 "$check_srv" 2>/dev/null || alive=0
-kill -TERM "$check_srv" 2>/dev/null
-src=""
-for ((i = 0; i < 300; i++)); do # 15 s
-    if ! kill -0 "$check_srv" 2>/dev/null; then
-        wait "$check_srv"
-        src=$?
-        break
-    fi
-    sleep 0.05
-done
-if [ -z "$src" ]; then
-    say "livegate did not exit within 15 s of SIGTERM"
-    src=timeout
-fi
-check_srv=""
+check_stop_livegate
 
 # ---- verdict (flat JSON, awk only) --------------------------------------------------------
 # section JSON NAME: the text of the per-transport object NAME
@@ -71,8 +55,8 @@ section() {
 
 fail=0
 bad() { say "FAIL: $*"; fail=1; }
-[ "$alive" = 1 ] || bad "livegate died during the run"
-[ "$src" = 0 ] || bad "livegate exit status after SIGTERM: $src (want 0)"
+[ "$check_alive" = 1 ] || bad "livegate died during the run"
+[ "$check_status" = 0 ] || bad "livegate exit status after SIGTERM: $check_status (want 0)"
 if [ -z "$report" ]; then
     bad "no report from lg_loadgen (exit $lrc)"
 else
