@@ -578,8 +578,10 @@ uint64_t lg_hub_backlog(const struct lg_hub *hub)
 
 /* One more subscription of t on worker w; the first makes the store follow t (and is told to
  * the occupancy proc). t->lock held. */
-static void add_listener(struct lg_hub *hub, struct lg_topic *t, uint32_t w)
+static void add_listener(struct lg_hub *hub, struct lg_topic *t, uint32_t w, struct lg_replay *out)
 {
+    if (t->presence)
+        out->presence_batches = lg_presence_batches_made(t->presence);
     t->slots[w].subscribers++;
     if (t->listeners++ == 0) {
         lg_stream_listen(t->stream, true);
@@ -600,7 +602,7 @@ static void wait_for_stream(struct lg_hub *hub, struct lg_topic *t, uint32_t w, 
     out->epoch = since ? since->epoch : 0;
     out->position = since ? since->seq : 0;
     if (listen) {
-        add_listener(hub, t, w);
+        add_listener(hub, t, w, out);
     } else if (t->listeners == 0) {
         lg_stream_listen(t->stream, true);
         lg_stream_listen(t->stream, false);
@@ -660,7 +662,7 @@ enum lg_hub_status lg_hub_subscribe(struct lg_hub *hub, struct lg_topic *t, uint
             out->position = out->gap_to ? out->gap_to : since->seq;
     }
     if (listen)
-        add_listener(hub, t, w);
+        add_listener(hub, t, w, out);
     pthread_mutex_unlock(&t->lock);
     return LG_HUB_OK;
 }

@@ -209,6 +209,8 @@ struct lg_replay {
                                 (lg_subscriber_offer) */
     struct lg_event **events;/* new references, oldest first; caller frees the array */
     size_t count;
+    uint64_t presence_batches; /* when registered: the topic's presence batches made before
+                                  (presence.h); the worker owes it only later ones */
 };
 
 /*
@@ -216,7 +218,8 @@ struct lg_replay {
  * copying at most max_events history events and, beyond the first, at most max_bytes bytes
  * (event->size). When `listen` is set the subscriber is also
  * registered on worker w in the same critical section, so no event can fall between the replay
- * and live delivery (the worker drops live events whose seq <= replay position).
+ * and live delivery (the worker drops live events whose seq <= replay position, and presence
+ * batches numbered <= presence_batches).
  * Return value: LG_HUB_OK, LG_HUB_TOPIC_DELETED, LG_HUB_CURSOR_AHEAD or LG_HUB_OOM (nothing
  * registered, *out empty).
  */

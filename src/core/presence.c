@@ -37,6 +37,7 @@ struct lg_presence {
     bool occupancy_sent;          /* an occupancy notice was sent ... */
     uint32_t occupancy_last;      /* ... with this count */
     _Atomic bool in_flight;       /* a batch is on its way to the workers */
+    uint64_t batches_made;        /* numbers the batches (lg_presence_batches_made) */
 };
 
 /* A member is listed while it listens here or another node lists it. */
@@ -298,9 +299,16 @@ struct lg_presence_batch *lg_presence_take_batch(struct lg_presence *p, struct l
     }
     p->occupancy_changed = false;
     struct lg_presence_batch *b = finish_batch(&d, t, lost);
-    if (b)
+    if (b) {
+        b->number = ++p->batches_made;
         atomic_store_explicit(&p->in_flight, true, memory_order_relaxed);
+    }
     return b;
+}
+
+uint64_t lg_presence_batches_made(const struct lg_presence *p)
+{
+    return p->batches_made;
 }
 
 void lg_presence_batch_ref(struct lg_presence_batch *b)

@@ -49,6 +49,7 @@ struct lg_presence_notice {
 
 struct lg_presence_batch {
     _Atomic uint32_t refs;
+    uint64_t number;               /* the topic's batches made up to this one (1, 2, ...) */
     struct lg_topic *topic;        /* a reference, dropped with the batch */
     size_t count;                  /* notices, in order: join, leave, occupancy */
     struct lg_presence_notice notices[LG_PRESENCE_BATCH_NOTICES];
@@ -74,6 +75,9 @@ bool lg_presence_changed(struct lg_presence *p);
 /* Members joined or left since the last batch (the caller lists the topic for a batch). */
 bool lg_presence_pending(const struct lg_presence *p);
 
+/* How many batches p has made: a subscription that starts listening now is owed only later
+ * ones (a batch made before may still be on its way to its worker). */
+uint64_t lg_presence_batches_made(const struct lg_presence *p);
 /* Whether a batch made before is still being handed to the workers. */
 bool lg_presence_in_flight(const struct lg_presence *p);
 /* The batch's last worker took it (any thread). */

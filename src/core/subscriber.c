@@ -456,6 +456,7 @@ enum lg_hub_status lg_subscriber_add_filtered(struct lg_subscriber *s, struct lg
     page_past_filtered(s, sn);
     sn->shown_seq = sn->sent_seq; /* what a stream's first id block (or answer) tells */
     if (listen) {
+        sn->presence_after = replay.presence_batches;
         link_listener(sn, s->worker);
         if (s->member)
             sn->presence_listed = lg_hub_presence_join(hub, t, s->member, s->member_len);
@@ -579,9 +580,11 @@ int lg_subscriber_set_member(struct lg_subscriber *s, const char *sub, uint64_t 
     return s->member ? 0 : -1;
 }
 
-void lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
+bool lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
                             struct lg_presence_batch *b)
 {
+    if (b->number <= sn->presence_after)
+        return false;
     lg_presence_batch_ref(b);
     if (sn->presence_owed) {
         lg_presence_batch_unref(sn->presence_owed);
@@ -590,6 +593,7 @@ void lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
         s->presence_owed++;
     }
     sn->presence_owed = b;
+    return true;
 }
 
 void lg_subscriber_end(struct lg_subscriber *s, struct lg_subscription *sn)

@@ -81,6 +81,7 @@ struct lg_subscription {
     bool presence_listed;     /* the topic lists it among its members (lg_hub_presence_join) */
     bool presence_resync;     /* a presence batch was replaced before it was written */
     struct lg_presence_batch *presence_owed; /* a reference: the batch to write, NULL = none */
+    uint64_t presence_after;  /* batches numbered up to this were made before it listened */
     struct lg_interned_filter *filter; /* NULL: every event; else only those it admits (its
                                  worker's filter_table.h entry, one reference) */
     uint64_t pushed_seq;      /* newest seq pushed to the client ring */
@@ -168,9 +169,10 @@ enum lg_subscribe_status lg_subscriber_add_all(struct lg_subscriber *s, struct l
  * out of memory. */
 int lg_subscriber_set_member(struct lg_subscriber *s, const char *sub, uint64_t client_id);
 
-/* Owe sn the presence batch b (a reference of sn's is taken). A batch still owed is replaced
- * and the client is sent a resync notice before the new one (it missed changes). */
-void lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
+/* Owe sn the presence batch b (a reference of sn's is taken), unless b was made before sn
+ * listened. A batch still owed is replaced and the client is sent a resync notice before the
+ * new one (it missed changes). Return value: whether sn now owes b. */
+bool lg_subscriber_presence(struct lg_subscriber *s, struct lg_subscription *sn,
                             struct lg_presence_batch *b);
 
 /* Stop listening to t (no-op if not subscribed); queued events of t are dropped. */

@@ -73,12 +73,14 @@ static void end_topic(struct lg_worker *w, struct lg_call *call)
     }
 }
 
-/* Every subscription of this worker to the batch's topic owes it (presence.h). */
+/* Every subscription of this worker to the batch's topic that listened when it was made owes
+ * it (presence.h). */
 static void owe_presence(struct lg_worker *w, struct lg_call *call)
 {
     struct lg_presence_batch *b = call->presence;
     for (struct lg_subscription *sn = b->topic->slots[w->home.index].head; sn; sn = sn->next) {
-        lg_subscriber_presence(sn->owner, sn, b);
+        if (!lg_subscriber_presence(sn->owner, sn, b))
+            continue;
         lg_conn_want_write(conn_of(sn->owner));
         call->found[w->home.index]++;
     }

@@ -603,7 +603,9 @@ static void mover_got(struct mover *m, int i, const char *id)
     ck_assert_msg(m->next < MOVE_EVENTS && strcmp(id, move_acked[m->next]) == 0,
                   "client %d (%d): got %s, want %s", i, m->kind, id,
                   m->next < MOVE_EVENTS ? move_acked[m->next] : "nothing");
-    snprintf(m->cursor, sizeof m->cursor, "%s", id);
+    size_t len = strlen(id);
+    ck_assert_uint_lt(len, sizeof m->cursor);
+    memcpy(m->cursor, id, len + 1);
     m->next++;
 }
 

@@ -4,6 +4,7 @@
  * plays the worker (takes the inbox batch and offers each event to its topic's subscribers).
  */
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,14 @@
 #include "event.h"
 #include "filter_table.h"
 #include "hub.h"
+#include "hub_admin.h"
 #include "inbox.h"
 #include "stats.h"
 #include "subscriber.h"
 #include "topic.h"
+#include "topic_rules.h"
 #include "transport.h" /* the render tables of public/'s transports */
+#include "worker_call.h"
 
 #include "check_main.h"
 
@@ -589,6 +593,73 @@ START_TEST(a_filtered_replay_pages_through_a_small_queue)
 }
 END_TEST
 
+/* ---- Presence ---------------------------------------------------------------------------- */
+
+/* Topics matching "room/" + any suffix list their members and send occupancy notices. */
+static void setup_presence(void)
+{
+    setup();
+    json_error_t jerr;
+    json_t *rules = json_loads("[{\"match\":\"room/*\",\"presence\":true,"
+                               "\"occupancy_events\":true}]", 0, &jerr);
+    ck_assert_ptr_nonnull(rules);
+    char err[LG_CONFIG_ERR_MAX];
+    ck_assert_int_eq(lg_topic_rules_parse(rules, &cfg.topic_rules, &cfg.topic_rule_count, err), 0);
+    json_decref(rules);
+}
+
+/* A new SSE subscriber, member `member`, listening to room/a from now on. */
+static void presence_member(struct lg_subscriber *s, const char *member)
+{
+    new_subscriber(s, &lg_sse_render);
+    ck_assert_int_eq(lg_subscriber_set_member(s, member, 0), 0);
+    subscribe(s, "room/a", NULL);
+}
+
+/* Play the main thread's tick: the one presence call it posts. */
+static struct lg_call *tick_presence(void)
+{
+    ck_assert_uint_eq(lg_hub_presence_report(hub), 1);
+    struct lg_call *call = lg_hub_take_call(hub, 0);
+    ck_assert_ptr_nonnull(call);
+    ck_assert_int_eq(call->kind, LG_CALL_PRESENCE);
+    return call;
+}
+
+/* Play the worker taking the call: the subscriptions owed its batch, in list order. */
+static unsigned owe_batch(struct lg_call *call)
+{
+    unsigned owed = 0;
+    struct lg_presence_batch *b = call->presence;
+    for (struct lg_subscription *sn = b->topic->slots[0].head; sn; sn = sn->next)
+        owed += lg_subscriber_presence(sn->owner, sn, b);
+    lg_hub_call_done(hub, call, 0);
+    return owed;
+}
+
+/* A batch made before a subscription listened, and taken by its worker after, is not owed to
+ * it: the second connection of a member listed already gets no join. */
+START_TEST(a_presence_batch_made_before_a_subscription_is_not_owed_to_it)
+{
+    struct lg_subscriber first, second;
+    presence_member(&first, "alice");
+    struct lg_call *joined = tick_presence(); /* in flight ... */
+    presence_member(&second, "alice");        /* ... across this subscribe */
+    ck_assert_uint_eq(owe_batch(joined), 1);
+    char *out = render_sse(&first);
+    ck_assert_str_eq(out, "event: join\ndata: {\"topic\":\"room/a\",\"members\":[\"alice\"]}\n\n"
+                          "event: occupancy\ndata: {\"topic\":\"room/a\",\"subscribers\":1}\n\n");
+    free(out);
+    out = render_sse(&second);
+    ck_assert_str_eq(out, "");
+    free(out);
+    ck_assert_uint_eq(owe_batch(tick_presence()), 2); /* the next batch is both's */
+    const char *both = "event: occupancy\ndata: {\"topic\":\"room/a\",\"subscribers\":2}\n\n";
+    assert_sse_is_then_release(&second, both);
+    assert_sse_is_then_release(&first, both);
+}
+END_TEST
+
 static Suite *subscriber_suite(void)
 {
     Suite *s = suite_create("subscriber");
@@ -608,6 +679,8 @@ static Suite *subscriber_suite(void)
              subscribers_sharing_a_filter_cost_one_evaluation_per_event,
              a_multi_topic_sse_id_moves_only_the_topic_of_its_event);
     LG_TCASE(s, "filters_paged", setup, teardown, a_filtered_replay_pages_through_a_small_queue);
+    LG_TCASE(s, "presence", setup_presence, teardown,
+             a_presence_batch_made_before_a_subscription_is_not_owed_to_it);
     return s;
 }
 
