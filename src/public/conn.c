@@ -461,6 +461,8 @@ static int rx_append(struct lg_conn *c, const char *in, size_t len)
         lg_http_request_init(&rx->req);
         rx->len = 0;
         rx->timed = false;
+        rx->serving = false;
+        rx->answered = false;
     }
     if (len > cap - rx->len)
         return -1;

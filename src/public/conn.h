@@ -115,6 +115,8 @@ struct lg_rx {
     struct lg_http_request req;
     uint32_t len;
     bool timed;       /* the request timer runs for the head at buf[0] */
+    bool serving;     /* the head at buf[0] is being served (transport_http.c) ... */
+    bool answered;    /* ... and its answer went out whole meanwhile */
     char buf[];       /* limits.max_request_head_bytes */
 };
 

@@ -122,6 +122,25 @@ static bool idle(const struct lg_conn *c)
            !lingering(c) && c->out.len == 0 && !lws_partial_buffered(c->wsi);
 }
 
+static void after_answer(struct lg_conn *c);
+
+/* Serve the request at rx->buf. An answer that goes out whole meanwhile is only noted: the
+ * request's bytes are still in rx, and what comes after the answer waits until they are
+ * consumed (else they would look like a pipelined request, and each poll cycle would cost a
+ * writable callback and two epoll changes). */
+static void serve_in_place(struct lg_conn *c, struct lg_rx *rx)
+{
+    rx->serving = true;
+    if (rx->req.method == LG_HTTP_CONNECT)
+        lg_conn_http_error(c, 405, "method_not_allowed", LG_CONNECT_MESSAGE, LG_CONNECT_ALLOW);
+    else if (lg_http_request_is_websocket(rx->buf, &rx->req))
+        lg_conn_http_error(c, 400, "bad_request",
+                           "a WebSocket upgrade must be the first request on a connection", NULL);
+    else
+        http_serve(c, rx->buf, &rx->req);
+    rx->serving = false;
+}
+
 /*
  * c is idle: serve the next request if its head is already buffered (pipelined), else wait
  * for it. Deadlines: limits.keepalive_timeout_ms while no byte of it has arrived (then close
@@ -157,13 +176,7 @@ static void next_request(struct lg_conn *c)
         return;
     }
     lg_conn_deadline_cancel(c);
-    if (rx->req.method == LG_HTTP_CONNECT)
-        lg_conn_http_error(c, 405, "method_not_allowed", LG_CONNECT_MESSAGE, LG_CONNECT_ALLOW);
-    else if (lg_http_request_is_websocket(rx->buf, &rx->req))
-        lg_conn_http_error(c, 400, "bad_request",
-                           "a WebSocket upgrade must be the first request on a connection", NULL);
-    else
-        http_serve(c, rx->buf, &rx->req);
+    serve_in_place(c, rx);
     /* What follows the request is the start of the next one: served once this one's answer
      * is out (in order), or ignored if c became a stream. */
     uint32_t used = rx->req.head_len;
@@ -171,21 +184,33 @@ static void next_request(struct lg_conn *c)
     rx->len -= used;
     lg_http_request_init(&rx->req);
     rx->timed = false;
+    bool answered = rx->answered;
+    rx->answered = false;
     if (rx->len == 0) {
         free(c->http.rx);
         c->http.rx = NULL;
     }
+    if (answered)
+        after_answer(c);
 }
 
 /* The answer went out whole: with no next request buffered, wait for one now (only its
  * keep-alive deadline); a buffered one is served from the writable callback, in order. */
-static void http_answered(struct lg_conn *c)
+static void after_answer(struct lg_conn *c)
 {
     bool pipelined = c->http.rx && c->http.rx->len > 0;
     if (idle(c) && !pipelined)
         next_request(c);
     else
         lg_conn_want_write(c);
+}
+
+static void http_answered(struct lg_conn *c)
+{
+    if (c->http.rx && c->http.rx->serving)
+        c->http.rx->answered = true;
+    else
+        after_answer(c);
 }
 
 /* ---- Lingering close -------------------------------------------------------------------- */
