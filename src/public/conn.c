@@ -221,6 +221,17 @@ static bool writes_directly(const struct lg_conn *c)
            !lws_partial_buffered(c->wsi);
 }
 
+/* Whether c's next write may join a batch: a stream that writes directly, or a held poll
+ * (its answer is its next write, and nothing of c's is buffered in lws yet). */
+static bool batches(const struct lg_conn *c)
+{
+    if (!c->transport->render_batch || c->released)
+        return false;
+    return c->transport->stream ? writes_directly(c)
+                                : !c->closing && !c->sub.slow_disconnect &&
+                                      !lws_partial_buffered(c->wsi);
+}
+
 void lg_conn_close_soon(struct lg_conn *c)
 {
     lws_set_timeout(c->wsi, PENDING_TIMEOUT_CLOSE_SEND, LWS_TO_KILL_ASYNC);
@@ -266,8 +277,7 @@ void lg_conn_write_now(struct lg_conn *c)
 void lg_conn_write_batched(struct lg_conn *c)
 {
     struct lg_send_batch *b = &c->home->send_batch;
-    if (!lg_send_batch_on(b) || !c->transport->render_batch || c->released ||
-        !writes_directly(c)) {
+    if (!lg_send_batch_on(b) || !batches(c)) {
         lg_conn_write_now(c);
         return;
     }
@@ -286,8 +296,20 @@ void lg_conn_write_batched(struct lg_conn *c)
         lg_conn_flush_batch(c->home);
 }
 
+/* An answer is in the socket, or (partly) kept by lws: a plain connection goes on at once
+ * (it waits for its next request) when all of it is out; else the writable callback does. */
+static void after_answer(struct lg_conn *c)
+{
+    bool all_out = c->out.len == 0 && !lws_partial_buffered(c->wsi);
+    if (all_out && !c->closing && c->transport->answered)
+        c->transport->answered(c);
+    else
+        lg_conn_want_write(c);
+}
+
 /* One connection's part of a flushed batch (send_batch.h): lws takes what its socket did not
- * (lws_write() sends what it can and keeps the rest, asking for POLLOUT). */
+ * (lws_write() sends what it can and keeps the rest, asking for POLLOUT). The part was a
+ * stream's write, or a held poll's answer (c is a plain connection since). */
 static void batch_item_sent(void *owner, ssize_t sent, char *rest, size_t rest_len)
 {
     struct lg_conn *c = owner;
@@ -296,7 +318,10 @@ static void batch_item_sent(void *owner, ssize_t sent, char *rest, size_t rest_l
         write_failed(c);
         return;
     }
-    after_write(c);
+    if (c->transport->stream)
+        after_write(c);
+    else
+        after_answer(c);
 }
 
 void lg_conn_flush_batch(struct lg_conn_home *home)
@@ -317,11 +342,7 @@ int lg_conn_send_answer(struct lg_conn *c)
 {
     if (!lws_partial_buffered(c->wsi) && lg_conn_flush_out(c) != 0)
         return -1;
-    bool all_out = c->out.len == 0 && !lws_partial_buffered(c->wsi);
-    if (all_out && !c->closing && c->transport->answered)
-        c->transport->answered(c);
-    else
-        lg_conn_want_write(c);
+    after_answer(c);
     return 0;
 }
 

@@ -66,10 +66,12 @@ struct lg_transport {
     /* stream: write queued events now (outside any lws callback), as many write_batch_bytes
      * writes as the socket takes without blocking. Return value: 0, or -1 if the socket failed. */
     int (*write_events)(struct lg_conn *c);
-    /* stream: render c's next write (what write_events writes first: replies owed, then
-     * events, up to write_batch_bytes) at the end of out, for a write made elsewhere
-     * (lg_conn_write_batched()). Return value: 0, or -1 if memory ran out. NULL: only
-     * write_events writes c. */
+    /* Render c's next write at the end of out, for a write made elsewhere
+     * (lg_conn_write_batched()). A stream: what write_events writes first (replies owed, then
+     * events, up to write_batch_bytes). A held poll: its whole answer, after which c is a plain
+     * connection (the write is an answer: lg_conn_send_answer()'s rules follow it). Return
+     * value: 0, or -1 if memory ran out. NULL: only write_events, or the writable callback,
+     * writes c. */
     int (*render_batch)(struct lg_conn *c, struct lg_buf *out);
     /* c's answer (lg_conn_send_answer()) went to the socket whole: go on now, not through the
      * writable callback (a plain connection waits for its next request). NULL: the writable

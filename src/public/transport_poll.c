@@ -22,8 +22,12 @@
 
 /* ---- The request and its answer ---------------------------------------------------------- */
 
-/* Return value: 0, or -1 if the socket failed (lg_conn_send_answer()). */
-static int answer_poll(struct lg_conn *c)
+/* Append the poll's answer to out: its subscriber renders its batch and is released, and c
+ * is a plain keep-alive connection again (closing after the answer when it is not). Also how
+ * the sweep answers a held poll events came for, in its batch of writes (batched_writes;
+ * without batches it asks for the writable callback). Return value: 0, or -1 if memory ran
+ * out. */
+static int take_answer(struct lg_conn *c, struct lg_buf *out)
 {
     struct lg_buf body;
     lg_buf_init(&body);
@@ -34,13 +38,21 @@ static int answer_poll(struct lg_conn *c)
     lg_conn_set_transport(c, &lg_transport_http);
     if (lg_conn_home_draining(c->home))
         c->http.keep_alive = false;
-    lg_buf_appendf(&c->out,
+    lg_buf_appendf(out,
                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                    "Cache-Control: no-store\r\nContent-Length: %zu\r\n%s%s\r\n",
                    body.len, c->http.cors ? c->http.cors : "", c->http.keep_alive ? "" : "Connection: close\r\n");
-    lg_buf_append(&c->out, body.data, body.len);
+    lg_buf_append(out, body.data, body.len);
+    bool oom = body.oom || out->oom;
     lg_buf_release(&body);
     c->closing = !c->http.keep_alive;
+    return oom ? -1 : 0;
+}
+
+/* Return value: 0, or -1 if the socket failed (lg_conn_send_answer()). */
+static int answer_poll(struct lg_conn *c)
+{
+    take_answer(c, &c->out); /* out of memory: what it holds goes, the client sees it cut */
     return lg_conn_send_answer(c);
 }
 
@@ -111,9 +123,7 @@ static void poll_serve(struct lg_conn *c, const char *buf, const struct lg_http_
 
 /* ---- A held poll ------------------------------------------------------------------------- */
 
-/* The socket can take the answer (lws asked for once events came): the answer goes now. The
- * sweep does not answer a held poll itself: by the writable callback more events may have
- * come, and a poll answered with more events is a poll cycle fewer. */
+/* The socket can take the answer (lws asked for once events came): the answer goes now. */
 static int poll_writable(struct lg_conn *c)
 {
     return lg_subscriber_has_output(&c->sub) ? answer_poll(c) : 0;
@@ -200,6 +210,7 @@ const struct lg_transport lg_transport_poll = {
     .path = "/poll",
     .serve = poll_serve,
     .receive = poll_receive,
+    .render_batch = take_answer,
     .writable = poll_writable,
     .timer = poll_deadline,
     .kick = poll_kick,
