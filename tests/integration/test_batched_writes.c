@@ -99,6 +99,69 @@ static long long fan_out(struct lg_server *s, const char *topic)
     return lg_server_stat(s, "writes_batched");
 }
 
+/* The answer to the poll sent on fd: exactly one event, topic's seq with data "d<seq>", and
+ * the cursor at it. */
+static void expect_poll_answer(int fd, const char *prefix, int seq)
+{
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
+    ck_assert_msg(j != NULL, "not JSON: %s", r.body);
+    json_t *events = json_object_get(j, "events");
+    ck_assert_uint_eq(json_array_size(events), 1);
+    json_t *ev = json_array_get(events, 0);
+    char id[192], data[32];
+    snprintf(id, sizeof id, "%s%d", prefix, seq);
+    snprintf(data, sizeof data, "d%d", seq);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "id")), id);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "data")), data);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "cursor")), id);
+    json_decref(j);
+    lg_http_response_free(&r);
+}
+
+/* Send a poll of topic on fd: from now (cursor NULL) or after cursor, held up to 10 s. */
+static void send_poll(int fd, const char *topic, const char *cursor)
+{
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET /poll?topic=%s%s%s&timeout=10 HTTP/1.1\r\nHost: x\r\n\r\n",
+                     topic, cursor ? "&since=" : "", cursor ? cursor : "");
+    ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
+}
+
+/* POLLS held long-polls of one topic, answered by an event; on the same keep-alive
+ * connections, POLLS more held from its cursor, answered by the next. Return value: the
+ * server's writes_batched. */
+static long long held_polls(struct lg_server *s, const char *topic)
+{
+    enum { POLLS = 30 };
+    int fds[POLLS];
+    long long delivered = lg_server_stat(s, "events_delivered");
+    for (int i = 0; i < POLLS; i++) {
+        fds[i] = lg_tcp_connect(s->public_port);
+        ck_assert_int_ge(fds[i], 0);
+        send_poll(fds[i], topic, NULL);
+    }
+    ck_assert(lg_wait_stat(s->control_port, "clients_poll", POLLS, WAIT_MS));
+    char last[256], prefix[160];
+    lg_publish_n(s->control_port, topic, 1, 1, last, sizeof last);
+    id_prefix(topic, last, prefix, sizeof prefix);
+    for (int i = 0; i < POLLS; i++) {
+        expect_poll_answer(fds[i], prefix, 1);
+        send_poll(fds[i], topic, last);
+    }
+    ck_assert(lg_wait_stat(s->control_port, "clients_poll", POLLS, WAIT_MS));
+    lg_publish_n(s->control_port, topic, 2, 2, last, sizeof last);
+    for (int i = 0; i < POLLS; i++) {
+        expect_poll_answer(fds[i], prefix, 2);
+        close(fds[i]);
+    }
+    ck_assert_int_eq(lg_server_stat(s, "events_delivered") - delivered, 2 * POLLS);
+    ck_assert_int_eq(lg_server_stat(s, "requests_rejected"), 0);
+    return lg_server_stat(s, "writes_batched");
+}
+
 START_TEST(test_fan_out_batched)
 {
     struct lg_server s;
@@ -124,6 +187,7 @@ START_TEST(test_fan_out_unbatched)
     struct lg_server s;
     lg_server_must_start(&s, "{\"workers\":1,\"batched_writes\":false}");
     ck_assert_int_eq(fan_out(&s, "unbatched"), 0);
+    ck_assert_int_eq(held_polls(&s, "polled"), 0);
     ck_assert_int_eq(lg_server_stat(&s, "write_batches"), 0);
     lg_server_pump_log(&s);
     ck_assert(!lg_server_wait_log(&s, REFUSED_LOG, 0));
@@ -191,68 +255,6 @@ START_TEST(test_full_socket_takes_the_rest_later)
 }
 END_TEST
 
-/* The answer to the poll sent on fd: exactly one event, topic's seq with data "d<seq>", and
- * the cursor at it. */
-static void expect_poll_answer(int fd, const char *prefix, int seq)
-{
-    struct lg_http_response r;
-    ck_assert_int_eq(lg_http_read_response(fd, &r, WAIT_MS), 0);
-    ck_assert_int_eq(r.status, 200);
-    json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
-    ck_assert_msg(j != NULL, "not JSON: %s", r.body);
-    json_t *events = json_object_get(j, "events");
-    ck_assert_uint_eq(json_array_size(events), 1);
-    json_t *ev = json_array_get(events, 0);
-    char id[192], data[32];
-    snprintf(id, sizeof id, "%s%d", prefix, seq);
-    snprintf(data, sizeof data, "d%d", seq);
-    ck_assert_str_eq(json_string_value(json_object_get(ev, "id")), id);
-    ck_assert_str_eq(json_string_value(json_object_get(ev, "data")), data);
-    ck_assert_str_eq(json_string_value(json_object_get(j, "cursor")), id);
-    json_decref(j);
-    lg_http_response_free(&r);
-}
-
-/* Send a poll of topic on fd: from now (cursor NULL) or after cursor, held up to 10 s. */
-static void send_poll(int fd, const char *topic, const char *cursor)
-{
-    char req[512];
-    int n = snprintf(req, sizeof req, "GET /poll?topic=%s%s%s&timeout=10 HTTP/1.1\r\nHost: x\r\n\r\n",
-                     topic, cursor ? "&since=" : "", cursor ? cursor : "");
-    ck_assert_int_eq(lg_send_all(fd, req, (size_t)n), 0);
-}
-
-/* POLLS held long-polls of one topic, answered by an event; on the same keep-alive
- * connections, POLLS more held from its cursor, answered by the next. Return value: the
- * server's writes_batched. */
-static long long held_polls(struct lg_server *s, const char *topic)
-{
-    enum { POLLS = 30 };
-    int fds[POLLS];
-    for (int i = 0; i < POLLS; i++) {
-        fds[i] = lg_tcp_connect(s->public_port);
-        ck_assert_int_ge(fds[i], 0);
-        send_poll(fds[i], topic, NULL);
-    }
-    ck_assert(lg_wait_stat(s->control_port, "clients_poll", POLLS, WAIT_MS));
-    char last[256], prefix[160];
-    lg_publish_n(s->control_port, topic, 1, 1, last, sizeof last);
-    id_prefix(topic, last, prefix, sizeof prefix);
-    for (int i = 0; i < POLLS; i++) {
-        expect_poll_answer(fds[i], prefix, 1);
-        send_poll(fds[i], topic, last);
-    }
-    ck_assert(lg_wait_stat(s->control_port, "clients_poll", POLLS, WAIT_MS));
-    lg_publish_n(s->control_port, topic, 2, 2, last, sizeof last);
-    for (int i = 0; i < POLLS; i++) {
-        expect_poll_answer(fds[i], prefix, 2);
-        close(fds[i]);
-    }
-    ck_assert_int_eq(lg_server_stat(s, "events_delivered"), 2 * POLLS);
-    ck_assert_int_eq(lg_server_stat(s, "requests_rejected"), 0);
-    return lg_server_stat(s, "writes_batched");
-}
-
 START_TEST(test_held_polls_answered_in_batches)
 {
     struct lg_server s;
@@ -267,15 +269,7 @@ START_TEST(test_held_polls_answered_in_batches)
 }
 END_TEST
 
-START_TEST(test_held_polls_answered_unbatched)
-{
-    struct lg_server s;
-    lg_server_must_start(&s, "{\"workers\":1,\"batched_writes\":false}");
-    ck_assert_int_eq(held_polls(&s, "polled"), 0);
-    lg_server_must_stop(&s);
-}
-END_TEST
 
 LG_CHECK_MAIN_TCASE("batched_writes", "batched_writes", 120, test_fan_out_batched,
                     test_fan_out_unbatched, test_full_socket_takes_the_rest_later,
-                    test_held_polls_answered_in_batches, test_held_polls_answered_unbatched)
+                    test_held_polls_answered_in_batches)
