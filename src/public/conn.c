@@ -298,7 +298,7 @@ void lg_conn_write_batched(struct lg_conn *c)
 
 /* An answer is in the socket, or (partly) kept by lws: a plain connection goes on at once
  * (it waits for its next request) when all of it is out; else the writable callback does. */
-static void after_answer(struct lg_conn *c)
+static void finish_answer(struct lg_conn *c)
 {
     bool all_out = c->out.len == 0 && !lws_partial_buffered(c->wsi);
     if (all_out && !c->closing && c->transport->answered)
@@ -321,7 +321,7 @@ static void batch_item_sent(void *owner, ssize_t sent, char *rest, size_t rest_l
     if (c->transport->stream)
         after_write(c);
     else
-        after_answer(c);
+        finish_answer(c);
 }
 
 void lg_conn_flush_batch(struct lg_conn_home *home)
@@ -342,7 +342,7 @@ int lg_conn_send_answer(struct lg_conn *c)
 {
     if (!lws_partial_buffered(c->wsi) && lg_conn_flush_out(c) != 0)
         return -1;
-    after_answer(c);
+    finish_answer(c);
     return 0;
 }
 

@@ -122,7 +122,7 @@ static bool idle(const struct lg_conn *c)
            !lingering(c) && c->out.len == 0 && !lws_partial_buffered(c->wsi);
 }
 
-static void after_answer(struct lg_conn *c);
+static void wait_or_serve_next(struct lg_conn *c);
 
 /* Serve the request at rx->buf. An answer that goes out whole meanwhile is only noted: the
  * request's bytes are still in rx, and what comes after the answer waits until they are
@@ -191,12 +191,12 @@ static void next_request(struct lg_conn *c)
         c->http.rx = NULL;
     }
     if (answered)
-        after_answer(c);
+        wait_or_serve_next(c);
 }
 
 /* The answer went out whole: with no next request buffered, wait for one now (only its
  * keep-alive deadline); a buffered one is served from the writable callback, in order. */
-static void after_answer(struct lg_conn *c)
+static void wait_or_serve_next(struct lg_conn *c)
 {
     bool pipelined = c->http.rx && c->http.rx->len > 0;
     if (idle(c) && !pipelined)
@@ -210,7 +210,7 @@ static void http_answered(struct lg_conn *c)
     if (c->http.rx && c->http.rx->serving)
         c->http.rx->answered = true;
     else
-        after_answer(c);
+        wait_or_serve_next(c);
 }
 
 /* ---- Lingering close -------------------------------------------------------------------- */

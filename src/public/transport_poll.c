@@ -49,10 +49,11 @@ static int take_answer(struct lg_conn *c, struct lg_buf *out)
     return oom ? -1 : 0;
 }
 
-/* Return value: 0, or -1 if the socket failed (lg_conn_send_answer()). */
+/* Return value: 0, or -1 if the answer could not be made or the socket failed. */
 static int answer_poll(struct lg_conn *c)
 {
-    take_answer(c, &c->out); /* out of memory: what it holds goes, the client sees it cut */
+    if (take_answer(c, &c->out) != 0)
+        return -1; /* out of memory: a cut answer would be worse than a closed connection */
     return lg_conn_send_answer(c);
 }
 
