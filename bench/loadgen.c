@@ -177,6 +177,7 @@ static struct {
 
     /* runtime */
     int ep, tfd;
+    int pub_ep; /* the publisher connections and the pacing timer; itself registered in ep */
     struct conn *subs;
     struct conn *pubs;
     struct conn *stalled;
@@ -206,6 +207,7 @@ static struct {
     struct lgb_inflate inflate; /* the inflation of every compressed message (ws_inflate.h) */
     struct lg_hist lat, publat;
     struct lg_hist lat_x[3]; /* latency per transport (X_SSE, X_WS, X_POLL) */
+    struct lg_hist lat_tenth[10]; /* latency by tenth of the run (event seq), start to end */
     uint64_t stalled_made, stalled_failed, stalled_closed;
     uint64_t idle_made, idle_failed, idle_closed, idle_bytes_rx;
     bool aborted;
@@ -308,10 +310,14 @@ static bool parse_payload(const char *p, const char *end, uint32_t *seq, uint64_
 
 /* ------------------------------------------------------------------ epoll plumbing */
 
+/* The publisher's sockets live in an epoll set of their own (see pub_service), so that a
+ * thousand readable subscriber sockets never stand in line before its answers. */
+static int ep_of(const struct conn *c) { return c->role == R_PUB ? G.pub_ep : G.ep; }
+
 static void ep_set(struct conn *c, uint32_t events, int op)
 {
     struct epoll_event ev = {.events = events, .data.ptr = c};
-    if (epoll_ctl(G.ep, op, c->fd, &ev) < 0 && op != EPOLL_CTL_DEL)
+    if (epoll_ctl(ep_of(c), op, c->fd, &ev) < 0 && op != EPOLL_CTL_DEL)
         perror("lg_loadgen: epoll_ctl");
 }
 
@@ -590,42 +596,67 @@ static void deliver(struct conn *c, uint32_t seq, uint64_t ns, uint64_t now)
     if (c->storm != SM_NONE) return; /* a replayed event's age is not a delivery latency */
     uint64_t us = now > ns ? (now - ns) / 1000 : 0;
     lgb_hist_add(&G.lat, us);
+    lgb_hist_add(&G.lat_tenth[(uint64_t)(seq - 1) * 10 / G.events_per_topic], us);
     if (G.transport == X_MIXED) lgb_hist_add(&G.lat_x[c->xport], us);
 }
 
 static void sub_mark_ready(struct conn *c);
 
+/* "key" (quotes included) in p..end. memchr for the key's first letter: far cheaper per call
+ * than memmem on the ~100-byte stretches an event object has between two keys. */
+static const char *find_key(const char *p, const char *end, const char *key, size_t kl)
+{
+    for (const char *q = p + 1; q + kl - 1 <= end;) {
+        q = memchr(q, key[1], (size_t)(end - q) - (kl - 2));
+        if (!q) return NULL;
+        if (q[-1] == '"' && !memcmp(q, key + 1, kl - 1)) return q - 1;
+        q++;
+    }
+    return NULL;
+}
+
 /* value of "key" in a flat JSON text: pointer to its first byte (the quote of a string) */
 static const char *json_value(const char *p, const char *end, const char *key)
 {
-    const char *k = memmem(p, (size_t)(end - p), key, strlen(key));
+    const char *k = end - p >= 2 ? find_key(p, end, key, strlen(key)) : NULL;
     if (!k) return NULL;
     k += strlen(key);
     while (k < end && (*k == ' ' || *k == ':' || *k == '\t')) k++;
     return k < end ? k : NULL;
 }
 
+/* The same for the last "key" in the text: a long-poll answer's "cursor" follows its events, so
+ * it is looked for from the end rather than past every event. */
+static const char *json_value_last(const char *p, const char *end, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *k = end - kl; k >= p; k--) {
+        if (*k != '"' || memcmp(k, key, kl) != 0) continue;
+        return json_value(k, end, key);
+    }
+    return NULL;
+}
+
 static void livegate_json_events(struct conn *c, const char *p, const char *end, uint64_t now)
 {
-    /* one or more objects, each with "type"; event objects carry "data" after "type" */
+    /* one or more objects, each with "type"; an event object carries "data" after "type", and
+     * the next object's "type" is looked for after that value: each byte is scanned once */
     while (p < end) {
         const char *t = json_value(p, end, "\"type\"");
         if (!t || *t != '"') return;
-        t++;
-        const char *next_type = memmem(t, (size_t)(end - t), "\"type\"", 6);
-        const char *obj_end = next_type ? next_type : end;
+        p = ++t;
         if ((size_t)(end - t) >= 6 && !strncmp(t, "event\"", 6)) {
-            const char *d = json_value(t, obj_end, "\"data\"");
+            const char *d = json_value(t, end, "\"data\"");
             uint32_t seq; uint64_t ns;
-            if (d && *d == '"' && parse_payload(d + 1, obj_end, &seq, &ns)) deliver(c, seq, ns, now);
+            if (d && *d == '"' && parse_payload(d + 1, end, &seq, &ns)) deliver(c, seq, ns, now);
             else G.invalid_total++;
+            if (d) p = d + 1;
         } else if (!strncmp(t, "gap\"", 4)) G.gaps++;
         else if (!strncmp(t, "reset\"", 6)) G.resets++;
         else if (!strncmp(t, "subscribed\"", 11)) {
             G.ws_subscribed++;
             if (c->xport == X_WS && !c->dead) sub_mark_ready(c);
         } else if (!strncmp(t, "error\"", 6)) G.ws_errors++;
-        p = obj_end;
     }
 }
 
@@ -943,7 +974,7 @@ static void poll_body_done(struct conn *c, uint64_t now)
     const char *p = c->rb, *end = c->rb + c->rlen;
     if (c->status == 200 && c->rlen) {
         if (G.target == T_LIVEGATE) {
-            const char *cur = json_value(p, end, "\"cursor\"");
+            const char *cur = json_value_last(p, end, "\"cursor\"");
             const char *evs = json_value(p, end, "\"events\"");
             if (evs) livegate_json_events(c, evs, cur && cur > evs ? cur : end, now);
             if (cur && *cur == '"') {
@@ -1219,7 +1250,7 @@ static void pub_connect(struct conn *pc);
 static void pub_lost_conn(struct conn *pc)
 {
     while (pc->qlen) pub_complete(pc, 0, 0);
-    if (pc->fd >= 0) { epoll_ctl(G.ep, EPOLL_CTL_DEL, pc->fd, NULL); close_fd(pc, false); }
+    if (pc->fd >= 0) { epoll_ctl(G.pub_ep, EPOLL_CTL_DEL, pc->fd, NULL); close_fd(pc, false); }
     if (G.phase == PH_PUBLISH && pc->ev_next < pc->ev_cap && pc->reconnects < 100) {
         pc->reconnects++;
         G.pub_reconnects++;
@@ -1606,7 +1637,28 @@ static bool over_budget(uint64_t now)
 }
 
 #define LOOP_EVENTS 1024
-#define PUBLISH_LOOP_EVENTS 64
+/* While publishing, the publisher's set is looked at after this many subscriber events: a
+ * backend on a machine of its own is not paced by its browsers' reads, and one epoll_wait per
+ * few reads costs the generator little. */
+#define PUB_SERVICE_EVERY 8
+
+/* Handles whatever is ready among the publisher's sockets and the pacing timer, without
+ * waiting, then issues what is due. */
+static void pub_service(void)
+{
+    struct epoll_event evs[16];
+    int n = epoll_wait(G.pub_ep, evs, 16, 0);
+    uint64_t now = lgb_now_ns();
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.ptr == NULL) {
+            uint64_t x;
+            if (read(G.tfd, &x, sizeof x) < 0) { /* spurious */ }
+            continue;
+        }
+        handle_event(evs[i].data.ptr, evs[i].events, now);
+    }
+    if (G.phase == PH_PUBLISH) pub_drive(lgb_now_ns());
+}
 
 /* Run the loop until cond() is true or until the deadline. Returns true if cond() was met. */
 static bool loop_until(uint64_t deadline, bool (*cond)(uint64_t now))
@@ -1615,30 +1667,22 @@ static bool loop_until(uint64_t deadline, bool (*cond)(uint64_t now))
     for (;;) {
         uint64_t now = lgb_now_ns();
         if (G.phase == PH_CONNECT) connect_drive(now);
-        if (G.phase == PH_PUBLISH) pub_drive(now);
+        if (G.phase == PH_PUBLISH) pub_service();
         if (G.phase == PH_STORM) storm_drive();
         if (cond && cond(now)) return true;
         if (now >= deadline || over_budget(now)) return false;
         uint64_t left_ms = (deadline - now) / 1000000 + 1;
         int to = left_ms > 20 ? 20 : (int)left_ms;
-        /* While publishing, at most PUBLISH_LOOP_EVENTS readable sockets a pass: the
-         * publishers' answers are looked at that often, so a closed-loop publisher is not paced
-         * by a whole pass of subscriber reads (on a machine of its own it would not be). */
-        int n = epoll_wait(G.ep, evs, G.phase == PH_PUBLISH ? PUBLISH_LOOP_EVENTS : LOOP_EVENTS,
-                           to);
+        int n = epoll_wait(G.ep, evs, LOOP_EVENTS, to);
         if (n < 0 && errno != EINTR) { perror("lg_loadgen: epoll_wait"); return false; }
         now = lgb_now_ns();
         for (int i = 0; i < n; i++) {
-            if (evs[i].data.ptr == NULL) {
-                uint64_t x;
-                if (read(G.tfd, &x, sizeof x) < 0) { /* spurious */ }
-                continue;
+            if (evs[i].data.ptr == &G.pub_ep) { pub_service(); continue; }
+            handle_event(evs[i].data.ptr, evs[i].events, now);
+            if (G.phase == PH_PUBLISH && (i + 1) % PUB_SERVICE_EVERY == 0) {
+                pub_service();
+                now = lgb_now_ns();
             }
-            struct conn *c = evs[i].data.ptr;
-            handle_event(c, evs[i].events, now);
-            /* A publisher's answer: its next request goes now, not after the rest of this
-             * batch of subscriber reads (a backend is not held up by its browsers' reads). */
-            if (c->role == R_PUB && G.phase == PH_PUBLISH) pub_drive(lgb_now_ns());
         }
     }
 }
@@ -1999,8 +2043,11 @@ int main(int argc, char **argv)
     }
     if (lgb_inflate_init(&G.inflate) != 0) die("zlib: cannot set up an inflater");
     G.ep = epoll_create1(EPOLL_CLOEXEC);
+    G.pub_ep = epoll_create1(EPOLL_CLOEXEC);
     G.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (G.ep < 0 || G.tfd < 0) { perror("lg_loadgen: epoll/timerfd"); return 3; }
+    if (G.ep < 0 || G.pub_ep < 0 || G.tfd < 0) { perror("lg_loadgen: epoll/timerfd"); return 3; }
+    struct epoll_event pub_set = {.events = EPOLLIN, .data.ptr = &G.pub_ep};
+    if (epoll_ctl(G.ep, EPOLL_CTL_ADD, G.pub_ep, &pub_set) < 0) { perror("lg_loadgen: epoll"); return 3; }
     G.t_start = lgb_now_ns();
     G.t_deadline_all = G.t_start + (uint64_t)(G.max_runtime_s * 1e9);
 
@@ -2066,7 +2113,7 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < G.pub_conns; i++)
                 if (G.pubs[i].state == CS_CONNECTING) up = false;
             if (up || lgb_now_ns() > tw) break;
-            int n = epoll_wait(G.ep, evs, 64, 10);
+            int n = epoll_wait(G.pub_ep, evs, 64, 10);
             for (int i = 0; i < n; i++)
                 if (evs[i].data.ptr) handle_event(evs[i].data.ptr, evs[i].events, lgb_now_ns());
         }
@@ -2079,7 +2126,7 @@ int main(int argc, char **argv)
             its.it_value = its.it_interval;
             timerfd_settime(G.tfd, 0, &its, NULL);
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-            epoll_ctl(G.ep, EPOLL_CTL_ADD, G.tfd, &ev);
+            epoll_ctl(G.pub_ep, EPOLL_CTL_ADD, G.tfd, &ev);
         }
         snap_take(&s3);
         G.phase = PH_PUBLISH;
@@ -2241,6 +2288,9 @@ int main(int argc, char **argv)
     jint("lat_p99_us", lgb_hist_quantile(&G.lat, 0.99));
     jint("lat_max_us", G.lat.max_us);
     jnum("lat_mean_us", G.lat.count ? (double)G.lat.sum_us / G.lat.count : 0, 1, true);
+    printf(",\"lat_p99_by_tenth_us\":[");
+    for (int i = 0; i < 10; i++) printf("%s%" PRIu64, i ? "," : "", lgb_hist_quantile(&G.lat_tenth[i], 0.99));
+    printf("]");
     printf(",\"drained\":%s", drained ? "true" : "false");
     {
         /* --reconnect-storm: a client that failed has no first event; the quantiles and the
