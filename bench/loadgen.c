@@ -177,7 +177,8 @@ static struct {
 
     /* runtime */
     int ep, tfd;
-    int pub_ep; /* the publisher connections and the pacing timer; itself registered in ep */
+    int pub_ep; /* the publisher connections and the pacing timer, registered in ep; -1 in a
+                   run without subscribers (they then share ep: nothing to wait behind) */
     struct conn *subs;
     struct conn *pubs;
     struct conn *stalled;
@@ -312,7 +313,7 @@ static bool parse_payload(const char *p, const char *end, uint32_t *seq, uint64_
 
 /* The publisher's sockets live in an epoll set of their own (see pub_service), so that a
  * thousand readable subscriber sockets never stand in line before its answers. */
-static int ep_of(const struct conn *c) { return c->role == R_PUB ? G.pub_ep : G.ep; }
+static int ep_of(const struct conn *c) { return c->role == R_PUB && G.pub_ep >= 0 ? G.pub_ep : G.ep; }
 
 static void ep_set(struct conn *c, uint32_t events, int op)
 {
@@ -1250,7 +1251,7 @@ static void pub_connect(struct conn *pc);
 static void pub_lost_conn(struct conn *pc)
 {
     while (pc->qlen) pub_complete(pc, 0, 0);
-    if (pc->fd >= 0) { epoll_ctl(G.pub_ep, EPOLL_CTL_DEL, pc->fd, NULL); close_fd(pc, false); }
+    if (pc->fd >= 0) { epoll_ctl(ep_of(pc), EPOLL_CTL_DEL, pc->fd, NULL); close_fd(pc, false); }
     if (G.phase == PH_PUBLISH && pc->ev_next < pc->ev_cap && pc->reconnects < 100) {
         pc->reconnects++;
         G.pub_reconnects++;
@@ -1647,7 +1648,7 @@ static bool over_budget(uint64_t now)
 static void pub_service(void)
 {
     struct epoll_event evs[16];
-    int n = epoll_wait(G.pub_ep, evs, 16, 0);
+    int n = G.pub_ep >= 0 ? epoll_wait(G.pub_ep, evs, 16, 0) : 0;
     uint64_t now = lgb_now_ns();
     for (int i = 0; i < n; i++) {
         if (evs[i].data.ptr == NULL) {
@@ -1678,8 +1679,14 @@ static bool loop_until(uint64_t deadline, bool (*cond)(uint64_t now))
         now = lgb_now_ns();
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == &G.pub_ep) { pub_service(); continue; }
-            handle_event(evs[i].data.ptr, evs[i].events, now);
-            if (G.phase == PH_PUBLISH && (i + 1) % PUB_SERVICE_EVERY == 0) {
+            if (evs[i].data.ptr == NULL) { /* the pacing timer, in a run without subscribers */
+                uint64_t x;
+                if (read(G.tfd, &x, sizeof x) < 0) { /* spurious */ }
+                continue;
+            }
+            struct conn *c = evs[i].data.ptr;
+            handle_event(c, evs[i].events, now);
+            if (G.phase == PH_PUBLISH && (c->role == R_PUB || (i + 1) % PUB_SERVICE_EVERY == 0)) {
                 pub_service();
                 now = lgb_now_ns();
             }
@@ -2043,11 +2050,17 @@ int main(int argc, char **argv)
     }
     if (lgb_inflate_init(&G.inflate) != 0) die("zlib: cannot set up an inflater");
     G.ep = epoll_create1(EPOLL_CLOEXEC);
-    G.pub_ep = epoll_create1(EPOLL_CLOEXEC);
+    G.pub_ep = G.nsubs + G.nstalled + G.nidle ? epoll_create1(EPOLL_CLOEXEC) : -1;
     G.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (G.ep < 0 || G.pub_ep < 0 || G.tfd < 0) { perror("lg_loadgen: epoll/timerfd"); return 3; }
+    if (G.ep < 0 || (G.pub_ep < 0 && G.nsubs + G.nstalled + G.nidle) || G.tfd < 0) {
+        perror("lg_loadgen: epoll/timerfd");
+        return 3;
+    }
     struct epoll_event pub_set = {.events = EPOLLIN, .data.ptr = &G.pub_ep};
-    if (epoll_ctl(G.ep, EPOLL_CTL_ADD, G.pub_ep, &pub_set) < 0) { perror("lg_loadgen: epoll"); return 3; }
+    if (G.pub_ep >= 0 && epoll_ctl(G.ep, EPOLL_CTL_ADD, G.pub_ep, &pub_set) < 0) {
+        perror("lg_loadgen: epoll");
+        return 3;
+    }
     G.t_start = lgb_now_ns();
     G.t_deadline_all = G.t_start + (uint64_t)(G.max_runtime_s * 1e9);
 
@@ -2113,7 +2126,7 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < G.pub_conns; i++)
                 if (G.pubs[i].state == CS_CONNECTING) up = false;
             if (up || lgb_now_ns() > tw) break;
-            int n = epoll_wait(G.pub_ep, evs, 64, 10);
+            int n = epoll_wait(G.pub_ep >= 0 ? G.pub_ep : G.ep, evs, 64, 10);
             for (int i = 0; i < n; i++)
                 if (evs[i].data.ptr) handle_event(evs[i].data.ptr, evs[i].events, lgb_now_ns());
         }
@@ -2126,7 +2139,7 @@ int main(int argc, char **argv)
             its.it_value = its.it_interval;
             timerfd_settime(G.tfd, 0, &its, NULL);
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-            epoll_ctl(G.pub_ep, EPOLL_CTL_ADD, G.tfd, &ev);
+            epoll_ctl(G.pub_ep >= 0 ? G.pub_ep : G.ep, EPOLL_CTL_ADD, G.tfd, &ev);
         }
         snap_take(&s3);
         G.phase = PH_PUBLISH;
