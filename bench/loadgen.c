@@ -856,9 +856,9 @@ static void ws_message(struct conn *c, const char *p, size_t n, uint64_t now)
         if (n > sizeof pre + 8 && !memcmp(p, pre, sizeof pre - 1)) {
             const char *lo = p + sizeof pre - 1;
             size_t head = n - (sizeof pre - 1) < 512 ? n - (sizeof pre - 1) : 512;
-            const char *q = memmem(lo, head, key, sizeof key - 1);
+            const char *q = find_key(lo, lo + head, key + 1, sizeof key - 2);
             uint32_t seq; uint64_t ns;
-            if (q && parse_payload(q + sizeof key - 1, p + n, &seq, &ns)) {
+            if (q && q[-1] == ',' && parse_payload(q + sizeof key - 2, p + n, &seq, &ns)) {
                 deliver(c, seq, ns, now);
                 return;
             }
