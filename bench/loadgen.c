@@ -311,9 +311,18 @@ static bool parse_payload(const char *p, const char *end, uint32_t *seq, uint64_
 
 /* ------------------------------------------------------------------ epoll plumbing */
 
-/* The publisher's sockets live in an epoll set of their own (see pub_service), so that a
- * thousand readable subscriber sockets never stand in line before its answers. */
-static int ep_of(const struct conn *c) { return c->role == R_PUB && G.pub_ep >= 0 ? G.pub_ep : G.ep; }
+/* The publisher's sockets and the pacing timer live in an epoll set of their own (see
+ * pub_service), so that a thousand readable subscriber sockets never stand in line before
+ * its answers; without subscribers they share the main set. */
+static int pub_set(void) { return G.pub_ep >= 0 ? G.pub_ep : G.ep; }
+static int ep_of(const struct conn *c) { return c->role == R_PUB ? pub_set() : G.ep; }
+
+/* The pacing timer fired: the ticks themselves are not counted (pub_drive works from time). */
+static void take_timer_tick(void)
+{
+    uint64_t x;
+    if (read(G.tfd, &x, sizeof x) < 0) { /* spurious */ }
+}
 
 static void ep_set(struct conn *c, uint32_t events, int op)
 {
@@ -1651,12 +1660,8 @@ static void pub_service(void)
     int n = G.pub_ep >= 0 ? epoll_wait(G.pub_ep, evs, 16, 0) : 0;
     uint64_t now = lgb_now_ns();
     for (int i = 0; i < n; i++) {
-        if (evs[i].data.ptr == NULL) {
-            uint64_t x;
-            if (read(G.tfd, &x, sizeof x) < 0) { /* spurious */ }
-            continue;
-        }
-        handle_event(evs[i].data.ptr, evs[i].events, now);
+        if (evs[i].data.ptr == NULL) take_timer_tick();
+        else handle_event(evs[i].data.ptr, evs[i].events, now);
     }
     if (G.phase == PH_PUBLISH) pub_drive(lgb_now_ns());
 }
@@ -1679,11 +1684,7 @@ static bool loop_until(uint64_t deadline, bool (*cond)(uint64_t now))
         now = lgb_now_ns();
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == &G.pub_ep) { pub_service(); continue; }
-            if (evs[i].data.ptr == NULL) { /* the pacing timer, in a run without subscribers */
-                uint64_t x;
-                if (read(G.tfd, &x, sizeof x) < 0) { /* spurious */ }
-                continue;
-            }
+            if (evs[i].data.ptr == NULL) { take_timer_tick(); continue; } /* no subscribers */
             struct conn *c = evs[i].data.ptr;
             handle_event(c, evs[i].events, now);
             if (G.phase == PH_PUBLISH && (c->role == R_PUB || (i + 1) % PUB_SERVICE_EVERY == 0)) {
@@ -2050,14 +2051,15 @@ int main(int argc, char **argv)
     }
     if (lgb_inflate_init(&G.inflate) != 0) die("zlib: cannot set up an inflater");
     G.ep = epoll_create1(EPOLL_CLOEXEC);
-    G.pub_ep = G.nsubs + G.nstalled + G.nidle ? epoll_create1(EPOLL_CLOEXEC) : -1;
+    bool any_subscribers = G.nsubs + G.nstalled + G.nidle > 0;
+    G.pub_ep = any_subscribers ? epoll_create1(EPOLL_CLOEXEC) : -1;
     G.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (G.ep < 0 || (G.pub_ep < 0 && G.nsubs + G.nstalled + G.nidle) || G.tfd < 0) {
+    if (G.ep < 0 || (any_subscribers && G.pub_ep < 0) || G.tfd < 0) {
         perror("lg_loadgen: epoll/timerfd");
         return 3;
     }
-    struct epoll_event pub_set = {.events = EPOLLIN, .data.ptr = &G.pub_ep};
-    if (G.pub_ep >= 0 && epoll_ctl(G.ep, EPOLL_CTL_ADD, G.pub_ep, &pub_set) < 0) {
+    struct epoll_event nested = {.events = EPOLLIN, .data.ptr = &G.pub_ep};
+    if (any_subscribers && epoll_ctl(G.ep, EPOLL_CTL_ADD, G.pub_ep, &nested) < 0) {
         perror("lg_loadgen: epoll");
         return 3;
     }
@@ -2126,7 +2128,7 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < G.pub_conns; i++)
                 if (G.pubs[i].state == CS_CONNECTING) up = false;
             if (up || lgb_now_ns() > tw) break;
-            int n = epoll_wait(G.pub_ep >= 0 ? G.pub_ep : G.ep, evs, 64, 10);
+            int n = epoll_wait(pub_set(), evs, 64, 10);
             for (int i = 0; i < n; i++)
                 if (evs[i].data.ptr) handle_event(evs[i].data.ptr, evs[i].events, lgb_now_ns());
         }
@@ -2139,7 +2141,7 @@ int main(int argc, char **argv)
             its.it_value = its.it_interval;
             timerfd_settime(G.tfd, 0, &its, NULL);
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-            epoll_ctl(G.pub_ep >= 0 ? G.pub_ep : G.ep, EPOLL_CTL_ADD, G.tfd, &ev);
+            epoll_ctl(pub_set(), EPOLL_CTL_ADD, G.tfd, &ev);
         }
         snap_take(&s3);
         G.phase = PH_PUBLISH;
