@@ -276,23 +276,6 @@ static void on_woken(struct ev_loop *loop, ev_async *watcher, int revents)
     on_cancel(watcher->data);
 }
 
-/* Before the loop waits: the sweep a wake from this thread asked for (lg_worker_wake). Work
- * it leaves woken (a publish answered between its slices) goes to the next pass, after the
- * other descriptors, as a self-sent ev_async: the wait then does not block. */
-static void before_wait(struct ev_loop *loop, ev_prepare *watcher, int revents)
-{
-    (void)revents;
-    struct lg_worker *w = watcher->data;
-    if (!w->woken_here)
-        return;
-    w->woken_here = false;
-    on_cancel(w);
-    if (w->woken_here) {
-        w->woken_here = false;
-        ev_async_send(loop, &w->woken);
-    }
-}
-
 static void control_turn(struct lg_conn_home *home)
 {
     lg_ev_host_serve(&lg_worker_of(home)->guest);
@@ -420,9 +403,6 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
     ev_async_init(&w->woken, on_woken);
     w->woken.data = w;
     ev_async_start(w->loop, &w->woken);
-    ev_prepare_init(&w->before_wait, before_wait);
-    w->before_wait.data = w;
-    ev_prepare_start(w->loop, &w->before_wait);
     void *foreign_loops[1] = {w->loop};
     struct lws_context_creation_info info;
     memset(&info, 0, sizeof info);
@@ -517,7 +497,6 @@ static void *worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "lg-worker-%u", w->home.index);
     pthread_setname_np(pthread_self(), name);
-    atomic_store_explicit(&w->loop_thread, pthread_self(), memory_order_relaxed);
     if (!atomic_load(&w->stop_requested))
         ev_run(w->loop, 0); /* until after_events() sees stop_requested */
     return NULL;
@@ -568,7 +547,6 @@ void lg_worker_destroy(struct lg_worker *w)
     if (w->loop) {
         ev_check_stop(w->loop, &w->after_events);
         ev_async_stop(w->loop, &w->woken);
-        ev_prepare_stop(w->loop, &w->before_wait);
         lg_ev_host_stop(&w->guest);
         ev_loop_destroy(w->loop);
     }

@@ -34,10 +34,6 @@ struct lg_worker {
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
     ev_check after_events;              /* end of each loop iteration: drained? stop? */
     ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
-    ev_prepare before_wait;             /* before each wait: the sweep woken_here asked for */
-    bool woken_here;                    /* a wake from this thread's own callbacks (a publish
-                                           on its control-port daemon) not yet served */
-    _Atomic pthread_t loop_thread;      /* set by the worker thread before its loop runs */
     struct lg_ev_host guest;            /* the control port's daemon served here (ev_host.h;
                                            not started: none) */
     struct lws_context *ctx;
@@ -63,10 +59,8 @@ struct lg_worker {
     uint64_t jitter_state;              /* xorshift64 for drain moments (this thread only) */
 };
 
-/* Wake worker arg from any thread (the hub's wake function): schedule the worker's sweep on
- * its loop. It never runs the worker's work itself, whoever calls it: from another thread it
- * is an ev_async_send(); from the worker's own callbacks only a flag, served before the loop
- * next waits (a self-sent ev_async would cost an extra epoll_wait per publish). */
+/* Wake worker arg from any thread (the hub's wake function): schedule on_woken() on its
+ * loop. It never runs the worker's work itself, whoever calls it. */
 void lg_worker_wake(void *arg);
 /* Take events from the inbox and write the connections given output: one round of writes,
  * then it wakes itself if there is more (worker_sweep.c). */

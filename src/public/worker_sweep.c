@@ -112,20 +112,15 @@ static size_t write_dirty(struct lg_worker *w, size_t max)
     return n;
 }
 
-/* Wake the worker from any thread: it only schedules. From another thread, libev's async
- * watcher is one eventfd write (none while a wake-up is already pending) and calls on_woken()
- * on the worker's thread: cheaper than lws_cancel_service(), whose wake-up passes through lws'
- * pipe handling, a callback to every protocol and an extra epoll_wait for lws' idle watcher.
- * From the worker's own callbacks (its control-port daemon publishing) it only sets a flag
- * that before_wait() serves: an ev_async sent to oneself would make the next epoll_wait
- * return at once, a system call per publish that finds nothing. */
+/* Wake the worker from any thread: it only schedules. libev's async watcher is one eventfd
+ * write (none while a wake-up is already pending, and none from the worker's own callbacks,
+ * where libev only makes the loop's next epoll_wait not block) and calls on_woken() on the
+ * worker's thread: cheaper than lws_cancel_service(), whose wake-up passes through lws' pipe
+ * handling, a callback to every protocol and an extra epoll_wait for lws' idle watcher. */
 void lg_worker_wake(void *arg)
 {
     struct lg_worker *w = arg;
-    if (pthread_equal(pthread_self(), atomic_load_explicit(&w->loop_thread, memory_order_relaxed)))
-        w->woken_here = true;
-    else
-        ev_async_send(w->loop, &w->woken);
+    ev_async_send(w->loop, &w->woken);
 }
 
 /* Take events and write connections in turn until both are done, or one round of writes has
