@@ -262,6 +262,7 @@ static void finish_hook_waits(struct lg_worker *w)
 
 static void on_cancel(struct lg_worker *w)
 {
+    w->swept_this_pass = true;
     lg_worker_answer_calls(w);
     answer_publishes(w);
     finish_hook_waits(w);
@@ -291,6 +292,7 @@ static void after_events(struct ev_loop *loop, ev_check *watcher, int revents)
 {
     struct lg_worker *w = watcher->data;
     (void)revents;
+    w->swept_this_pass = false; /* a new pass: a wake from this thread may be fed again */
     if (w->home.draining && w->home.conns.count == 0 && lg_acceptor_pending(w->acceptor) == 0)
         atomic_store(&w->drained, true);
     if (atomic_load(&w->stop_requested)) {
@@ -305,7 +307,9 @@ static void invoke_pending_timed(struct ev_loop *loop)
 {
     struct lg_worker *w = ev_userdata(loop);
     uint64_t start = lg_mono_ns();
+    w->invoking = true;
     ev_invoke_pending(loop);
+    w->invoking = false;
     uint64_t end = lg_mono_ns();
     _Atomic uint64_t *busy = &lg_worker_stats[w->home.index].busy_ns; /* this thread's alone */
     atomic_store_explicit(busy, atomic_load_explicit(busy, memory_order_relaxed) +
@@ -497,6 +501,7 @@ static void *worker_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "lg-worker-%u", w->home.index);
     pthread_setname_np(pthread_self(), name);
+    atomic_store_explicit(&w->loop_thread, pthread_self(), memory_order_relaxed);
     if (!atomic_load(&w->stop_requested))
         ev_run(w->loop, 0); /* until after_events() sees stop_requested */
     return NULL;

@@ -17,12 +17,12 @@
  * descriptors that are ready, not the ones that are open.
  * Events reach the worker through its inbox: the hub pushes references and wakes the loop
  * with ev_async_send() on the worker's loop, which only schedules the worker's sweep, whoever
- * calls it (from the worker's own control-port daemon, below, libev writes no eventfd: the
- * loop's next epoll_wait just does not block). The worker offers each event to the
- * subscriptions of its topic on this worker (topic->slots[index].head) and queues the
- * connections given output; it then writes them round-robin, straight to each socket that has
- * room (POLLOUT only for full ones), taking a few more events from the inbox every
- * WRITES_PER_TAKE writes (worker_sweep.c).
+ * calls it (from the worker's own control-port daemon, below, the watcher is fed to the
+ * callbacks libev is running, once a pass: no eventfd and no extra epoll_wait). The worker
+ * offers each event to the subscriptions of its topic on this worker
+ * (topic->slots[index].head) and queues the connections given output; it then writes them
+ * round-robin, straight to each socket that has room (POLLOUT only for full ones), taking a
+ * few more events from the inbox every WRITES_PER_TAKE writes (worker_sweep.c).
  * The worker also hosts a guest (loop_guest.h): one of the control port's libmicrohttpd
  * daemons, served when its epoll descriptor is readable, once a tick, and between slices of a
  * long round of writes, so a publisher is answered while the worker writes.

@@ -34,6 +34,10 @@ struct lg_worker {
     struct ev_loop *loop;               /* this worker's epoll loop; lws runs on it (foreign) */
     ev_check after_events;              /* end of each loop iteration: drained? stop? */
     ev_async woken;                     /* the hub's and the app's wake-up (any thread) */
+    _Atomic pthread_t loop_thread;      /* set by the worker thread before its loop runs */
+    bool invoking;                      /* the loop is running callbacks (this thread only) */
+    bool swept_this_pass;               /* a sweep ran since the loop last waited: a wake from
+                                           this thread waits for the next pass */
     struct lg_ev_host guest;            /* the control port's daemon served here (ev_host.h;
                                            not started: none) */
     struct lws_context *ctx;
@@ -60,7 +64,10 @@ struct lg_worker {
 };
 
 /* Wake worker arg from any thread (the hub's wake function): schedule on_woken() on its
- * loop. It never runs the worker's work itself, whoever calls it. */
+ * loop. It never runs the worker's work itself, whoever calls it: from another thread it is
+ * an ev_async_send(); from the worker's own callbacks (a publish on its control-port daemon)
+ * the watcher is fed to the callbacks running now, once a pass, so no system call is spent
+ * on it (worker_sweep.c). */
 void lg_worker_wake(void *arg);
 /* Take events from the inbox and write the connections given output: one round of writes,
  * then it wakes itself if there is more (worker_sweep.c). */

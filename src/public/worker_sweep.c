@@ -112,15 +112,26 @@ static size_t write_dirty(struct lg_worker *w, size_t max)
     return n;
 }
 
-/* Wake the worker from any thread: it only schedules. libev's async watcher is one eventfd
- * write (none while a wake-up is already pending, and none from the worker's own callbacks,
- * where libev only makes the loop's next epoll_wait not block) and calls on_woken() on the
- * worker's thread: cheaper than lws_cancel_service(), whose wake-up passes through lws' pipe
- * handling, a callback to every protocol and an extra epoll_wait for lws' idle watcher. */
+/*
+ * Wake the worker from any thread: it only schedules. From another thread libev's async
+ * watcher is one eventfd write (none while a wake-up is already pending) and calls on_woken()
+ * on the worker's thread: cheaper than lws_cancel_service(), whose wake-up passes through lws'
+ * pipe handling, a callback to every protocol and an extra epoll_wait for lws' idle watcher.
+ * From the worker's own callbacks (its control-port daemon publishing) an ev_async_send()
+ * would cost an epoll_wait that returns at once and finds nothing; the watcher is fed to the
+ * callbacks libev is running instead, which run it before the loop next waits. Once a pass:
+ * a wake after a sweep of this pass (a publish answered between the slices of a round, or
+ * after the round took events) goes to the next pass, so the loop still polls between rounds.
+ */
 void lg_worker_wake(void *arg)
 {
     struct lg_worker *w = arg;
-    ev_async_send(w->loop, &w->woken);
+    bool own_thread =
+        pthread_equal(pthread_self(), atomic_load_explicit(&w->loop_thread, memory_order_relaxed));
+    if (own_thread && w->invoking && !w->swept_this_pass)
+        ev_feed_event(w->loop, &w->woken, EV_ASYNC);
+    else
+        ev_async_send(w->loop, &w->woken);
 }
 
 /* Take events and write connections in turn until both are done, or one round of writes has
