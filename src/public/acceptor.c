@@ -45,6 +45,7 @@ struct lg_pending {
                                            read only to word the 503 (sse_refusal.h) */
     uint32_t discarded;
     struct lg_client_address peer;      /* from accept4() */
+    bool peer_known;                    /* false: not IP (a test over a socketpair) */
     struct lg_http_request req;
     uint32_t len;
     char buf[];                         /* limits.max_request_head_bytes */
@@ -120,10 +121,23 @@ int lg_acceptor_check_port_free(const struct lg_listen_addr *addr, char *err, si
     return 0;
 }
 
-static int open_listener(const struct lg_listen_addr *addr, uint16_t port, char *err,
-                         size_t errlen)
+/* The workers' listener. Linux copies a listener's TCP_NODELAY and SO_SNDBUF to every socket
+ * it accepts: set once here, they cost an accepted connection no system call. */
+static int open_listener(const struct lg_config *cfg, uint16_t port, char *err, size_t errlen)
 {
-    return bind_public(addr, port, true, err, errlen);
+    int fd = bind_public(&cfg->public_addr, port, true, err, errlen);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    int sndbuf = (int)cfg->socket_send_buffer_bytes;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+        (sndbuf && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf) != 0)) {
+        snprintf(err, errlen, "cannot set the public listener's socket options: %s",
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 static uint16_t bound_port(int fd)
@@ -265,12 +279,6 @@ static bool read_pending(struct lg_acceptor *a, struct lg_pending *p);
 static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *peer)
 {
     const struct lg_config *cfg = a->cfg;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (cfg->socket_send_buffer_bytes) {
-        int sndbuf = (int)cfg->socket_send_buffer_bytes;
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    }
     struct lg_pending *p = malloc(sizeof *p + cfg->limits.max_request_head_bytes);
     if (!p) {
         close(fd);
@@ -279,8 +287,9 @@ static void accept_one(struct lg_acceptor *a, int fd, const struct sockaddr *pee
     int64_t open_now = lg_account_connection_opened();
     LG_STAT_ADD(connections_opened, 1);
     p->fd = fd;
-    if (!lg_client_address_of(peer, &p->peer))
-        memset(&p->peer, 0, sizeof p->peer); /* not IP (a test over a socketpair): one key */
+    p->peer_known = lg_client_address_of(peer, &p->peer);
+    if (!p->peer_known)
+        memset(&p->peer, 0, sizeof p->peer); /* one key for every such socket */
     p->len = 0;
     p->deadline_ms = lg_mono_ms() + cfg->limits.request_timeout_ms;
     lg_http_request_init(&p->req);
@@ -385,7 +394,8 @@ static bool is_path(const char *buf, const struct lg_slice *path, const char *wa
 /* Hand p's socket to the owner; a WebSocket the owner cannot take is answered 503. */
 static void hand_on(struct lg_acceptor *a, struct lg_pending *p, bool websocket)
 {
-    struct lg_accepted acc = {.fd = p->fd, .head = p->buf, .len = p->len, .req = &p->req};
+    struct lg_accepted acc = {.fd = p->fd, .head = p->buf, .len = p->len, .req = &p->req,
+                              .peer = p->peer_known ? &p->peer : NULL};
     const struct lg_slice *xff = &p->req.headers[LG_HDR_X_FORWARDED_FOR];
     const struct lg_slice *fwd = &p->req.headers[LG_HDR_FORWARDED];
     acc.counted = lg_client_address_resolve(&p->peer, a->trusted, a->trusted_count,
@@ -588,7 +598,7 @@ struct lg_acceptor *lg_acceptor_create(const struct lg_config *cfg, uint16_t *po
                               .trusted_count = trusted_count, .auth = auth, .listen_fd = -1,
                               .heads_fd = -1};
     a->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    a->listen_fd = open_listener(&cfg->public_addr, *port, err, errlen);
+    a->listen_fd = open_listener(cfg, *port, err, errlen);
     if (a->listen_fd < 0) {
         lg_acceptor_destroy(a);
         return NULL;

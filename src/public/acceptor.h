@@ -2,11 +2,11 @@
  * acceptor.h - one worker's front door: its SO_REUSEPORT listening socket and the sockets
  * accepted but not yet classified, whose request head is being read.
  *
- * A socket is accepted (TCP_NODELAY, socket_send_buffer_bytes), counted in accounting.h, and
- * watched in a private epoll set until its head is complete. Past limits.max_connections it is
- * refused with 503 once its head is in (or LG_LINGER_MS passed, as long as a refusal lingers),
- * so that the refusal of an SSE subscription can be worded as one a browser's EventSource
- * retries (sse_refusal.h). Malformed heads (400), oversized heads (431), heads that do not arrive
+ * A socket is accepted (TCP_NODELAY and socket_send_buffer_bytes, which it inherits from the
+ * listener), counted in accounting.h, and watched in a private epoll set until its head is
+ * complete. Past limits.max_connections it is refused with 503 once its head is in (or
+ * LG_LINGER_MS passed, as long as a refusal lingers), so that the refusal of an SSE
+ * subscription can be worded as one a browser's EventSource retries (sse_refusal.h). Malformed heads (400), oversized heads (431), heads that do not arrive
  * within limits.request_timeout_ms (408) and WebSocket upgrades anywhere but GET /ws (404,
  * 405, 431 past 2048 bytes) are answered with a JSON error and closed here. Every other head
  * is handed to the owner through struct lg_acceptor_ops, which then owns the socket.
@@ -49,6 +49,7 @@ struct lg_accepted {
     const char *head;
     size_t len;
     const struct lg_http_request *req;
+    const struct lg_client_address *peer; /* the socket's peer (accept4), NULL: not IP */
     struct lg_client_address client; /* who the connection counts against (client_address.h) */
     bool counted;                    /* false: a trusted proxy's own, counted against nobody */
 };

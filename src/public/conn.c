@@ -25,19 +25,6 @@ static void count_client(const struct lg_transport *t, int delta)
         atomic_fetch_add_explicit(t->clients, delta, memory_order_relaxed);
 }
 
-/* The socket's peer address as text ("" when it cannot be read: a socketpair, or gone). */
-static void peer_of(struct lws *wsi, char *out, size_t cap)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    struct lg_client_address a;
-    out[0] = '\0';
-    int fd = wsi ? lws_get_socket_fd(wsi) : -1;
-    if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
-        lg_client_address_of((struct sockaddr *)&ss, &a))
-        lg_client_address_format(&a, out, cap);
-}
-
 /* ---- The home ----------------------------------------------------------------------------- */
 
 int lg_conn_home_init(struct lg_conn_home *home)
@@ -81,7 +68,7 @@ size_t lg_conn_size(void)
 }
 
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_conn_home *home,
-                  const struct lg_transport *transport)
+                  const struct lg_transport *transport, const struct lg_client_address *peer)
 {
     memset(c, 0, lg_conn_size());
     c->wsi = wsi;
@@ -93,7 +80,8 @@ void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_conn_home *home,
     c->report.id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
     c->report.opened_unix_ms = lg_unix_ms();
     c->report.opened_mono_ms = now_ms;
-    peer_of(wsi, c->report.peer, sizeof c->report.peer);
+    if (peer)
+        lg_client_address_format(peer, c->report.peer, sizeof c->report.peer);
     lg_rate_init(&c->topic_creations, lg_live(&home->live->topic_creations_per_s),
                  lg_live(&home->live->max_topics_per_client), now_ms);
     lg_buf_init(&c->out);

@@ -64,6 +64,8 @@ struct lg_ws_upgrade {
     char *token;                        /* its token (conn_auth.h), NULL = none */
     struct lg_client_address client;
     bool counted;
+    struct lg_client_address peer;      /* the socket's peer (accept4) */
+    bool peer_known;                    /* false: not IP */
     /* permessage-deflate (ws_compression.h) */
     uint8_t deflate_offers;             /* offers lws asked about so far */
     int8_t deflate_offer;               /* the one to accept, -1 none (set at the first) */
@@ -196,8 +198,9 @@ struct lg_buf *lg_conn_scratch(struct lg_conn_home *home);
 void lg_conn_callback_done(struct lg_conn_home *home);
 
 /* ---- shared connection helpers (conn.c) ----------------------------------------------- */
+/* peer: the socket's peer address from accept4() (NULL: not IP), kept as text for reports. */
 void lg_conn_init(struct lg_conn *c, struct lws *wsi, struct lg_conn_home *home,
-                  const struct lg_transport *transport);
+                  const struct lg_transport *transport, const struct lg_client_address *peer);
 /* Count c against client (NULL: a trusted proxy's own connection, counted against nobody).
  * Return value: true, or false when client already holds limits.max_connections_per_address
  * connections (the caller refuses c: 429, or close 1008). */

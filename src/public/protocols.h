@@ -27,6 +27,7 @@ struct lg_handoff {
     size_t len;                      /* bytes in buf (req->head_len of them are the request) */
     const struct lg_http_request *req;
     const struct lg_client_address *client; /* who it counts against, or NULL: nobody */
+    const struct lg_client_address *peer;   /* the socket's peer, or NULL: not IP */
 };
 
 #endif

@@ -353,7 +353,8 @@ static int http_callback(struct lws *wsi, enum lws_callback_reasons reason, void
         lws_set_opaque_user_data(wsi, NULL);
         if (!h)
             return -1;
-        lg_conn_init(c, wsi, lws_context_user(lws_get_context(wsi)), &lg_transport_http);
+        lg_conn_init(c, wsi, lws_context_user(lws_get_context(wsi)), &lg_transport_http,
+                     h->peer);
         if (!lg_conn_claim_client(c, h->client)) {
             note_sse_request(c, h->buf, h->req);
             refuse_per_address(c);

@@ -510,7 +510,8 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
 {
     struct lg_conn_home *home = lws_context_user(lws_get_context(wsi));
     const struct lg_config *cfg = home->cfg;
-    lg_conn_init(c, wsi, home, &lg_transport_ws);
+    const struct lg_ws_upgrade *u = upgrade_of(home, wsi);
+    lg_conn_init(c, wsi, home, &lg_transport_ws, u && u->peer_known ? &u->peer : NULL);
     lg_rate_init(&ws_of(c)->messages, cfg->websocket.max_messages_per_s,
                  cfg->websocket.max_messages_per_s, lg_mono_ms());
     lg_buf_init(&ws_of(c)->msg);

@@ -72,7 +72,9 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
     *u = (struct lg_ws_upgrade){.query = strndup(a->head + a->req->query.off, a->req->query.len),
                              .token = lg_conn_request_token(a->head, a->req,
                                                             lg_auth_cookie_name(w->shared.auth)),
-                             .client = a->client, .counted = a->counted};
+                             .client = a->client, .counted = a->counted,
+                             .peer = a->peer ? *a->peer : (struct lg_client_address){{0}},
+                             .peer_known = a->peer != NULL};
     char *copy = malloc(a->len);
     if (!copy || !u->query) {
         free(copy);
@@ -95,7 +97,7 @@ static void adopt_http(void *owner, const struct lg_accepted *a)
 {
     struct lg_worker *w = owner;
     struct lg_handoff handoff = {.buf = a->head, .len = a->len, .req = a->req,
-                                 .client = a->counted ? &a->client : NULL};
+                                 .client = a->counted ? &a->client : NULL, .peer = a->peer};
     lws_adopt_desc_t desc = {
         .vh = w->vhost,
         .type = LWS_ADOPT_SOCKET,

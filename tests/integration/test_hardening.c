@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "lg_test.h"
 
 #include "check_main.h"
@@ -636,6 +638,36 @@ START_TEST(behind_a_trusted_proxy_the_forwarded_address_counts)
     ck_assert_int_eq(sse_status(&s, &c[3], "X-Forwarded-For: 203.0.113.8\r\n"), 200);
     ck_assert_int_eq(sse_status(&s, &c[4], NULL), 200); /* the proxy's own: counted nowhere */
     ck_assert_int_eq(sse_status(&s, &c[5], NULL), 200);
+    struct lg_ws_client ws;
+    ck_assert_int_eq(lg_ws_open_with(&ws, s.public_port, "/ws", "livegate.v1", NULL), 0);
+    /* Each client's remote is the address it counts against, else its socket's peer. */
+    ck_assert(lg_wait_stat(s.control_port, "clients_ws", 1, WAIT_MS));
+    struct lg_http_response r;
+    ck_assert_int_eq(lg_http_request(s.control_port, "GET", "/v1/clients", NULL, NULL, 0, &r,
+                                     WAIT_MS), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *o = json_loadb(r.body, r.body_len, 0, NULL);
+    lg_http_response_free(&r);
+    ck_assert_ptr_nonnull(o);
+    int forwarded7 = 0, forwarded8 = 0, peer_sse = 0, peer_ws = 0;
+    size_t at;
+    json_t *client;
+    json_array_foreach(json_object_get(o, "clients"), at, client) {
+        const char *remote = json_string_value(json_object_get(client, "remote"));
+        const char *transport = json_string_value(json_object_get(client, "transport"));
+        ck_assert_ptr_nonnull(remote);
+        forwarded7 += strcmp(remote, "203.0.113.7") == 0;
+        forwarded8 += strcmp(remote, "203.0.113.8") == 0;
+        peer_sse += strcmp(remote, "127.0.0.1") == 0 && strcmp(transport, "sse") == 0;
+        peer_ws += strcmp(remote, "127.0.0.1") == 0 && strcmp(transport, "websocket") == 0;
+    }
+    ck_assert_uint_eq(json_array_size(json_object_get(o, "clients")), 6);
+    json_decref(o);
+    ck_assert_int_eq(forwarded7, 2);
+    ck_assert_int_eq(forwarded8, 1);
+    ck_assert_int_eq(peer_sse, 2);
+    ck_assert_int_eq(peer_ws, 1);
+    lg_ws_close(&ws);
     for (int i = 0; i < 6; i++)
         lg_sse_close(&c[i]);
     lg_server_must_stop(&s);
