@@ -6,10 +6,11 @@
  * listener), counted in accounting.h, and watched in a private epoll set until its head is
  * complete. Past limits.max_connections it is refused with 503 once its head is in (or
  * LG_LINGER_MS passed, as long as a refusal lingers), so that the refusal of an SSE
- * subscription can be worded as one a browser's EventSource retries (sse_refusal.h). Malformed heads (400), oversized heads (431), heads that do not arrive
- * within limits.request_timeout_ms (408) and WebSocket upgrades anywhere but GET /ws (404,
- * 405, 431 past 2048 bytes) are answered with a JSON error and closed here. Every other head
- * is handed to the owner through struct lg_acceptor_ops, which then owns the socket.
+ * subscription can be worded as one a browser's EventSource retries (sse_refusal.h). Malformed
+ * heads (400), oversized heads (431), heads that do not arrive within limits.request_timeout_ms
+ * (408) and WebSocket upgrades anywhere but GET /ws (404, 405, 431 past 2048 bytes) are
+ * answered with a JSON error and closed here. Every other head is handed to the owner through
+ * struct lg_acceptor_ops, which then owns the socket.
  * No libwebsockets here: the owner watches the two descriptors (listen_fd, heads_fd) in its
  * loop and calls accept_ready / heads_ready when they are readable.
  *
