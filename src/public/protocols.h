@@ -14,6 +14,9 @@
 #define LG_PROTOCOLS_H
 
 #include <libwebsockets.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 struct lg_client_address;
 struct lg_http_request;
@@ -29,5 +32,22 @@ struct lg_handoff {
     const struct lg_client_address *client; /* who it counts against, or NULL: nobody */
     const struct lg_client_address *peer;   /* the socket's peer, or NULL: not IP */
 };
+
+/* A WebSocket upgrade's answer and the connection's first message go out in one segment: the
+ * worker corks the socket (TCP_CORK) before lws answers the upgrade, and the ws protocol
+ * uncorks it when LWS_CALLBACK_ESTABLISHED has queued the first message. A socket lws closes
+ * before that is flushed by the close. The client reads one segment instead of two, and the
+ * worker pays one send. */
+static inline void lg_socket_cork(int fd)
+{
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &one, sizeof one); /* best effort: only merges */
+}
+
+static inline void lg_socket_uncork(int fd)
+{
+    int zero = 0;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
+}
 
 #endif

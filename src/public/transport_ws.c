@@ -506,7 +506,7 @@ static char *take_upgrade(struct lg_conn_home *home, struct lws *wsi, char **tok
     return query;
 }
 
-static int on_established(struct lg_conn *c, struct lws *wsi)
+static int establish(struct lg_conn *c, struct lws *wsi)
 {
     struct lg_conn_home *home = lws_context_user(lws_get_context(wsi));
     const struct lg_config *cfg = home->cfg;
@@ -568,6 +568,15 @@ static int on_established(struct lg_conn *c, struct lws *wsi)
     }
     free(p);
     free(query);
+    return rc;
+}
+
+/* The worker corked the socket before lws answered the upgrade (protocols.h): the 101 and
+ * what the connection's start queued (`subscribed`, an error, a close) leave together. */
+static int on_established(struct lg_conn *c, struct lws *wsi)
+{
+    int rc = establish(c, wsi);
+    lg_socket_uncork(lws_get_socket_fd(wsi));
     return rc;
 }
 

@@ -81,6 +81,7 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
         return "out of memory";
     }
     memcpy(copy, a->head, a->len);
+    lg_socket_cork(fd); /* lws answers inside the adoption; ESTABLISHED uncorks (protocols.h) */
     /* On failure lws closes the socket itself; the close path frees the query and counts. */
     if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, a->len)) {
         free(u->query);

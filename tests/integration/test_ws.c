@@ -170,6 +170,35 @@ END_TEST
 
 /* ---- Query subscription and the event object ---------------------------------------------- */
 
+/* The server's end of c has sent exactly `segments` segments of data and holds nothing back. */
+static void expect_sent_in(const struct lg_ws_client *c, unsigned segments)
+{
+    struct lg_server_socket_state st;
+    ck_assert_int_eq(lg_server_socket_state(&srv, c->fd, &st), 0);
+    ck_assert_msg(!st.corked, "the server's socket is still corked");
+    ck_assert_uint_eq(st.data_segments_out, segments);
+}
+
+/* The upgrade's 101 and the connection's first message leave in one segment; a connection
+ * with nothing to say yet gets its 101 at once all the same (protocols.h). */
+START_TEST(test_ws_answer_and_first_message_in_one_segment)
+{
+    struct lg_ws_client c;
+    lg_ws_must_subscribe(&c, srv.public_port, "/ws?topic=seg", NULL, NULL, 0);
+    expect_sent_in(&c, 1);
+    lg_ws_close(&c);
+
+    lg_ws_must_open(&c, srv.public_port, "/ws", "livegate.v1");
+    expect_sent_in(&c, 1);
+    lg_ws_close(&c);
+
+    lg_ws_must_open(&c, srv.public_port, "/ws?topic=bad%20topic", "livegate.v1");
+    expect_error(&c, "invalid_topic");
+    expect_sent_in(&c, 1);
+    lg_ws_close(&c);
+}
+END_TEST
+
 START_TEST(test_ws_query_topics_and_event_json)
 {
     char id[256], ep[16], want[1024];
@@ -555,7 +584,8 @@ START_TEST(test_ws_keepalive)
 END_TEST
 
 LG_CHECK_MAIN_SHARED("ws", 30, server_setup, server_teardown,
-                     LG_TESTS(test_ws_subprotocol, test_ws_query_topics_and_event_json,
+                     LG_TESTS(test_ws_subprotocol, test_ws_answer_and_first_message_in_one_segment,
+                              test_ws_query_topics_and_event_json,
                               test_ws_subscribe_since_replays, test_ws_since_in_query,
                               test_ws_unsubscribe, test_ws_shutdown_1001),
                      LG_TESTS(test_ws_malformed_messages, test_ws_nothing_after_close,

@@ -47,6 +47,16 @@ double lg_server_cpu_seconds(const struct lg_server *s);
 /* Resident set size in KiB (from /proc/PID/status VmRSS). */
 long lg_server_rss_kib(const struct lg_server *s);
 
+/* What the server's end of one of our connections has sent, read from the server's own socket
+ * (pidfd_getfd: the tests run as the server's parent, with the right to trace it). */
+struct lg_server_socket_state {
+    bool corked;                 /* TCP_CORK is set: data the server wrote may be held back */
+    unsigned data_segments_out;  /* TCP segments that carried data (tcpi_data_segs_out) */
+};
+/* The state of s's socket whose peer is client_fd. Return value: 0, or -1 (no such socket). */
+int lg_server_socket_state(const struct lg_server *s, int client_fd,
+                           struct lg_server_socket_state *out);
+
 /* ---- Plain TCP and HTTP ---------------------------------------------------------------- */
 
 int lg_tcp_connect(uint16_t port);                       /* blocking connect to 127.0.0.1 */
