@@ -100,19 +100,46 @@ static void resolve_static_dir(struct lg_app *app)
 #define FIXED_DESCRIPTORS 64u
 #define DESCRIPTORS_PER_WORKER 8u
 
-/* Connections are bounded by limits.max_connections, not by a soft descriptor limit that a
- * shell or service manager happened to leave low: raise it to the hard limit, as nginx's
- * worker_rlimit_nofile does. Return value: the limit now in force (RLIM_INFINITY = none). */
-static rlim_t raise_descriptor_limit(void)
+/* The descriptors the limits can hold open at once: the fixed ones, each worker's, every
+ * public and control connection, and one per backend transfer the hooks may have in flight. */
+static uint64_t descriptors_needed(const struct lg_config *cfg, uint32_t workers)
+{
+    uint64_t n = FIXED_DESCRIPTORS + (uint64_t)DESCRIPTORS_PER_WORKER * workers +
+                 cfg->limits.max_connections + cfg->limits.control_max_connections;
+    if (cfg->subscribe_hook.url && cfg->subscribe_hook.url[0])
+        n += (uint64_t)cfg->subscribe_hook.max_pending * workers;
+    if (cfg->webhooks.url && cfg->webhooks.url[0])
+        n += LG_WEBHOOKS_IN_FLIGHT;
+    return n;
+}
+
+/*
+ * Set the soft descriptor limit to what the limits need plus a quarter, within the hard limit,
+ * as nginx's worker_rlimit_nofile does: connections are bounded by limits.max_connections, not
+ * by a soft limit a shell or service manager happened to leave low. Not simply to the hard
+ * limit: libwebsockets sizes its descriptor tables to the soft limit and Debian's build scans
+ * one at every close, so a container's hard limit (often 1048576) would make every disconnect
+ * cost that many reads. Return value: the limit now in force (RLIM_INFINITY = none).
+ */
+static rlim_t size_descriptor_limit(const struct lg_config *cfg, uint32_t workers)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return RLIM_INFINITY;
-    if (rl.rlim_cur < rl.rlim_max) {
+    uint64_t needed = descriptors_needed(cfg, workers);
+    rlim_t want = (rlim_t)(needed + needed / 4);
+    if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+        want = rl.rlim_max;
+    if (want != rl.rlim_cur) {
         rlim_t was = rl.rlim_cur;
-        rl.rlim_cur = rl.rlim_max;
+        rl.rlim_cur = want;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
             rl.rlim_cur = was;
+        else
+            lg_info("descriptor limit %llu (was %llu): the connection limits and hooks need "
+                    "%llu, plus a quarter, within the hard limit",
+                    (unsigned long long)want, (unsigned long long)was,
+                    (unsigned long long)needed);
     }
     return rl.rlim_cur;
 }
@@ -497,7 +524,8 @@ int lg_app_run(const struct lg_config *cfg, const struct lg_cli *cli)
     signal(SIGPIPE, SIG_IGN);
 
     app.running = *cfg; /* shallow: borrows what cfg owns, which outlives the app */
-    cap_connection_limits(&app.running, raise_descriptor_limit(), app.worker_count);
+    cap_connection_limits(&app.running, size_descriptor_limit(&app.running, app.worker_count),
+                          app.worker_count);
     app.cfg = &app.running;
     cfg = app.cfg;
     if (start(&app) != 0) {

@@ -262,6 +262,44 @@ START_TEST(connection_limits_are_capped_to_the_descriptor_limit)
 }
 END_TEST
 
+/* Process pid's soft limit on open files (/proc/PID/limits). */
+static unsigned long soft_descriptor_limit(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    unsigned long soft = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Max open files %lu", &soft) == 1)
+            break;
+    fclose(f);
+    return soft;
+}
+
+/* The soft limit is what the limits need plus a quarter, well under this machine's hard limit:
+ * 64 fixed + 8 per worker + public + control connections (+ hooks' transfers in flight). */
+START_TEST(the_descriptor_limit_is_sized_to_the_limits)
+{
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"workers\":1,\"limits\":{\"max_connections\":1000,"
+                             "\"control_max_connections\":100}}");
+    ck_assert_uint_eq(soft_descriptor_limit(s.pid), (64 + 8 + 1000 + 100) * 5 / 4);
+    ck_assert(lg_server_wait_log(&s, "descriptor limit 1465 (was ", WAIT_MS));
+    lg_server_must_stop(&s);
+
+    /* a subscribe hook adds its pending checks per worker; the webhooks their 16 in flight */
+    lg_server_must_start(&s, "{\"workers\":2,\"limits\":{\"max_connections\":1000,"
+                             "\"control_max_connections\":100},\"subscribe_hook\":{"
+                             "\"url\":\"http://127.0.0.1:9/hook\",\"topics\":[\"h/*\"],"
+                             "\"max_pending\":40},\"webhooks\":{\"url\":"
+                             "\"http://127.0.0.1:9/notices\",\"secret\":\"0123456789abcdef\"}}");
+    ck_assert_uint_eq(soft_descriptor_limit(s.pid),
+                      (64 + 2 * 8 + 1000 + 100 + 2 * 40 + 16) * 5 / 4);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 /* How many descriptors process pid holds (its /proc/PID/fd entries). */
 static int open_descriptors(pid_t pid)
 {
@@ -748,7 +786,7 @@ END_TEST
 LG_CHECK_MAIN_TCASE(
     "hardening", "bad_input", 60, every_bad_input_gets_its_answer_and_harms_nobody,
     a_second_gateway_cannot_take_the_same_port,
-    connection_limits_are_capped_to_the_descriptor_limit,
+    connection_limits_are_capped_to_the_descriptor_limit, the_descriptor_limit_is_sized_to_the_limits,
     running_out_of_descriptors_refuses_instead_of_spinning, client_bytes_cannot_forge_a_log_line,
     topics_nobody_published_to_are_collected_once_idle, one_address_cannot_take_every_connection,
     a_connection_creates_topics_at_a_bounded_rate, websocket_control_messages_are_rate_limited,
