@@ -56,4 +56,6 @@ if [[ -x bench/run.sh ]]; then
   echo "== subscribe-hook and presence-churn smoke runs (bench/hook_connect.sh, bench/presence_churn.sh)"
   bench/hook_connect.sh --smoke
   bench/presence_churn.sh --smoke
+  echo "== close-cost smoke run (bench/close_cost.sh: 100 subscribers connect and all close)"
+  bench/close_cost.sh --subscribers 100 --reps 1
 fi
