@@ -109,6 +109,8 @@ struct conn {
     uint32_t topic; /* subscriber's topic */
     uint64_t body_left;
     uint64_t t_mark; /* connect start; WS upgrade time */
+    uint64_t t_connect; /* connect start of a subscriber (connect_lat) */
+    uint64_t t_sent;    /* its request sent (answer_lat) */
     char *rb;        /* carry: partial head, partial SSE line, partial WS frame, poll body */
     uint32_t rlen, rcap;
     char *ob;        /* pending output */
@@ -220,6 +222,8 @@ static struct {
     double storm_server_cpu_s; /* server CPU from the storm's start until every client settled */
     double storm_loadgen_cpu_pct; /* this process's CPU over the same window, % of one core */
     struct lg_hist storm_first; /* storm start -> each client's first event after it, us */
+    struct lg_hist connect_lat; /* a subscriber's connect() -> ready (subscribed), us */
+    struct lg_hist answer_lat;  /* its request sent -> ready, us */
 } G;
 
 static volatile sig_atomic_t g_stop;
@@ -739,6 +743,7 @@ static bool sub_send_request(struct conn *c)
     if (n <= 0 || (size_t)n >= sizeof req) return false;
     c->state = CS_HEAD;
     c->rlen = 0;
+    if (!c->ready) c->t_sent = lgb_now_ns();
     return conn_send(c, req, (size_t)n);
 }
 
@@ -775,6 +780,9 @@ static void sub_mark_ready(struct conn *c)
     }
     if (c->ready) return;
     c->ready = 1;
+    uint64_t t_ready = lgb_now_ns();
+    lgb_hist_add(&G.connect_lat, (t_ready - c->t_connect) / 1000);
+    lgb_hist_add(&G.answer_lat, (t_ready - c->t_sent) / 1000);
     G.ready_on_topic[c->topic]++;
     G.conns_made++;
     G.connecting--;
@@ -1584,7 +1592,7 @@ static void connect_drive(uint64_t now)
     while (G.next_sub < G.nsubs && G.connecting < G.connect_conc) {
         struct conn *c = &G.subs[G.next_sub++];
         G.connecting++;
-        c->t_mark = now;
+        c->t_mark = c->t_connect = now;
         if (!start_connect(c, sub_port_of(c), true)) {
             if (errno == EMFILE || errno == ENFILE) sub_fail(c, &G.fail_socket);
             else sub_fail(c, &G.fail_connect);
@@ -2253,6 +2261,14 @@ int main(int argc, char **argv)
     jint("sub_disconnects", G.sub_disconnects);
     jnum("connect_s", connect_s, 3, true);
     jnum("connect_per_s", connect_s > 0 ? held / connect_s : 0, 1, true);
+    jnum("connect_lat_p50_us", (double)lgb_hist_quantile(&G.connect_lat, 0.50), 0,
+         G.connect_lat.count > 0);
+    jnum("connect_lat_p99_us", (double)lgb_hist_quantile(&G.connect_lat, 0.99), 0,
+         G.connect_lat.count > 0);
+    jnum("answer_lat_p50_us", (double)lgb_hist_quantile(&G.answer_lat, 0.50), 0,
+         G.answer_lat.count > 0);
+    jnum("answer_lat_p99_us", (double)lgb_hist_quantile(&G.answer_lat, 0.99), 0,
+         G.answer_lat.count > 0);
     jint("published", G.published);
     jint("publish_failed", G.pub_failed);
     jint("publish_requests", G.pub_requests);
