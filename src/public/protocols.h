@@ -36,8 +36,8 @@ struct lg_handoff {
 /* A WebSocket upgrade's answer and the connection's first message go out in one segment: the
  * worker corks the socket (TCP_CORK) before lws answers the upgrade, and the ws protocol
  * uncorks it when LWS_CALLBACK_ESTABLISHED has queued the first message. A socket lws closes
- * before that is flushed by the close. The client reads one segment instead of two, and the
- * worker pays one send. */
+ * before that is flushed by the close. Only the uncork transmits: one delivery to the client,
+ * and one wake-up of it, instead of two. */
 static inline void lg_socket_cork(int fd)
 {
     int one = 1;
