@@ -118,10 +118,10 @@ static inline const char *lg_event_tags(const struct lg_event *ev)
     return ev->tags_len ? ev->storage + ev->tags_offset : NULL;
 }
 
-/* Take another reference. ev must already hold one (asserted). Returns ev. */
-static inline struct lg_event *lg_event_ref(struct lg_event *ev)
+/* Take n more references. ev must already hold one (asserted). Returns ev. */
+static inline struct lg_event *lg_event_ref_n(struct lg_event *ev, uint32_t n)
 {
-    uint32_t before = atomic_fetch_add_explicit(&ev->refcount, 1, memory_order_relaxed);
+    uint32_t before = atomic_fetch_add_explicit(&ev->refcount, n, memory_order_relaxed);
     (void)before;
 #ifndef NDEBUG
     if (before == 0)
@@ -130,7 +130,52 @@ static inline struct lg_event *lg_event_ref(struct lg_event *ev)
     return ev;
 }
 
+/* Take another reference. ev must already hold one (asserted). Returns ev. */
+static inline struct lg_event *lg_event_ref(struct lg_event *ev)
+{
+    return lg_event_ref_n(ev, 1);
+}
+
 /* Drop the reference *evp and clear the caller's pointer; frees on the last one. */
 void lg_event_unref(struct lg_event **evp);
+
+/*
+ * References to one event handed out in a run (one event offered to many subscribers), paid
+ * for in blocks: one atomic add per LG_EVENT_REF_BLOCK references instead of one each, since
+ * a locked add per delivery is a full barrier that waits for every store before it. The
+ * count is raised before a prepaid reference is handed out, so it never understates the
+ * holders; lg_event_ref_run_end() gives back what was not handed out. The run's thread must
+ * hold a reference of its own from begin to end (an inbox entry's, say).
+ */
+#define LG_EVENT_REF_BLOCK 64u
+
+struct lg_event_ref_run {
+    struct lg_event *ev;
+    uint32_t prepaid; /* counted in ev->refcount, not handed out yet */
+};
+
+static inline struct lg_event_ref_run lg_event_ref_run_begin(struct lg_event *ev)
+{
+    return (struct lg_event_ref_run){.ev = ev, .prepaid = 0};
+}
+
+/* A new reference to run->ev. */
+static inline struct lg_event *lg_event_ref_from_run(struct lg_event_ref_run *run)
+{
+    if (run->prepaid == 0) {
+        lg_event_ref_n(run->ev, LG_EVENT_REF_BLOCK);
+        run->prepaid = LG_EVENT_REF_BLOCK;
+    }
+    run->prepaid--;
+    return run->ev;
+}
+
+/* Give back the references paid for and not handed out. */
+static inline void lg_event_ref_run_end(struct lg_event_ref_run *run)
+{
+    if (run->prepaid)
+        atomic_fetch_sub_explicit(&run->ev->refcount, run->prepaid, memory_order_relaxed);
+    run->prepaid = 0;
+}
 
 #endif

@@ -391,6 +391,32 @@ START_TEST(unref_of_null_does_nothing)
 }
 END_TEST
 
+/* A run pays in blocks ahead of what it hands out, never behind, and gives the rest back. */
+START_TEST(a_reference_run_counts_ahead_and_gives_back_the_rest)
+{
+    struct lg_event_fields f = text_fields("demo", 1, 1, "x");
+    struct lg_event *ev = create_ok(&f);
+    struct lg_event_ref_run run = lg_event_ref_run_begin(ev);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1);
+    struct lg_event *taken[LG_EVENT_REF_BLOCK + 1];
+    taken[0] = lg_event_ref_from_run(&run);
+    ck_assert_ptr_eq(taken[0], ev);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1 + LG_EVENT_REF_BLOCK);
+    for (uint32_t i = 1; i <= LG_EVENT_REF_BLOCK; i++)
+        taken[i] = lg_event_ref_from_run(&run);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1 + 2 * LG_EVENT_REF_BLOCK);
+    lg_event_ref_run_end(&run);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1 + LG_EVENT_REF_BLOCK + 1);
+    for (uint32_t i = 0; i <= LG_EVENT_REF_BLOCK; i++)
+        lg_event_unref(&taken[i]);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1);
+    struct lg_event_ref_run unused = lg_event_ref_run_begin(ev);
+    lg_event_ref_run_end(&unused);
+    ck_assert_uint_eq(atomic_load(&ev->refcount), 1);
+    lg_event_unref(&ev);
+}
+END_TEST
+
 #define REF_THREADS 4
 #define REF_ROUNDS 100000
 
@@ -522,7 +548,8 @@ static Suite *event_suite(void)
     LG_TCASE(s, "delta", NULL, NULL, delta_frame_of_a_known_pair,
              delta_frame_only_against_the_previous_event_and_when_shorter);
     tc = LG_TCASE(s, "refcount", NULL, NULL, refcount_starts_at_one_and_unref_clears_the_pointer,
-                  unref_of_null_does_nothing, refcount_is_exact_under_concurrent_ref_and_unref,
+                  unref_of_null_does_nothing, a_reference_run_counts_ahead_and_gives_back_the_rest,
+                  refcount_is_exact_under_concurrent_ref_and_unref,
                   live_event_stats_follow_create_and_last_unref);
     tcase_set_timeout(tc, 60); /* the threaded case is slow under valgrind */
 
