@@ -35,6 +35,13 @@ void lg_client_ring_release(struct lg_client_ring *r);
  * Return value: 0, or -1 on OOM (ev is then unref'd). */
 int lg_client_ring_push(struct lg_client_ring *r, struct lg_event *ev, uint32_t max_events);
 
+/* Start fetching the slot the next push fills (a hint: the ring's fields must be at hand). */
+static inline void lg_client_ring_prefetch_tail(const struct lg_client_ring *r)
+{
+    if (r->used < r->capacity)
+        __builtin_prefetch(&r->slots[(r->head + r->used) % r->capacity], 1);
+}
+
 /* Borrowed: the oldest queued event, or NULL when empty. */
 struct lg_event *lg_client_ring_oldest(struct lg_client_ring *r);
 

@@ -120,6 +120,11 @@ bool lg_inbox_empty(struct lg_inbox *in)
     return empty;
 }
 
+size_t lg_inbox_backlog(struct lg_inbox *in)
+{
+    return atomic_load_explicit(&in->occupancy, memory_order_relaxed);
+}
+
 void lg_inbox_done(struct lg_inbox *in, struct lg_inbox_entry *batch, size_t n)
 {
     drop_entries(batch, n);

@@ -64,6 +64,9 @@ size_t lg_inbox_take(struct lg_inbox *in, struct lg_inbox_entry **batch);
 size_t lg_inbox_take_upto(struct lg_inbox *in, size_t max, struct lg_inbox_entry **batch);
 /* Consumer: nothing is queued. */
 bool lg_inbox_empty(struct lg_inbox *in);
+/* Consumer: how many events are queued or about to be (reserved), without the lock: a hint
+ * that may already be out of date. */
+size_t lg_inbox_backlog(struct lg_inbox *in);
 /* Consumer: the n entries of the last take are dealt with: drop their references (the topic's
  * after the event's) and give their room back to the producers. */
 void lg_inbox_done(struct lg_inbox *in, struct lg_inbox_entry *batch, size_t n);

@@ -194,8 +194,10 @@ void lg_subscriber_check_lag(struct lg_subscriber *s, uint64_t now_ns)
     }
 }
 
+/* Queue ev, with a reference from run when one is given (a live event offered to many), else
+ * one of its own. */
 static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, struct lg_event *ev,
-                        uint64_t now_ns)
+                        struct lg_event_ref_run *run, uint64_t now_ns)
 {
     if (s->slow_disconnect)
         return;
@@ -214,7 +216,8 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
     if (s->slow_disconnect)
         return;
     sn->pushed_seq = ev->seq;
-    if (lg_client_ring_push(&s->ring, lg_event_ref(ev), s->bounds->max_events) != 0) {
+    struct lg_event *ref = run ? lg_event_ref_from_run(run) : lg_event_ref(ev);
+    if (lg_client_ring_push(&s->ring, ref, s->bounds->max_events) != 0) {
         owe_gap(s, sn, ev->seq); /* out of memory: never silent, the client gets a gap */
         return;
     }
@@ -224,8 +227,9 @@ static void queue_event(struct lg_subscriber *s, struct lg_subscription *sn, str
 static void resolve_pending(struct lg_subscriber *s, struct lg_subscription *sn);
 
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
-                         struct lg_event *ev, uint64_t now_ns)
+                         struct lg_event_ref_run *run, uint64_t now_ns)
 {
+    struct lg_event *ev = run->ev;
     if (sn->pending) {
         resolve_pending(s, sn); /* the replay includes ev, or starts after it */
         return;
@@ -257,7 +261,7 @@ void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
     sn->queued_seq = ev->seq;
     if (sn->filter && filtered_out(sn, ev))
         return;
-    queue_event(s, sn, ev, now_ns);
+    queue_event(s, sn, ev, run, now_ns);
 }
 
 /* ---- Subscribing and paging the replay -------------------------------------------------- */
@@ -289,7 +293,7 @@ static void take_page(struct lg_subscriber *s, struct lg_subscription *sn,
         sn->queued_seq = page->events[i]->seq;
         if (sn->filter && filtered_out(sn, page->events[i]))
             continue;
-        queue_event(s, sn, page->events[i], 0);
+        queue_event(s, sn, page->events[i], NULL, 0);
     }
     if (page->gap_to > sn->queued_seq)
         sn->queued_seq = page->gap_to;

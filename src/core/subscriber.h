@@ -51,6 +51,7 @@
 struct lg_hub;
 struct lg_topic;
 struct lg_event;
+struct lg_event_ref_run;
 struct lg_buf;
 struct lg_subscribe_params;
 struct lg_filter;
@@ -184,9 +185,18 @@ void lg_subscriber_release(struct lg_subscriber *s, struct lg_hub *hub);
  * when the reason could not be kept). Only meaningful once slow_disconnect is set. */
 const char *lg_subscriber_disconnect_reason(const struct lg_subscriber *s);
 
-/* A live event for subscription sn (borrowed; the subscriber takes its own reference). */
+/* A live event, run->ev, for subscription sn: the subscriber takes the reference it keeps from
+ * run (event.h), whose caller holds one of its own. */
 void lg_subscriber_offer(struct lg_subscriber *s, struct lg_subscription *sn,
-                         struct lg_event *ev, uint64_t now_ns);
+                         struct lg_event_ref_run *run, uint64_t now_ns);
+
+/* Start fetching the fields an offer reads (from bounds to the ring's byte count), for a
+ * caller about to offer s events: a hint. */
+static inline void lg_subscriber_prefetch(const struct lg_subscriber *s)
+{
+    __builtin_prefetch(&s->bounds);
+    __builtin_prefetch(&s->ring.bytes);
+}
 
 /* Queueing ev now would make a bound fire (the caller may write the queue out first). */
 bool lg_subscriber_would_overflow(const struct lg_subscriber *s, const struct lg_event *ev);

@@ -16,6 +16,7 @@
 
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
+#define EVENTS_PER_TAKE 4    /* events taken at once while a round is under way and more wait */
 
 static struct lg_conn *conn_of(struct lg_subscriber *s)
 {
@@ -28,29 +29,42 @@ static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
         lg_dlist_push_tail(&w->home.dirty, &c->links.dirty);
 }
 
-/* Offer ev to this worker's subscribers of its topic. A subscriber whose queue the event
- * would overflow is written out first when its socket has room: a client that keeps up is
- * never judged slow because events arrive faster than the worker reaches it. */
-static void dispatch_event(struct lg_worker *w, const struct lg_inbox_entry *entry,
-                           uint64_t now_ns)
+/* Offer a run of events of one topic to this worker's subscribers of it, each subscriber
+ * visited once for the whole run: a subscriber is a cache miss of its own, paid once per run
+ * rather than once per event. A subscriber whose queue an event would overflow is written
+ * out first when its socket has room: a client that keeps up is never judged slow because
+ * events arrive faster than the worker reaches it. */
+static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, size_t n,
+                         uint64_t now_ns)
 {
-    struct lg_event *ev = entry->event;
-    struct lg_subscription *sn = entry->topic->slots[w->home.index].head, *next;
-    for (; sn; sn = next) {
-        struct lg_subscriber *s = sn->owner;
-        /* Each subscriber is a cache miss of its own: start fetching the next one's queue
-         * while this one is served. */
-        next = sn->next;
-        if (next) {
-            __builtin_prefetch(next->next);
-            __builtin_prefetch(&next->owner->ring);
+    struct lg_event_ref_run refs[EVENTS_PER_ROUND]; /* each entry holds its event meanwhile */
+    for (size_t i = 0; i < n; i++)
+        refs[i] = lg_event_ref_run_begin(run[i].event);
+    /* Each subscriber is a few cache misses (its subscription, its fields, its queue's
+     * slots): they are fetched ahead while the ones before are served, each step one pointer
+     * deeper, so no load waits for one just asked for (ahead1 and ahead2: the next two). */
+    struct lg_subscription *sn = run[0].topic->slots[w->home.index].head;
+    struct lg_subscription *ahead1 = sn ? sn->next : NULL;
+    struct lg_subscription *ahead2 = ahead1 ? ahead1->next : NULL;
+    for (; sn; sn = ahead1, ahead1 = ahead2, ahead2 = ahead2 ? ahead2->next : NULL) {
+        if (ahead2) {
+            __builtin_prefetch(ahead2->next);
+            lg_subscriber_prefetch(ahead2->owner);
+            __builtin_prefetch(&conn_of(ahead2->owner)->links.dirty); /* mark_dirty() */
         }
-        if (lg_subscriber_would_overflow(s, ev))
-            lg_conn_write_now(conn_of(s));
-        lg_subscriber_offer(s, sn, ev, now_ns);
+        if (ahead1)
+            lg_client_ring_prefetch_tail(&ahead1->owner->ring);
+        struct lg_subscriber *s = sn->owner;
+        for (size_t i = 0; i < n; i++) {
+            if (lg_subscriber_would_overflow(s, refs[i].ev))
+                lg_conn_write_now(conn_of(s));
+            lg_subscriber_offer(s, sn, &refs[i], now_ns);
+        }
         if (lg_subscriber_has_output(s))
             mark_dirty(w, conn_of(s));
     }
+    for (size_t i = 0; i < n; i++)
+        lg_event_ref_run_end(&refs[i]);
 }
 
 /*
@@ -71,7 +85,12 @@ static size_t take_allowance(struct lg_worker *w)
     w->take_credit += EVENTS_PER_ROUND * WRITES_PER_TAKE * 1024 / round;
     if (w->take_credit > EVENTS_PER_ROUND * 1024)
         w->take_credit = EVENTS_PER_ROUND * 1024;
-    return w->take_credit / 1024;
+    size_t allowed = w->take_credit / 1024;
+    /* Events are waiting (the publishers are ahead): take several at once when the credit
+     * covers them, so each subscriber is visited once for all of them. */
+    if (allowed < EVENTS_PER_TAKE && lg_inbox_backlog(&w->inbox) >= EVENTS_PER_TAKE)
+        return 0;
+    return allowed;
 }
 
 static void spend_credit(struct lg_worker *w, size_t taken)
@@ -80,7 +99,7 @@ static void spend_credit(struct lg_worker *w, size_t taken)
     w->take_credit = cost < w->take_credit ? w->take_credit - cost : 0;
 }
 
-/* Take and dispatch up to `max` events. Return value: how many. */
+/* Take and dispatch up to `max` (at most EVENTS_PER_ROUND) events. Return value: how many. */
 static size_t take_events(struct lg_worker *w, size_t max)
 {
     struct lg_inbox_entry *batch;
@@ -88,8 +107,11 @@ static size_t take_events(struct lg_worker *w, size_t max)
     if (n == 0)
         return 0;
     uint64_t now = lg_mono_ns();
-    for (size_t i = 0; i < n; i++)
-        dispatch_event(w, &batch[i], now);
+    for (size_t i = 0, end; i < n; i = end) {
+        for (end = i + 1; end < n && batch[end].topic == batch[i].topic; end++) {
+        }
+        dispatch_run(w, &batch[i], end - i, now);
+    }
     /* The events are in their subscribers' queues now: room for the publishers. The pace of
      * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
     lg_inbox_done(&w->inbox, batch, n);

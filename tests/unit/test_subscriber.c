@@ -73,9 +73,12 @@ static void deliver(void)
 {
     struct lg_inbox_entry *batch;
     size_t n = lg_inbox_take(&inbox, &batch);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        struct lg_event_ref_run refs = lg_event_ref_run_begin(batch[i].event);
         for (struct lg_subscription *sn = batch[i].topic->slots[0].head; sn; sn = sn->next)
-            lg_subscriber_offer(sn->owner, sn, batch[i].event, lg_mono_ns());
+            lg_subscriber_offer(sn->owner, sn, &refs, lg_mono_ns());
+        lg_event_ref_run_end(&refs);
+    }
     lg_inbox_done(&inbox, batch, n);
 }
 
