@@ -40,14 +40,27 @@ struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
 
 /* ---- The worker's per-topic lists ------------------------------------------------------ */
 
+/* Room in t's list of this worker's listeners for one more, so that link_listener() cannot
+ * fail once the hub has been told. Return value: 0, or -1 (out of memory). */
+static int reserve_listener(struct lg_topic *t, uint32_t worker)
+{
+    struct lg_topic_slot *slot = &t->slots[worker];
+    if (slot->listener_count < slot->listener_room)
+        return 0;
+    uint32_t room = slot->listener_room ? slot->listener_room * 2 : 1;
+    struct lg_subscription **grown = realloc(slot->listeners, room * sizeof *grown);
+    if (!grown)
+        return -1;
+    slot->listeners = grown;
+    slot->listener_room = room;
+    return 0;
+}
+
 static void link_listener(struct lg_subscription *sn, uint32_t worker)
 {
     struct lg_topic_slot *slot = &sn->topic->slots[worker];
-    sn->prev = NULL;
-    sn->next = slot->head;
-    if (slot->head)
-        slot->head->prev = sn;
-    slot->head = sn;
+    sn->listener_index = slot->listener_count;
+    slot->listeners[slot->listener_count++] = sn;
     sn->listening = true;
 }
 
@@ -55,14 +68,17 @@ static void unlink_listener(struct lg_subscription *sn, struct lg_hub *hub, uint
 {
     if (!sn->listening)
         return;
+    /* The last one takes its place: a fan-out walking the list from its end meets nothing
+     * twice and skips nothing when the one it serves leaves. */
     struct lg_topic_slot *slot = &sn->topic->slots[worker];
-    if (sn->prev)
-        sn->prev->next = sn->next;
-    else
-        slot->head = sn->next;
-    if (sn->next)
-        sn->next->prev = sn->prev;
-    sn->prev = sn->next = NULL;
+    struct lg_subscription *last = slot->listeners[--slot->listener_count];
+    slot->listeners[sn->listener_index] = last;
+    last->listener_index = sn->listener_index;
+    if (slot->listener_count == 0) {
+        free(slot->listeners);
+        slot->listeners = NULL;
+        slot->listener_room = 0;
+    }
     sn->listening = false;
     lg_hub_unsubscribe(hub, sn->topic, worker);
     struct lg_subscriber *s = sn->owner;
@@ -412,6 +428,13 @@ enum lg_hub_status lg_subscriber_add_filtered(struct lg_subscriber *s, struct lg
             free(sn);
             return LG_HUB_OOM;
         }
+    }
+    if (listen && reserve_listener(t, s->worker) != 0) {
+        if (fresh) {
+            lg_filter_table_unref(&sn->filter);
+            free(sn);
+        }
+        return LG_HUB_OOM;
     }
     s->hub = hub;
     size_t page = ring_room(s);

@@ -60,7 +60,7 @@ struct lg_interned_filter;
 struct lg_subscription {
     struct lg_topic *topic;
     struct lg_subscriber *owner;
-    struct lg_subscription *prev, *next;  /* {worker} in topic->slots[worker].head */
+    uint32_t listener_index;  /* {worker} its place in topic->slots[worker].listeners */
     struct lg_subscription *next_of_owner;/* the owner's list, in subscribe order */
     uint32_t epoch;           /* topic epoch the positions below refer to */
     uint64_t queued_seq;      /* newest seq queued, dropped or replayed: live events <= it are

@@ -44,6 +44,8 @@ void lg_topic_destroy(struct lg_topic *t)
     if (!t)
         return;
     lg_stream_close(t->stream);
+    for (uint32_t w = 0; w < t->slot_count; w++)
+        free(t->slots[w].listeners);
     pthread_mutex_destroy(&t->lock);
     free(t->name);
     free(t);

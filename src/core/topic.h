@@ -34,7 +34,12 @@ struct lg_presence;
 /* Per-worker view of a topic. */
 struct lg_topic_slot {
     uint32_t subscribers;          /* {lock} subscriptions on worker w; > 0 = hand events to w */
-    struct lg_subscription *head;  /* {worker w} that worker's subscriptions, intrusive list */
+    /* {worker w} that worker's subscriptions, in no particular order: an array, so a fan-out
+     * can fetch the ones ahead without following pointers (subscriber.c). Freed when it
+     * empties, or by lg_topic_destroy(). */
+    struct lg_subscription **listeners;
+    uint32_t listener_count;       /* {worker w} */
+    uint32_t listener_room;        /* {worker w} slots allocated */
 };
 
 struct lg_topic {

@@ -20,7 +20,7 @@
  * calls it (from the worker's own control-port daemon, below, the watcher is fed to the
  * callbacks libev is running, once a pass: no eventfd and no extra epoll_wait). The worker
  * offers each event to the subscriptions of its topic on this worker
- * (topic->slots[index].head) and queues the connections given output; it then writes them
+ * (topic->slots[index].listeners) and queues the connections given output; it then writes them
  * round-robin, straight to each socket that has room (POLLOUT only for full ones), taking a
  * few more events from the inbox every WRITES_PER_TAKE writes (worker_sweep.c).
  * The worker also hosts a guest (loop_guest.h): one of the control port's libmicrohttpd

@@ -66,7 +66,9 @@ static void kick_client(struct lg_worker *w, struct lg_call *call)
 static void end_topic(struct lg_worker *w, struct lg_call *call)
 {
     struct lg_topic *t = call->ended;
-    for (struct lg_subscription *sn = t->slots[w->home.index].head; sn; sn = sn->next) {
+    const struct lg_topic_slot *slot = &t->slots[w->home.index];
+    for (uint32_t i = 0; i < slot->listener_count; i++) {
+        struct lg_subscription *sn = slot->listeners[i];
         lg_subscriber_end(sn->owner, sn);
         lg_conn_want_write(conn_of(sn->owner));
         call->found[w->home.index]++;
@@ -78,7 +80,9 @@ static void end_topic(struct lg_worker *w, struct lg_call *call)
 static void owe_presence(struct lg_worker *w, struct lg_call *call)
 {
     struct lg_presence_batch *b = call->presence;
-    for (struct lg_subscription *sn = b->topic->slots[w->home.index].head; sn; sn = sn->next) {
+    const struct lg_topic_slot *slot = &b->topic->slots[w->home.index];
+    for (uint32_t i = 0; i < slot->listener_count; i++) {
+        struct lg_subscription *sn = slot->listeners[i];
         if (!lg_subscriber_presence(sn->owner, sn, b))
             continue;
         lg_conn_want_write(conn_of(sn->owner));

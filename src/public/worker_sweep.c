@@ -17,6 +17,11 @@
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 #define EVENTS_PER_TAKE 4    /* events taken at once while a round is under way and more wait */
+/* How many listeners ahead a fan-out fetches each thing a listener's offer touches: each
+ * fetch reads what an earlier one brought, a few listeners before. */
+#define FETCH_SUBSCRIPTION 8
+#define FETCH_SUBSCRIBER 4
+#define FETCH_QUEUE_SLOT 2
 
 static struct lg_conn *conn_of(struct lg_subscriber *s)
 {
@@ -40,20 +45,25 @@ static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, 
     struct lg_event_ref_run refs[EVENTS_PER_ROUND]; /* each entry holds its event meanwhile */
     for (size_t i = 0; i < n; i++)
         refs[i] = lg_event_ref_run_begin(run[i].event);
-    /* Each subscriber is a few cache misses (its subscription, its fields, its queue's
-     * slots): they are fetched ahead while the ones before are served, each step one pointer
-     * deeper, so no load waits for one just asked for (ahead1 and ahead2: the next two). */
-    struct lg_subscription *sn = run[0].topic->slots[w->home.index].head;
-    struct lg_subscription *ahead1 = sn ? sn->next : NULL;
-    struct lg_subscription *ahead2 = ahead1 ? ahead1->next : NULL;
-    for (; sn; sn = ahead1, ahead1 = ahead2, ahead2 = ahead2 ? ahead2->next : NULL) {
-        if (ahead2) {
-            __builtin_prefetch(ahead2->next);
-            lg_subscriber_prefetch(ahead2->owner);
-            __builtin_prefetch(&conn_of(ahead2->owner)->links.dirty); /* mark_dirty() */
+    /* Each subscriber is a few cache misses (its subscription, its fields and dirty link, its
+     * queue's next slot): they are fetched ahead, each a step after what it is found from,
+     * so no load waits for one just asked for. Nothing here unlinks a listener: a write that
+     * fails closes its connection later (lg_conn_close_soon()). */
+    const struct lg_topic_slot *slot = &run[0].topic->slots[w->home.index];
+    struct lg_subscription *const *listeners = slot->listeners;
+    uint32_t count = slot->listener_count;
+    for (uint32_t k = 0; k < count; k++) {
+        struct lg_subscription *const *at = &listeners[k];
+        if (k + FETCH_SUBSCRIPTION < count)
+            __builtin_prefetch(at[FETCH_SUBSCRIPTION]);
+        if (k + FETCH_SUBSCRIBER < count) {
+            struct lg_subscriber *ahead = at[FETCH_SUBSCRIBER]->owner;
+            lg_subscriber_prefetch(ahead);
+            __builtin_prefetch(&conn_of(ahead)->links.dirty); /* mark_dirty() */
         }
-        if (ahead1)
-            lg_client_ring_prefetch_tail(&ahead1->owner->ring);
+        if (k + FETCH_QUEUE_SLOT < count)
+            lg_client_ring_prefetch_tail(&at[FETCH_QUEUE_SLOT]->owner->ring);
+        struct lg_subscription *sn = *at;
         struct lg_subscriber *s = sn->owner;
         for (size_t i = 0; i < n; i++) {
             if (lg_subscriber_would_overflow(s, refs[i].ev))

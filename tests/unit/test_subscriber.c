@@ -75,8 +75,10 @@ static void deliver(void)
     size_t n = lg_inbox_take(&inbox, &batch);
     for (size_t i = 0; i < n; i++) {
         struct lg_event_ref_run refs = lg_event_ref_run_begin(batch[i].event);
-        for (struct lg_subscription *sn = batch[i].topic->slots[0].head; sn; sn = sn->next)
-            lg_subscriber_offer(sn->owner, sn, &refs, lg_mono_ns());
+        const struct lg_topic_slot *slot = &batch[i].topic->slots[0];
+        for (uint32_t k = 0; k < slot->listener_count; k++)
+            lg_subscriber_offer(slot->listeners[k]->owner, slot->listeners[k], &refs,
+                                lg_mono_ns());
         lg_event_ref_run_end(&refs);
     }
     lg_inbox_done(&inbox, batch, n);
@@ -381,15 +383,46 @@ START_TEST(poll_renders_batch_and_cursor)
 }
 END_TEST
 
+/* The last listener takes a leaving one's place: every other stays listed once, at the index
+ * it records, and still gets the topic's events. */
+START_TEST(a_leaving_listener_is_replaced_by_the_last)
+{
+    struct lg_subscriber s[4];
+    for (int i = 0; i < 4; i++)
+        sse_live(&s[i], "a");
+    const struct lg_topic_slot *slot = &topic("a")->slots[0];
+    ck_assert_uint_eq(slot->listener_count, 4);
+    lg_subscriber_release(&s[1], hub);
+    ck_assert_uint_eq(slot->listener_count, 3);
+    bool listed[4] = {false};
+    for (uint32_t k = 0; k < slot->listener_count; k++) {
+        ck_assert_uint_eq(slot->listeners[k]->listener_index, k);
+        int who = (int)(slot->listeners[k]->owner - s);
+        ck_assert(!listed[who]);
+        listed[who] = true;
+    }
+    ck_assert(listed[0] && !listed[1] && listed[2] && listed[3]);
+    publish("a", "after");
+    deliver();
+    for (int i = 0; i < 4; i += i == 0 ? 2 : 1) {
+        ck_assert(lg_subscriber_has_output(&s[i]));
+        lg_subscriber_release(&s[i], hub);
+    }
+    ck_assert_uint_eq(slot->listener_count, 0);
+}
+END_TEST
+
 START_TEST(release_unregisters_from_the_topic)
 {
     struct lg_subscriber s;
     sse_live(&s, "a");
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 1);
-    ck_assert_ptr_nonnull(topic("a")->slots[0].head);
+    ck_assert_uint_eq(topic("a")->slots[0].listener_count, 1);
+    ck_assert_ptr_eq(topic("a")->slots[0].listeners[0]->owner, &s);
     lg_subscriber_release(&s, hub);
     ck_assert_uint_eq(topic("a")->slots[0].subscribers, 0);
-    ck_assert_ptr_null(topic("a")->slots[0].head);
+    ck_assert_uint_eq(topic("a")->slots[0].listener_count, 0);
+    ck_assert_ptr_null(topic("a")->slots[0].listeners);
     publish("a", "nobody listens");
     struct lg_inbox_entry *batch;
     ck_assert_uint_eq(lg_inbox_take(&inbox, &batch), 0); /* no hand-off without subscribers */
@@ -629,13 +662,14 @@ static struct lg_call *tick_presence(void)
     return call;
 }
 
-/* Play the worker taking the call: the subscriptions owed its batch, in list order. */
+/* Play the worker taking the call: the subscriptions owed its batch. */
 static unsigned owe_batch(struct lg_call *call)
 {
     unsigned owed = 0;
     struct lg_presence_batch *b = call->presence;
-    for (struct lg_subscription *sn = b->topic->slots[0].head; sn; sn = sn->next)
-        owed += lg_subscriber_presence(sn->owner, sn, b);
+    const struct lg_topic_slot *slot = &b->topic->slots[0];
+    for (uint32_t k = 0; k < slot->listener_count; k++)
+        owed += lg_subscriber_presence(slot->listeners[k]->owner, slot->listeners[k], b);
     lg_hub_call_done(hub, call, 0);
     return owed;
 }
@@ -668,7 +702,7 @@ static Suite *subscriber_suite(void)
     Suite *s = suite_create("subscriber");
     LG_TCASE(s, "delivery", setup, teardown, live_events_render_exact_sse_frames,
              multi_topic_sse_ids_are_whole_stream_cursors, poll_renders_batch_and_cursor,
-             release_unregisters_from_the_topic);
+             release_unregisters_from_the_topic, a_leaving_listener_is_replaced_by_the_last);
     LG_TCASE(s, "resume", setup, teardown, resume_replays_exactly_the_missed_events,
              evicted_history_gives_a_gap_with_the_exact_range, foreign_epoch_gives_a_reset,
              cursor_ahead_of_topic_is_refused);

@@ -140,7 +140,8 @@ START_TEST(create_copies_the_name_and_zeroes_the_slots)
     ck_assert_uint_eq(t->slot_count, 3);
     for (uint32_t w = 0; w < 3; w++) {
         ck_assert_uint_eq(t->slots[w].subscribers, 0);
-        ck_assert_ptr_null(t->slots[w].head);
+        ck_assert_ptr_null(t->slots[w].listeners);
+        ck_assert_uint_eq(t->slots[w].listener_count, 0);
     }
     ck_assert_int_eq(pthread_mutex_lock(&t->lock), 0);
     ck_assert_int_eq(pthread_mutex_unlock(&t->lock), 0);
