@@ -5,13 +5,23 @@
 
 #include "event.h"
 
-#define RING_FIRST_CAPACITY 8
+#define RING_FIRST_CAPACITY 8 /* a power of two, as every capacity */
 
 void lg_client_ring_init(struct lg_client_ring *r) { memset(r, 0, sizeof *r); }
 
 static struct lg_event **slot_at(struct lg_client_ring *r, uint32_t i)
 {
-    return &r->slots[(r->head + i) % r->capacity];
+    return &r->slots[(r->head + i) & (r->capacity - 1)];
+}
+
+/* The power of two at or above n: the slots are indexed with a mask, not a division (two per
+ * delivery, on the fan-out's path). */
+static uint32_t slots_for(uint32_t n)
+{
+    uint32_t c = 1;
+    while (c < n)
+        c *= 2;
+    return c;
 }
 
 void lg_client_ring_release(struct lg_client_ring *r)
@@ -43,10 +53,14 @@ static int relayout(struct lg_client_ring *r, uint32_t new_capacity)
 
 int lg_client_ring_push(struct lg_client_ring *r, struct lg_event *ev, uint32_t max_events)
 {
+    if (r->live >= max_events) {
+        lg_event_unref(&ev);
+        return -1;
+    }
     if (r->used == r->capacity) {
         uint32_t want = r->capacity ? r->capacity * 2 : RING_FIRST_CAPACITY;
-        if (want > max_events)
-            want = max_events;
+        if (want > slots_for(max_events))
+            want = slots_for(max_events);
         if (r->live < r->used && want <= r->capacity)
             want = r->capacity; /* full of tombstones: compacting is enough */
         if (want < r->live + 1 || relayout(r, want) != 0) {
@@ -64,7 +78,7 @@ int lg_client_ring_push(struct lg_client_ring *r, struct lg_event *ev, uint32_t 
 static void skip_tombstones(struct lg_client_ring *r)
 {
     while (r->used && !r->slots[r->head]) {
-        r->head = (r->head + 1) % r->capacity;
+        r->head = (r->head + 1) & (r->capacity - 1);
         r->used--;
     }
 }
@@ -81,7 +95,7 @@ struct lg_event *lg_client_ring_pop(struct lg_client_ring *r)
     if (!ev)
         return NULL;
     r->slots[r->head] = NULL;
-    r->head = (r->head + 1) % r->capacity;
+    r->head = (r->head + 1) & (r->capacity - 1);
     r->used--;
     r->live--;
     r->bytes -= ev->size;

@@ -5,7 +5,8 @@
  * Frees:   lg_client_ring_release() unrefs what is left.
  * Threads: single owner (the subscriber's worker thread); no locks.
  * Bounds:  the owner enforces max_events and max_bytes before each push (subscriber.c applies
- *          the slow-consumer policy); physical slots grow by doubling up to max_events, so an
+ *          the slow-consumer policy; a push past max_events is refused all the same); physical
+ *          slots, a power of two, grow by doubling up to the one at or above max_events, and an
  *          idle subscriber costs no slots at all. Conflation leaves holes (tombstones) that are
  *          compacted when the slots run out.
  */
@@ -21,7 +22,7 @@ struct lg_topic;
 
 struct lg_client_ring {
     struct lg_event **slots; /* NULL entries are tombstones left by conflation */
-    uint32_t capacity;       /* physical slots allocated */
+    uint32_t capacity;       /* physical slots allocated: 0 or a power of two */
     uint32_t head;           /* physical index of the oldest slot */
     uint32_t used;           /* slots in use, tombstones included */
     uint32_t live;           /* events queued */
@@ -39,7 +40,7 @@ int lg_client_ring_push(struct lg_client_ring *r, struct lg_event *ev, uint32_t 
 static inline void lg_client_ring_prefetch_tail(const struct lg_client_ring *r)
 {
     if (r->used < r->capacity)
-        __builtin_prefetch(&r->slots[(r->head + r->used) % r->capacity], 1);
+        __builtin_prefetch(&r->slots[(r->head + r->used) & (r->capacity - 1)], 1);
 }
 
 /* Borrowed: the oldest queued event, or NULL when empty. */

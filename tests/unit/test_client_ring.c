@@ -186,13 +186,15 @@ START_TEST(the_last_pop_gives_the_slots_back_and_the_next_push_allocates_again)
 END_TEST
 
 /* The capacity after n pushes into a ring whose first push allocated `first` slots: doubled
- * as often as needed to hold n, never past max_events. */
+ * as often as needed to hold n, never past the power of two at or above max_events. */
 static uint32_t doubled_capacity(uint32_t first, uint32_t n, uint32_t max_events)
 {
-    uint64_t c = first;
+    uint64_t c = first, most = 1;
     while (c < n)
         c *= 2;
-    return c > max_events ? max_events : (uint32_t)c;
+    while (most < max_events)
+        most *= 2;
+    return c > most ? (uint32_t)most : (uint32_t)c;
 }
 
 START_TEST(slots_grow_by_doubling_and_never_past_max_events)
@@ -213,12 +215,14 @@ START_TEST(slots_grow_by_doubling_and_never_past_max_events)
         pop_expect(&r, TOPIC_A, seq);
     assert_empty_and_slotless(&r);
 
-    /* A bound that is not a power of two caps the last doubling exactly. */
+    /* A bound that is not a power of two caps the doubling at the power of two above it, and
+     * the slots past the bound are never filled. */
     for (uint32_t n = 1; n <= 5; n++) {
         ck_assert_int_eq(lg_client_ring_push(&r, make(TOPIC_A, n, NULL), 5), 0);
-        ck_assert_uint_le(r.capacity, 5);
+        ck_assert_uint_eq(r.capacity, 8);
     }
-    ck_assert_uint_eq(r.capacity, 5);
+    ck_assert_int_eq(lg_client_ring_push(&r, make(TOPIC_A, 6, NULL), 5), -1);
+    ck_assert_uint_eq(r.live, 5);
     lg_client_ring_release(&r);
     assert_empty_and_slotless(&r);
 }
@@ -254,7 +258,7 @@ START_TEST(a_push_at_max_events_is_refused_and_unrefs_the_event)
     ck_assert_uint_eq(refs(extra), 1); /* the stolen reference was dropped, not leaked */
     ck_assert_uint_eq(r.live, 3);
     ck_assert_uint_eq(r.used, 3);
-    ck_assert_uint_eq(r.capacity, 3);
+    ck_assert_uint_eq(r.capacity, 4); /* a free slot: the bound refused it, not the slots */
     ck_assert_uint_eq(r.bytes, bytes);
     lg_event_unref(&extra);
     for (uint64_t seq = 1; seq <= 3; seq++)
