@@ -38,6 +38,9 @@ struct lg_subscription *lg_subscriber_find(const struct lg_subscriber *s,
     return NULL;
 }
 
+_Static_assert(offsetof(struct lg_subscription, pending) < 64,
+               "an offer's fields of a subscription fit one cache line");
+
 /* ---- The worker's per-topic lists ------------------------------------------------------ */
 
 /* Room in t's list of this worker's listeners for one more, so that link_listener() cannot

@@ -58,39 +58,48 @@ struct lg_filter;
 struct lg_interned_filter;
 
 struct lg_subscription {
+    /* What a live event's offer reads comes first: one cache line (lg_subscription_prefetch). */
     struct lg_topic *topic;
     struct lg_subscriber *owner;
-    uint32_t listener_index;  /* {worker} its place in topic->slots[worker].listeners */
-    struct lg_subscription *next_of_owner;/* the owner's list, in subscribe order */
-    uint32_t epoch;           /* topic epoch the positions below refer to */
     uint64_t queued_seq;      /* newest seq queued, dropped or replayed: live events <= it are
                                  duplicates of the replay and are ignored */
-    uint64_t sent_seq;        /* newest seq the client has been sent (its cursor) */
-    uint64_t gap_from;        /* owed gap notice, 0 = none */
-    uint64_t gap_to;
-    bool reset_owed;          /* owed a reset notice */
     uint64_t replay_next;     /* next seq to page in from history, 0 = caught up (live) */
-    bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
-    bool end_owed;            /* the topic was deleted: owed an end notice, then removed */
-    uint64_t rendered_seq;    /* seq of the last event rendered on this connection in this
-                                 epoch (0 = none): the base a delta needs */
+    uint64_t pushed_seq;      /* newest seq pushed to the client ring */
+    struct lg_interned_filter *filter; /* NULL: every event; else only those it admits (its
+                                 worker's filter_table.h entry, one reference) */
+    uint32_t epoch;           /* topic epoch the positions here refer to */
     bool pending;             /* the topic's remote stream was loading when it subscribed:
                                  the replay is computed on the topic's first event */
     bool pending_from_now;    /* ... and it subscribed without a cursor, */
     int64_t pending_since_ms; /* ... at this wall-clock time */
     struct lg_start pending_start; /* ... and from this start (policy.h) */
+    uint32_t listener_index;  /* {worker} its place in topic->slots[worker].listeners */
+    struct lg_subscription *next_of_owner;/* the owner's list, in subscribe order */
+    uint64_t sent_seq;        /* newest seq the client has been sent (its cursor) */
+    uint64_t gap_from;        /* owed gap notice, 0 = none */
+    uint64_t gap_to;
+    bool reset_owed;          /* owed a reset notice */
+    bool listening;           /* registered in the hub (counts toward slots[].subscribers) */
+    bool end_owed;            /* the topic was deleted: owed an end notice, then removed */
+    uint64_t rendered_seq;    /* seq of the last event rendered on this connection in this
+                                 epoch (0 = none): the base a delta needs */
     bool presence_listed;     /* the topic lists it among its members (lg_hub_presence_join) */
     bool presence_resync;     /* a presence batch was replaced before it was written */
     struct lg_presence_batch *presence_owed; /* a reference: the batch to write, NULL = none */
     uint64_t presence_after;  /* batches numbered up to this were made before it listened */
-    struct lg_interned_filter *filter; /* NULL: every event; else only those it admits (its
-                                 worker's filter_table.h entry, one reference) */
-    uint64_t pushed_seq;      /* newest seq pushed to the client ring */
     uint64_t skipped_seq;     /* newest seq the filter kept out: sent_seq moves to it once
                                  nothing older of this topic is queued */
     uint64_t shown_seq;       /* the position the client last saw for this topic: its last
                                  item (event or notice), or the cursor it subscribed with */
 };
+
+/* Start fetching what an offer reads of sn, for a caller about to offer it events: a hint.
+ * Two lines: an allocation need not start one. */
+static inline void lg_subscription_prefetch(const struct lg_subscription *sn)
+{
+    __builtin_prefetch(&sn->topic);
+    __builtin_prefetch(&sn->pending);
+}
 
 struct lg_subscriber {
     const struct lg_render_ops *ops; /* renders what is owed (lg_sse_render, lg_ws_render, lg_poll_render) */

@@ -55,7 +55,7 @@ static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, 
     for (uint32_t k = 0; k < count; k++) {
         struct lg_subscription *const *at = &listeners[k];
         if (k + FETCH_SUBSCRIPTION < count)
-            __builtin_prefetch(at[FETCH_SUBSCRIPTION]);
+            lg_subscription_prefetch(at[FETCH_SUBSCRIPTION]);
         if (k + FETCH_SUBSCRIBER < count) {
             struct lg_subscriber *ahead = at[FETCH_SUBSCRIBER]->owner;
             lg_subscriber_prefetch(ahead);
