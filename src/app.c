@@ -1,6 +1,7 @@
 #include "app.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -142,6 +143,31 @@ static rlim_t size_descriptor_limit(const struct lg_config *cfg, uint32_t worker
                     (unsigned long long)needed);
     }
     return rl.rlim_cur;
+}
+
+/*
+ * Grow the process' descriptor table now to hold the descriptors the limits need (within the
+ * soft limit). Linux grows it by doubling as descriptors are opened, and in a process with
+ * several threads each growth waits for an RCU grace period (expand_fdtable() calls
+ * synchronize_rcu()): the accept() that needed the room, and so the worker and every
+ * connection waiting on it, would stop for milliseconds at 256, 512, 1024... connections.
+ * Here no other thread runs yet. The table never shrinks; the cost is about 8 bytes a slot.
+ */
+static void presize_descriptor_table(uint64_t needed, rlim_t nofile)
+{
+    uint64_t slots = nofile != RLIM_INFINITY && needed > (uint64_t)nofile ? (uint64_t)nofile
+                                                                          : needed;
+    if (slots < 2 || slots > INT_MAX)
+        return;
+    int highest = (int)(slots - 1);
+    if (fcntl(highest, F_GETFD) != -1)
+        return; /* open already (inherited): the table holds it */
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (dup3(fd, highest, O_CLOEXEC) == highest)
+        close(highest);
+    close(fd);
 }
 
 /*
@@ -524,8 +550,9 @@ int lg_app_run(const struct lg_config *cfg, const struct lg_cli *cli)
     signal(SIGPIPE, SIG_IGN);
 
     app.running = *cfg; /* shallow: borrows what cfg owns, which outlives the app */
-    cap_connection_limits(&app.running, size_descriptor_limit(&app.running, app.worker_count),
-                          app.worker_count);
+    rlim_t nofile = size_descriptor_limit(&app.running, app.worker_count);
+    presize_descriptor_table(descriptors_needed(&app.running, app.worker_count), nofile);
+    cap_connection_limits(&app.running, nofile, app.worker_count);
     app.cfg = &app.running;
     cfg = app.cfg;
     if (start(&app) != 0) {
