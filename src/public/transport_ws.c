@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "conn_auth.h"
 #include "conn_hook.h"
+#include "encode.h"
 #include "event.h"
 #include "hub.h"
 #include "log.h"
@@ -108,26 +109,32 @@ static int close_now(struct lg_conn *c, enum lws_close_status code, const char *
     return close_with(c, (uint16_t)code, reason);
 }
 
-/* Queue one JSON reply (steals obj). A client that floods requests without reading the
+/* Queue one reply, JSON text of len bytes. A client that floods requests without reading the
  * answers is closed rather than buffered without bound. */
-static int reply(struct lg_conn *c, json_t *obj)
+static int reply_text(struct lg_conn *c, const char *text, size_t len)
 {
     const struct lg_config *cfg = c->home->cfg;
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(obj);
-    if (!text)
-        return -1;
-    size_t len = strlen(text);
     unsigned char header[10];
     lg_buf_append(&c->out, header, lg_ws_write_header(header, len, 0x1));
     lg_buf_append(&c->out, text, len);
-    free(text);
     if (c->out.len > (size_t)cfg->websocket.max_message_bytes * WS_REPLY_BACKLOG_FACTOR) {
         lg_buf_reset(&c->out); /* it would not read them */
         return close_now(c, LWS_CLOSE_STATUS_POLICY_VIOLATION, "client does not read replies");
     }
     lg_conn_write_now(c); /* with any events owed after it: no POLLOUT round */
     return 0;
+}
+
+/* Queue one JSON reply (steals obj). */
+static int reply(struct lg_conn *c, json_t *obj)
+{
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (!text)
+        return -1;
+    int rc = reply_text(c, text, strlen(text));
+    free(text);
+    return rc;
 }
 
 /* A new reply object with the envelope every server message starts with. */
@@ -144,22 +151,28 @@ static int reply_error(struct lg_conn *c, const char *code, const char *text)
     return reply(c, obj);
 }
 
-static json_t *topic_array(const struct lg_subscribe_params *p)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < p->topic_count; i++)
-        json_array_append_new(a, json_string(p->topics[i]));
-    return a;
-}
-
-static json_t *cursor_string(const struct lg_conn *c)
+/* The answer to every subscription, the first message of most connections: written with the
+ * encoder events use (encode.h) rather than built as a jansson tree, the same bytes. */
+static int reply_subscribed(struct lg_conn *c, const struct lg_subscribe_params *p)
 {
     struct lg_buf b;
     lg_buf_init(&b);
-    lg_subscriber_cursor(&c->sub, &b);
-    json_t *s = json_stringn(b.data ? b.data : "", b.len);
+    lg_buf_append_str(&b, "{\"type\":\"subscribed\",\"v\":1,\"topics\":[");
+    for (size_t i = 0; i < p->topic_count; i++) {
+        if (i)
+            lg_buf_append(&b, ",", 1);
+        lg_encode_json_string(&b, p->topics[i], strlen(p->topics[i]));
+    }
+    lg_buf_append_str(&b, "],\"cursor\":");
+    struct lg_buf cursor;
+    lg_buf_init(&cursor);
+    lg_subscriber_cursor(&c->sub, &cursor);
+    lg_encode_json_string(&b, cursor.data ? cursor.data : "", cursor.len);
+    lg_buf_append(&b, "}", 1);
+    int rc = b.oom || cursor.oom ? -1 : reply_text(c, b.data, b.len);
+    lg_buf_release(&cursor);
     lg_buf_release(&b);
-    return s;
+    return rc;
 }
 
 /* ---- Operations --------------------------------------------------------------------------- */
@@ -292,10 +305,7 @@ static int subscribe_now(struct lg_conn *c, const struct lg_subscribe_params *p)
         return reply_error(c, "invalid_cursor", text);
     }
     }
-    json_t *obj = message("subscribed");
-    json_object_set_new(obj, "topics", topic_array(p));
-    json_object_set_new(obj, "cursor", cursor_string(c));
-    return reply(c, obj);
+    return reply_subscribed(c, p);
 }
 
 static int op_unsubscribe(struct lg_conn *c, json_t *topics)
