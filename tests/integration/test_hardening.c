@@ -262,34 +262,33 @@ START_TEST(connection_limits_are_capped_to_the_descriptor_limit)
 }
 END_TEST
 
-/* Process pid's soft limit on open files (/proc/PID/limits). */
-static unsigned long soft_descriptor_limit(pid_t pid)
+/* The first number on the line of /proc/PID/<file> that starts with prefix. */
+static unsigned long proc_number(pid_t pid, const char *file, const char *prefix)
 {
     char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
-    unsigned long soft = 0;
+    unsigned long n = 0;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Max open files %lu", &soft) == 1)
+        if (strncmp(line, prefix, strlen(prefix)) == 0) {
+            n = strtoul(line + strlen(prefix), NULL, 10);
             break;
+        }
     fclose(f);
-    return soft;
+    return n;
 }
 
-/* The size of process pid's descriptor table (FDSize in /proc/PID/status). */
+/* Process pid's soft limit on open files. */
+static unsigned long soft_descriptor_limit(pid_t pid)
+{
+    return proc_number(pid, "limits", "Max open files");
+}
+
+/* The size of process pid's descriptor table. */
 static unsigned long descriptor_table_size(pid_t pid)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    unsigned long size = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "FDSize: %lu", &size) == 1)
-            break;
-    fclose(f);
-    return size;
+    return proc_number(pid, "status", "FDSize:");
 }
 
 /* The soft limit is what the limits need plus a quarter, well under this machine's hard limit:
