@@ -71,8 +71,8 @@ static void unlink_listener(struct lg_subscription *sn, struct lg_hub *hub, uint
 {
     if (!sn->listening)
         return;
-    /* The last one takes its place: a fan-out walking the list from its end meets nothing
-     * twice and skips nothing when the one it serves leaves. */
+    /* The last one takes its place: the order of listeners means nothing (each subscriber
+     * gets its own events in order, whoever is served first). */
     struct lg_topic_slot *slot = &sn->topic->slots[worker];
     struct lg_subscription *last = slot->listeners[--slot->listener_count];
     slot->listeners[sn->listener_index] = last;
