@@ -27,6 +27,7 @@ int lg_inbox_init(struct lg_inbox *in, size_t capacity)
     in->spare = spare;
     in->capacity = capacity;
     atomic_init(&in->occupancy, 0);
+    atomic_init(&in->admit, capacity);
     return 0;
 
 err:
@@ -59,7 +60,7 @@ void lg_inbox_release(struct lg_inbox *in)
 bool lg_inbox_reserve(struct lg_inbox *in)
 {
     size_t before = atomic_fetch_add_explicit(&in->occupancy, 1, memory_order_relaxed);
-    if (before < in->capacity)
+    if (before < atomic_load_explicit(&in->admit, memory_order_relaxed))
         return true;
     /* Full: undo. Meanwhile a racing reserve may also see a full inbox and refuse; that errs
      * on the side of a 503 and never lets occupancy exceed capacity for good. */
@@ -123,6 +124,12 @@ bool lg_inbox_empty(struct lg_inbox *in)
 size_t lg_inbox_backlog(struct lg_inbox *in)
 {
     return atomic_load_explicit(&in->occupancy, memory_order_relaxed);
+}
+
+void lg_inbox_admit(struct lg_inbox *in, size_t n)
+{
+    size_t admit = n < 1 ? 1 : n > in->capacity ? in->capacity : n;
+    atomic_store_explicit(&in->admit, admit, memory_order_relaxed);
 }
 
 void lg_inbox_done(struct lg_inbox *in, struct lg_inbox_entry *batch, size_t n)

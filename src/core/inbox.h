@@ -15,7 +15,8 @@
  *          which it does after dropping its locks. Wake-ups coalesce: the worker takes what
  *          is queued (swap under the lock, process outside it), a few events at a time while
  *          it writes, and wakes itself if it leaves any behind.
- * Bounds:  `capacity` events (limits.worker_inbox_events), reserved or queued.
+ * Bounds:  `capacity` events (limits.worker_inbox_events), reserved or queued; fewer while
+ *          the consumer admits fewer (lg_inbox_admit()), never more.
  */
 #ifndef LG_INBOX_H
 #define LG_INBOX_H
@@ -41,12 +42,15 @@ struct lg_inbox {
     struct lg_inbox_entry *spare; /* {consumer} the array handed back by the last take */
     size_t capacity;             /* immutable */
     _Atomic size_t occupancy;    /* reserved + queued + being processed */
+    _Atomic size_t admit;        /* {consumer writes, producers read} occupancy a reservation
+                                    may reach, 1..capacity */
 };
 
 int lg_inbox_init(struct lg_inbox *in, size_t capacity);
 void lg_inbox_release(struct lg_inbox *in);
 
-/* Reserve room for one event. Return value: true if reserved; false if the inbox is full. */
+/* Reserve room for one event. Return value: true if reserved; false if the inbox is full (at
+ * what its consumer admits). */
 bool lg_inbox_reserve(struct lg_inbox *in);
 /* Give back a reservation that will not be used. */
 void lg_inbox_unreserve(struct lg_inbox *in);
@@ -67,6 +71,10 @@ bool lg_inbox_empty(struct lg_inbox *in);
 /* Consumer: how many events are queued or about to be (reserved), without the lock: a hint
  * that may already be out of date. */
 size_t lg_inbox_backlog(struct lg_inbox *in);
+/* Consumer: from now on admit at most n events (clamped to 1..capacity) reserved, queued or
+ * being processed. Lowering it refuses reservations until the occupancy is below n again; what
+ * is queued already stays. */
+void lg_inbox_admit(struct lg_inbox *in, size_t n);
 /* Consumer: the n entries of the last take are dealt with: drop their references (the topic's
  * after the event's) and give their room back to the producers. */
 void lg_inbox_done(struct lg_inbox *in, struct lg_inbox_entry *batch, size_t n);

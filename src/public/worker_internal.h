@@ -50,6 +50,7 @@ struct lg_worker {
     _Atomic bool stop_requested;        /* set by the app thread */
     _Atomic bool drained;               /* set by this worker: no client left */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
+    bool long_round;                    /* the round under way is long: the inbox admits fewer */
     lws_sorted_usec_list_t conn_timer;  /* fires at the earliest of home.deadlines */
     int64_t conn_timer_at;              /* monotonic ms conn_timer is set for; 0 = none */
     lws_sorted_usec_list_t tick;

@@ -3,6 +3,7 @@
  * subscriptions of their topic on this worker, and the connections given output are written
  * round-robin, straight to each socket that has room (see worker.h, DESIGN).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,6 +18,12 @@
 #define WRITES_PER_TAKE 32   /* connections written between two looks at the inbox */
 #define EVENTS_PER_ROUND 32  /* events admitted per round of writes at saturation */
 #define EVENTS_PER_TAKE 4    /* events taken at once while a round is under way and more wait */
+/* A long round: more connections to write than this. A subscriber of one waits for the round,
+ * and an event also waits for those ahead of it in the inbox: there the inbox admits one
+ * take's worth (EVENTS_PER_TAKE), so an event waits for at most one take ahead of it. A short
+ * round admits limits.worker_inbox_events: its waits are short, and publishers to many
+ * topics need the room to stay ahead of the worker. */
+#define LONG_ROUND_WRITES 2048
 /* How many listeners ahead a fan-out fetches each thing a listener's offer touches: each
  * fetch reads what an earlier one brought, a few listeners before. */
 #define FETCH_SUBSCRIPTION 8
@@ -77,6 +84,16 @@ static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, 
         lg_event_ref_run_end(&refs[i]);
 }
 
+/* Set the inbox's admission for the round under way (see LONG_ROUND_WRITES). */
+static void admit_for_round(struct lg_worker *w)
+{
+    bool long_round = w->home.dirty.count > LONG_ROUND_WRITES;
+    if (long_round != w->long_round) {
+        w->long_round = long_round;
+        lg_inbox_admit(&w->inbox, long_round ? EVENTS_PER_TAKE : SIZE_MAX);
+    }
+}
+
 /*
  * How many events to take from the inbox before the next WRITES_PER_TAKE writes. The worker
  * writes its dirty connections in turn; taking events a few at a time while it goes means an
@@ -87,6 +104,7 @@ static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, 
  */
 static size_t take_allowance(struct lg_worker *w)
 {
+    admit_for_round(w);
     if (w->home.dirty.count == 0) {
         w->take_credit = 0;
         return EVENTS_PER_ROUND;

@@ -174,6 +174,32 @@ START_TEST(taken_events_hold_room_until_done)
 }
 END_TEST
 
+START_TEST(a_lowered_admission_refuses_until_the_inbox_drains_below_it)
+{
+    struct lg_inbox in;
+    ck_assert_int_eq(lg_inbox_init(&in, 8), 0);
+    for (uint64_t seq = 1; seq <= 3; seq++)
+        push_one(&in, seq);
+    lg_inbox_admit(&in, 2);
+    ck_assert(!lg_inbox_reserve(&in)); /* 3 queued, 2 admitted: the queued ones stay */
+    ck_assert_uint_eq(occupancy(&in), 3);
+    take_expect(&in, 1, 3);
+    push_one(&in, 4);
+    push_one(&in, 5);
+    ck_assert(!lg_inbox_reserve(&in));
+    lg_inbox_admit(&in, SIZE_MAX); /* back to the capacity, and no further */
+    for (uint64_t seq = 6; seq <= 11; seq++)
+        push_one(&in, seq);
+    ck_assert(!lg_inbox_reserve(&in));
+    take_expect(&in, 4, 8);
+    lg_inbox_admit(&in, 0); /* at least one */
+    push_one(&in, 12);
+    ck_assert(!lg_inbox_reserve(&in));
+    take_expect(&in, 12, 1);
+    lg_inbox_release(&in);
+}
+END_TEST
+
 /* ---- Push and take ------------------------------------------------------------------------ */
 
 START_TEST(push_reports_the_empty_to_non_empty_edge)
@@ -337,7 +363,8 @@ static Suite *inbox_suite(void)
     LG_TCASE(s, "lifecycle", make_topic, free_topic, init_refuses_zero_capacity,
              init_starts_empty, release_unrefs_queued_events);
     LG_TCASE(s, "reserve", make_topic, free_topic, reserve_fails_when_full_and_undoes_itself,
-             taken_events_hold_room_until_done);
+             taken_events_hold_room_until_done,
+             a_lowered_admission_refuses_until_the_inbox_drains_below_it);
     LG_TCASE(s, "push_take", make_topic, free_topic, push_reports_the_empty_to_non_empty_edge,
              take_returns_everything_in_order, take_alternates_between_the_two_arrays,
              take_upto_takes_the_oldest_and_keeps_the_rest_in_order,
