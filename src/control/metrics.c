@@ -173,10 +173,11 @@ static const struct metric_row rows[] = {
     COUNTER("livegate_ws_deflate_bytes_after_total",
             "Bytes of the compressed event frames as written.", NULL, ws_deflate_bytes_after),
     COUNTER("livegate_writes_batched_total",
-            "Writes to subscribers' sockets sent in an io_uring submission (batched_writes).",
+            "Writes to subscribers' sockets sent in a batch (batched_writes).",
             NULL, writes_batched),
     COUNTER("livegate_write_batches_total",
-            "io_uring submissions of subscribers' writes: writes_batched / this = the batch.",
+            "Batches of subscribers' writes (an io_uring submission; a send() for a batch of "
+            "one): writes_batched / this = the batch.",
             NULL, write_batches),
     COUNTER("livegate_events_published_total", "Events accepted by the publish API.", NULL,
             events_published),

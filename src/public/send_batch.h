@@ -2,7 +2,8 @@
  * send_batch.h - a worker's batched socket writes: the bytes for up to LG_SEND_BATCH_MAX
  * sockets rendered back to back into one buffer, then handed to the kernel in one io_uring
  * submission instead of one send() each. On a fan-out the system call around each send costs
- * about as much as the TCP work inside it; a submission pays it once for the batch.
+ * about as much as the TCP work inside it; a submission pays it once for the batch. A batch of
+ * one is a plain send(): there is nothing to share the submission with.
  * Each send is non-blocking (MSG_DONTWAIT): it takes what its socket has room for at once, and
  * the caller is told what is left of its bytes, so a full socket never holds up the batch.
  *

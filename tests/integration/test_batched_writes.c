@@ -269,7 +269,37 @@ START_TEST(test_held_polls_answered_in_batches)
 }
 END_TEST
 
+/* A subscriber alone on its topic, each event published once the last was delivered: every
+ * pass writes one connection, a batch of one, which goes out as a plain send(). */
+START_TEST(test_a_batch_of_one_is_sent_alone)
+{
+    enum { ONE_BY_ONE = 5 };
+    struct lg_server s;
+    lg_server_must_start(&s, "{\"workers\":1}");
+    struct lg_sse_client c;
+    lg_sse_must_open(&c, s.public_port, "/sse?topic=alone", NULL);
+    char last[256], prefix[160];
+    for (int seq = 1; seq <= ONE_BY_ONE; seq++) {
+        lg_publish_n(s.control_port, "alone", seq, seq, last, sizeof last);
+        id_prefix("alone", last, prefix, sizeof prefix);
+        expect_sse_event(&c, prefix, seq);
+    }
+    lg_sse_expect_no_event(&c, 0);
+    long long batched = lg_server_stat(&s, "writes_batched");
+    long long batches = lg_server_stat(&s, "write_batches");
+    lg_server_pump_log(&s);
+    if (lg_server_wait_log(&s, REFUSED_LOG, 0)) {
+        ck_assert_int_eq(batched, 0);
+    } else {
+        ck_assert_int_eq(batched, ONE_BY_ONE);
+        ck_assert_int_eq(batches, ONE_BY_ONE); /* each its own batch */
+    }
+    lg_sse_close(&c);
+    lg_server_must_stop(&s);
+}
+END_TEST
+
 
 LG_CHECK_MAIN_TCASE("batched_writes", "batched_writes", 120, test_fan_out_batched,
                     test_fan_out_unbatched, test_full_socket_takes_the_rest_later,
-                    test_held_polls_answered_in_batches)
+                    test_held_polls_answered_in_batches, test_a_batch_of_one_is_sent_alone)
