@@ -84,6 +84,10 @@ static const char *adopt_websocket(void *owner, const struct lg_accepted *a)
     lg_socket_cork(fd); /* lws answers inside the adoption; ESTABLISHED uncorks (protocols.h) */
     /* On failure lws closes the socket itself; the close path frees the query and counts. */
     if (!lws_adopt_socket_vhost_readbuf(w->vhost, fd, copy, a->len)) {
+        static struct lg_ratelimit rl;
+        lg_log_ratelimited(&rl, 1000, LG_LOG_WARN,
+                           "a WebSocket upgrade failed inside libwebsockets (a handshake it "
+                           "refused, or out of memory); log_level debug shows its reason");
         free(u->query);
         free(u->token);
         *u = (struct lg_ws_upgrade){0};
@@ -369,11 +373,23 @@ static void lws_log_emit(int level, const char *line)
     size_t n = strlen(line);
     while (n && line[n - 1] == '\n')
         n--;
-    /* lws 4.1.6 logs every successful WebSocket hand-over (adopt.c) at error level. */
-    bool routine = strstr(line, "adopt_socket_readbuf: calling service") != NULL;
-    enum lg_log_level ours = routine ? LG_LOG_DEBUG : level == LLL_ERR ? LG_LOG_ERROR : LG_LOG_WARN;
-    if (ours <= lg_log_get_level())
-        lg_log(ours, "lws: %.*s", (int)n, line);
+    lg_log(LG_LOG_DEBUG, "lws %s: %.*s", level == LLL_ERR ? "error" : "warning", (int)n, line);
+}
+
+/* lws' lines go to the log only when livegate starts at debug. Debian's lws (LWS_MAX_SMP 1)
+ * formats every line into one static buffer, so workers logging at once garble each other's
+ * lines, and it logs every WebSocket hand-over at error level (adopt.c): a formatted line per
+ * connect. What a client or an operator needs to know livegate logs itself. */
+static void set_lws_logging(void)
+{
+    static bool set;
+    if (set)
+        return;
+    set = true;
+    if (lg_log_get_level() >= LG_LOG_DEBUG)
+        lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+    else
+        lws_set_log_level(0, NULL);
 }
 
 /* Given, lws would apply its default (a ping after 300 s) to every WebSocket; a policy whose
@@ -448,11 +464,7 @@ static int create_context(struct lg_worker *w, char *err, size_t errlen)
 struct lg_worker *lg_worker_create(const struct lg_worker_shared *shared, uint32_t index,
                                    uint16_t *port, char *err, size_t errlen)
 {
-    static bool lws_logging_set;
-    if (!lws_logging_set) {
-        lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
-        lws_logging_set = true;
-    }
+    set_lws_logging();
     struct lg_worker *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, errlen, "out of memory");

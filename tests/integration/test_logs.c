@@ -3,7 +3,8 @@
  * one JSON object with time, level, msg and fields; a client's disconnect is one info line
  * with its transport, topics, remote address, duration, events delivered, dropped, bytes and
  * reason; a burst of disconnects is rate-limited and the lines printed plus the suppressed
- * counts they carry add up to the disconnects. The text format keeps its shape.
+ * counts they carry add up to the disconnects. The text format keeps its shape. libwebsockets'
+ * own lines reach the log only when the gateway starts at debug.
  */
 #include <check.h>
 #include <stdio.h>
@@ -126,11 +127,35 @@ START_TEST(test_logs_text_access_line)
 }
 END_TEST
 
+/* Debian's lws logs every WebSocket hand-over at error level; at the default level that line
+ * (and every other of lws') stays out of the log, with two workers taking connections. */
+START_TEST(test_logs_lws_lines_only_at_debug)
+{
+    const char *configs[] = {"{\"workers\":2}", "{\"workers\":2,\"log_level\":\"debug\"}"};
+    for (int debug = 0; debug < 2; debug++) {
+        struct lg_server s;
+        lg_server_must_start(&s, configs[debug]);
+        struct lg_ws_client ws[4];
+        for (int i = 0; i < 4; i++)
+            lg_ws_must_subscribe(&ws[i], s.public_port, "/ws?topic=t", NULL, NULL, 0);
+        for (int i = 0; i < 4; i++)
+            lg_ws_close(&ws[i]);
+        ck_assert(lg_wait_stat(s.control_port, "clients_ws", 0, WAIT_MS));
+        lg_server_must_stop(&s);
+        const char *lws_line = strstr(s.log, " DEBUG lws error: ");
+        if (debug)
+            ck_assert_msg(lws_line, "no line of libwebsockets at debug: %s", s.log);
+        else
+            ck_assert_msg(!strstr(s.log, " lws "), "a line of libwebsockets at info: %s", s.log);
+    }
+}
+END_TEST
+
 static Suite *logs_suite(void)
 {
     Suite *s = suite_create("logs");
     TCase *tc = LG_TCASE(s, "logs", NULL, NULL, test_logs_json_and_access_line,
-                         test_logs_text_access_line);
+                         test_logs_text_access_line, test_logs_lws_lines_only_at_debug);
     tcase_set_timeout(tc, 60);
     return s;
 }
