@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# bench/floor.sh - the per-user scenarios against livegate, Nchan and lg_floor, the cheapest
-# server this machine can run for them (bench/floor_server.c).
+# bench/floor.sh - the per-user and paced fan-out scenarios against livegate, Nchan and
+# lg_floor, the cheapest server this machine can run for them (bench/floor_server.c).
 #
 #   bench/floor.sh                   users_sse_15k and users_ws_15k, 5 reps (about 8 min)
 #   bench/floor.sh --reps 3 --scenarios users_ws_15k
+#   bench/floor.sh --scenarios fanout_sse_5k_10hz,fanout_ws_5k_10hz   (about 2 min)
 #   bench/floor.sh --no-install      do not apt-get install nginx + libnginx-mod-nchan
 #   bench/floor.sh --table FILE      the table of an earlier run's results file
-#   bench/floor.sh --smoke           lg_floor alone, 100 subscribers per transport for a second:
-#                                    exits 1 unless every event arrived once and in order
+#   bench/floor.sh --smoke           lg_floor alone, 100 subscribers per transport for a second,
+#                                    on 100 topics and on one: exits 1 unless every event
+#                                    arrived once and in order
 #                                    (scripts/test.sh runs it, so the tool cannot rot unseen)
 #
 # Each rep runs every scenario on the three servers, the order rotating from rep to rep, each
 # on a fresh server pinned to CPU 0 with lg_loadgen on CPU 1, the scenario's arguments exactly
 # as bench/compare.sh runs them (livegate with its default configuration). Prints per scenario
 # the medians of server CPU, p50 and p99, the worst rep's lost / duplicated / reordered, and the
-# CPU ratios livegate/Nchan, floor/Nchan and livegate/floor; writes the raw lines to
-# bench/results/floor-<date>.jsonl. What the floor says: a CPU target below floor/Nchan cannot
-# be met by any server on this machine, and livegate/floor is livegate's own overhead.
+# CPU and p99 ratios livegate/Nchan, floor/Nchan and livegate/floor; writes the raw lines to
+# bench/results/floor-<date>.jsonl. What the floor says: a CPU or latency target below
+# floor/Nchan cannot be met by any one-core server on this machine, and livegate/floor is
+# livegate's own overhead.
 set -uo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/lib.sh"
 
@@ -47,10 +50,14 @@ floor_table() {
                 }
                 printf " %s%s |\n", worst[sc, tg], errs[sc, tg] ? " (" errs[sc, tg] " failed)" : ""
             }
-            printf "\n%s CPU: livegate/nchan %s, floor/nchan %s, livegate/floor %s\n\n", sc,
+            printf "\n%s CPU: livegate/nchan %s, floor/nchan %s, livegate/floor %s\n", sc,
                 ratio(m["livegate", "server_cpu_pct"], m["nchan", "server_cpu_pct"]),
                 ratio(m["floor", "server_cpu_pct"], m["nchan", "server_cpu_pct"]),
                 ratio(m["livegate", "server_cpu_pct"], m["floor", "server_cpu_pct"])
+            printf "%s p99: livegate/nchan %s, floor/nchan %s, livegate/floor %s\n\n", sc,
+                ratio(m["livegate", "lat_p99_us"], m["nchan", "lat_p99_us"]),
+                ratio(m["floor", "lat_p99_us"], m["nchan", "lat_p99_us"]),
+                ratio(m["livegate", "lat_p99_us"], m["floor", "lat_p99_us"])
         }
     }' "$1"
 }
@@ -63,7 +70,7 @@ while [ $# -gt 0 ]; do
     --no-install) install=0 ;;
     --smoke) smoke=1 ;;
     --table) floor_table "$2"; exit ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "floor.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -79,15 +86,18 @@ trap 'exit 130' INT TERM
 if [ $smoke = 1 ]; then
     failed=0
     for transport in sse ws; do
-        line=$(lgb_run_one floor "floor_${transport}_100" "--transport $transport --subscribers 100 --topics 100 \
-            --pub-conns 1 --rate 200 --duration 1 --settle-ms 100" "$lg" "$work/run" "$floor")
-        lgb_log "smoke $(lgb_summary_line "$line")"
-        # a paced second publishes 199 or 200 events: every one acknowledged must arrive (lost
-        # counts those that did not)
-        published=$(lgb_field "$line" published)
-        [ "${published:-0}" -ge 150 ] && [ "$(lgb_field "$line" deliveries)" -ge "$published" ] &&
-            [ "$(lgb_field "$line" lost)$(lgb_field "$line" duplicated)$(lgb_field "$line" reordered)" = 000 ] ||
-            failed=1
+        for topics in 100 1; do
+            line=$(lgb_run_one floor "floor_${transport}_100_on_$topics" "--transport $transport --subscribers 100 \
+                --topics $topics --pub-conns 1 --rate 200 --duration 1 --settle-ms 100" "$lg" "$work/run" "$floor")
+            lgb_log "smoke $(lgb_summary_line "$line")"
+            # a paced second publishes 199 or 200 events: every one acknowledged must reach each
+            # of its topic's subscribers (lost counts those that did not)
+            published=$(lgb_field "$line" published)
+            [ "${published:-0}" -ge 150 ] &&
+                [ "$(lgb_field "$line" deliveries)" -ge $((published * 100 / topics)) ] &&
+                [ "$(lgb_field "$line" lost)$(lgb_field "$line" duplicated)$(lgb_field "$line" reordered)" = 000 ] ||
+                failed=1
+        done
     done
     [ $failed = 0 ] && echo "floor smoke: ok (every event once and in order, SSE and WebSocket)" || echo "floor smoke: FAILED"
     exit $failed

@@ -3,26 +3,29 @@
  *
  * Why it exists: the per-user scenarios (users_sse_15k, users_ws_15k) cost each server a few
  * tens of microseconds per publish, most of it in the kernel (two loopback sends, the wake-up
- * of the load generator, the server's own sleep and wake). lg_floor does only what such a
- * publish must do, with no HTTP library, no queue, no history and no allocation: one epoll
- * loop, one recv per request, the event's send, the answer's send. Its CPU is the floor under
- * any server on this machine, so a target such as "CPU <= 0.8x Nchan" can be checked against
- * what is physically left (docs/performance.md, "The floor"). It is a measuring tool, never a
- * server to deploy: it speaks just enough of Nchan's URL scheme for lg_loadgen --target nchan.
+ * of the load generator, the server's own sleep and wake), and a paced fan-out (an event a
+ * tenth of a second to 5,000 subscribers) costs a loopback send per subscriber. lg_floor does
+ * only what such a publish must do, with no HTTP library, no queue, no history and no
+ * allocation: one epoll loop, one recv per request, one send of the event per subscriber, the
+ * answer's send. Its CPU and latency are the floor under any one-core server on this machine,
+ * so a target such as "CPU <= 0.8x Nchan" can be checked against what is physically left
+ * (docs/performance.md, "The floor"). It is a measuring tool, never a server to deploy: it
+ * speaks just enough of Nchan's URL scheme for lg_loadgen --target nchan.
  *
  *   lg_floor SUB_PORT PUB_PORT        both listeners on 127.0.0.1; SIGTERM or SIGINT stops it
  *
  *   GET /sub/<topic> (WebSocket upgrade)  101, then each event as one unmasked text frame
  *   GET /sub/<topic> (anything else)      200 text/event-stream, then "data: <body>\n\n"
- *   POST /pub/<topic> with a body         the body to the topic's subscriber, then 201 "{}"
+ *   POST /pub/<topic> with a body         the body to each of the topic's subscribers, in the
+ *                                         order they subscribed, then 201 "{}"
  *
- * Owns: every connection (a fixed table indexed by descriptor) and the topic table (one
- * subscriber per topic: the latest to subscribe, which is what the per-user load makes).
+ * Owns: every connection (a fixed table indexed by descriptor) and the topic table (each
+ * topic's subscribers, a list threaded through their connections).
  * Threads: one. Bounds: a request head of HEAD_MAX bytes (431 and close past it), a body of
  * BODY_MAX bytes (413 and close), FD_MAX descriptors, TOPIC_SLOTS topics (a subscribe past that
  * is answered 503 and closed). Writes are not queued: a send that would block drops the event
- * (counted, printed at exit), which the per-user load, one small event per socket at a time,
- * never reaches.
+ * (counted, printed at exit), which the per-user and paced loads, one small event per socket at
+ * a time, never reach.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -55,13 +58,14 @@ struct conn {
     enum role role;
     enum stream stream; /* a subscriber's, once its head was answered */
     int32_t topic;      /* a subscriber's slot in topics[], or -1 */
+    int next, prev;     /* its neighbours among the topic's subscribers, or -1 */
     size_t len;
     char buf[HEAD_MAX + BODY_MAX + 1];
 };
 
 struct topic {
     char name[TOPIC_MAX];
-    int fd; /* its subscriber, or -1 */
+    int first, last; /* its subscribers' list, or -1 */
 };
 
 static struct conn *conns[FD_MAX];
@@ -94,7 +98,7 @@ static int32_t topic_find(const char *name, size_t n, bool create)
             if (!create || topics_used + 1 >= TOPIC_SLOTS) return -1;
             memcpy(t->name, name, n);
             t->name[n] = '\0';
-            t->fd = -1;
+            t->first = t->last = -1;
             topics_used++;
             return (int32_t)i;
         }
@@ -107,10 +111,33 @@ static void send_all_or_count(int fd, const char *p, size_t n)
     if (send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n) events_dropped++;
 }
 
+static void topic_link(int32_t slot, int fd)
+{
+    struct topic *t = &topics[slot];
+    struct conn *c = conns[fd];
+    c->topic = slot;
+    c->next = -1;
+    c->prev = t->last;
+    if (t->last >= 0) conns[t->last]->next = fd;
+    else t->first = fd;
+    t->last = fd;
+}
+
+static void topic_unlink(int fd)
+{
+    struct conn *c = conns[fd];
+    struct topic *t = &topics[c->topic];
+    if (c->prev >= 0) conns[c->prev]->next = c->next;
+    else t->first = c->next;
+    if (c->next >= 0) conns[c->next]->prev = c->prev;
+    else t->last = c->prev;
+    c->topic = -1;
+}
+
 static void conn_close(int ep, int fd)
 {
     struct conn *c = conns[fd];
-    if (c->topic >= 0 && topics[c->topic].fd == fd) topics[c->topic].fd = -1;
+    if (c->topic >= 0) topic_unlink(fd);
     epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
     free(c);
     conns[fd] = NULL;
@@ -186,8 +213,7 @@ static void subscribe(int ep, int fd, struct conn *c)
         ok = send(fd, head, sizeof head - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof head - 1);
     }
     if (!ok) { conn_close(ep, fd); return; }
-    c->topic = slot;
-    topics[slot].fd = fd;
+    topic_link(slot, fd);
 }
 
 static void deliver(int fd, const char *body, size_t len)
@@ -228,7 +254,8 @@ static ssize_t publish(int ep, int fd, struct conn *c)
     size_t total = (size_t)(blank + 4 - c->buf) + body_len;
     if (total > c->len) return 0;
     int32_t slot = topic_find(name, name_len, false);
-    if (slot >= 0 && topics[slot].fd >= 0) deliver(topics[slot].fd, blank + 4, body_len);
+    for (int sub = slot >= 0 ? topics[slot].first : -1; sub >= 0; sub = conns[sub]->next)
+        deliver(sub, blank + 4, body_len);
     static const char answer[] = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
                                  "Content-Length: 2\r\n\r\n{}";
     send_all_or_count(fd, answer, sizeof answer - 1);
