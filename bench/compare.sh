@@ -85,15 +85,18 @@ function fmt(v) {
     if (v == int(v) || v >= 100 || v <= -100) return sprintf("%.0f", v)
     return sprintf("%.2f", v)
 }
-function marks(sc, tg) {
-    return (lgbound[sc, tg] ? " LG" : "") (busy[sc, tg] ? " busy" : "") (err[sc, tg] ? " err" : "")
+# A connect figure is taken while the generator connects, the others while it publishes and
+# reads: each is marked by the load of the generator over its own phase.
+function bound(sc, tg, f) { return f ~ /^connect_/ ? lgcbound[sc, tg] : lgbound[sc, tg] }
+function marks(sc, tg, f) {
+    return (bound(sc, tg, f) ? " LG" : "") (busy[sc, tg] ? " busy" : "") (err[sc, tg] ? " err" : "")
 }
 function worst(sc, tg, f) { return runs[sc, tg] ? wmax[sc, tg, f] + 0 : "" }
 function jv(v) { return v == "" ? "null" : v }
 function jrow(sc, f, agg, l, n, ratio, extra) {
     printf "%s{\"scenario\":\"%s\",\"figure\":\"%s\",\"agg\":\"%s\",\"livegate\":%s,\"nchan\":%s,\"ratio\":%s,\"livegate_runs\":%d,\"nchan_runs\":%d,\"livegate_loadgen_bound\":%s,\"nchan_loadgen_bound\":%s,\"livegate_host_busy\":%s,\"nchan_host_busy\":%s%s}", \
         jfirst ? "" : ",", sc, f, agg, jv(l), jv(n), ratio, runs[sc, "livegate"], runs[sc, "nchan"], \
-        lgbound[sc, "livegate"] ? "true" : "false", lgbound[sc, "nchan"] ? "true" : "false", \
+        bound(sc, "livegate", f) ? "true" : "false", bound(sc, "nchan", f) ? "true" : "false", \
         busy[sc, "livegate"] ? "true" : "false", busy[sc, "nchan"] ? "true" : "false", extra > tj
     jfirst = 0
 }
@@ -114,6 +117,7 @@ BEGIN {
     if (getf($0, "error") != "") { err[sc, tg]++; next }
     runs[sc, tg]++
     if (getf($0, "loadgen_bound") == "true") lgbound[sc, tg] = 1
+    if (getf($0, "loadgen_connect_bound") == "true") lgcbound[sc, tg] = 1
     oc = getf($0, "other_cpu_pct"); if (oc != "" && oc != "null" && oc + 0 > 50) busy[sc, tg] = 1
     o = getf($0, "offered_rate"); if (o != "" && !(sc in offered)) offered[sc] = o
     for (i = 1; i <= nchk; i++) {
@@ -154,7 +158,7 @@ END {
                 extra = ",\"offered_rate\":" (of == "" ? "null" : of == "max" ? "\"max\"" : of + 0)
             }
             row(sc, label)
-            printf " %s%s | %s%s | %s |\n", fmt(l), marks(sc, "livegate"), fmt(n), marks(sc, "nchan"), ratio
+            printf " %s%s | %s%s | %s |\n", fmt(l), marks(sc, "livegate", f), fmt(n), marks(sc, "nchan", f), ratio
             jrow(sc, f, "median", l, n, (ratio == "n/a" || ratio == "=") ? "null" : ratio, extra)
         }
         # correctness: worst rep
@@ -166,7 +170,7 @@ END {
             fcell[tg] = runs[sc, tg] ? sprintf("%d / %d / %d", worst(sc, tg, "conns_failed"), worst(sc, tg, "stalled_failed"), worst(sc, tg, "idle_failed")) : "n/a"
         }
         row(sc, "lost / dup / reord (worst rep)")
-        printf " %s%s | %s%s | |\n", cell["livegate"], marks(sc, "livegate"), cell["nchan"], marks(sc, "nchan")
+        printf " %s%s | %s%s | |\n", cell["livegate"], marks(sc, "livegate", ""), cell["nchan"], marks(sc, "nchan", "")
         for (k = 1; k <= 3; k++) {
             f = k == 1 ? "lost" : k == 2 ? "duplicated" : "reordered"
             jrow(sc, f, "max", worst(sc, "livegate", f), worst(sc, "nchan", f), "null", "")
@@ -198,7 +202,8 @@ echo "scenario names a setting (isolation_sndbuf16k_q256_*: bench/livegate/isola
 echo "*_deflate: bench/livegate/deflate.json, and Nchan with nchan_deflate_message_for_websocket)."
 [ -n "${LGB_LG_CONFIG:-}" ] &&
     echo "NOTE: LGB_LG_CONFIG=$LGB_LG_CONFIG replaced livegate's defaults in every other scenario."
-echo "LG = a run was load-generator-bound (lg_loadgen above 80 % of its core); busy = other"
+echo "LG = a run was load-generator-bound (lg_loadgen above 80 % of its core while the figure was"
+echo "taken: connecting for connect_*, publishing and reading for the rest); busy = other"
 echo "processes used more than half a core during a run (figure disturbed); err = a run failed."
 echo "Latencies in microseconds; bytes_per_conn = server RSS growth / connections."
 
