@@ -5,11 +5,15 @@
 #   bench/floor.sh                   users_sse_15k and users_ws_15k, 5 reps (about 8 min)
 #   bench/floor.sh --reps 3 --scenarios users_ws_15k
 #   bench/floor.sh --scenarios fanout_sse_5k_10hz,fanout_ws_5k_10hz   (about 2 min)
+#   bench/floor.sh --batch 32 --scenarios fanout_sse_1k_max,fanout_ws_1k_max
+#                                    lg_floor --batch 32: the floor under a fan-out at max
+#                                    rate, where a send per delivery is not enough (see
+#                                    floor_server.c); without it lg_floor sends synchronously
 #   bench/floor.sh --no-install      do not apt-get install nginx + libnginx-mod-nchan
 #   bench/floor.sh --table FILE      the table of an earlier run's results file
 #   bench/floor.sh --smoke           lg_floor alone, 100 subscribers per transport for a second,
-#                                    on 100 topics and on one: exits 1 unless every event
-#                                    arrived once and in order
+#                                    on 100 topics and on one, and again with --batch 8: exits 1
+#                                    unless every event arrived once and in order
 #                                    (scripts/test.sh runs it, so the tool cannot rot unseen)
 #
 # Each rep runs every scenario on the three servers, the order rotating from rep to rep, each
@@ -31,20 +35,20 @@ floor_table() {
         sc = getf($0, "scenario"); tg = getf($0, "target")
         if (getf($0, "error") != "") { errs[sc, tg]++; next }
         if (!(sc in seen)) { seen[sc] = 1; order[++ns] = sc }
-        split("server_cpu_pct lat_p50_us lat_p99_us publish_per_s", f, " ")
-        for (j = 1; j <= 4; j++) { v = getf($0, f[j]); if (v != "" && v != "null") val[sc, tg, f[j], ++cnt[sc, tg, f[j]]] = v + 0 }
+        split("server_cpu_pct lat_p50_us lat_p99_us publish_per_s deliveries_per_s", f, " ")
+        for (j = 1; j <= 5; j++) { v = getf($0, f[j]); if (v != "" && v != "null") val[sc, tg, f[j], ++cnt[sc, tg, f[j]]] = v + 0 }
         bad = getf($0, "lost") + getf($0, "duplicated") + getf($0, "reordered")
         if (bad >= worstbad[sc, tg]) { worstbad[sc, tg] = bad; worst[sc, tg] = getf($0, "lost") " / " getf($0, "duplicated") " / " getf($0, "reordered") }
     }
     END {
-        print "| scenario | server | CPU % | p50 us | p99 us | publishes/s | lost / dup / reord (worst) |"
-        print "|---|---|---:|---:|---:|---:|---|"
+        print "| scenario | server | CPU % | p50 us | p99 us | publishes/s | deliveries/s | lost / dup / reord (worst) |"
+        print "|---|---|---:|---:|---:|---:|---:|---|"
         for (s = 1; s <= ns; s++) {
             sc = order[s]
             for (t = 1; t <= 3; t++) {
                 tg = t == 1 ? "livegate" : t == 2 ? "nchan" : "floor"
                 printf "| %s | %s |", sc, tg
-                for (j = 1; j <= 4; j++) {
+                for (j = 1; j <= 5; j++) {
                     m[tg, f[j]] = median(sc SUBSEP tg SUBSEP f[j])
                     printf " %s |", m[tg, f[j]] == "" ? "n/a" : m[tg, f[j]]
                 }
@@ -54,10 +58,14 @@ floor_table() {
                 ratio(m["livegate", "server_cpu_pct"], m["nchan", "server_cpu_pct"]),
                 ratio(m["floor", "server_cpu_pct"], m["nchan", "server_cpu_pct"]),
                 ratio(m["livegate", "server_cpu_pct"], m["floor", "server_cpu_pct"])
-            printf "%s p99: livegate/nchan %s, floor/nchan %s, livegate/floor %s\n\n", sc,
+            printf "%s p99: livegate/nchan %s, floor/nchan %s, livegate/floor %s\n", sc,
                 ratio(m["livegate", "lat_p99_us"], m["nchan", "lat_p99_us"]),
                 ratio(m["floor", "lat_p99_us"], m["nchan", "lat_p99_us"]),
                 ratio(m["livegate", "lat_p99_us"], m["floor", "lat_p99_us"])
+            printf "%s deliveries/s: livegate/nchan %s, floor/nchan %s, livegate/floor %s\n\n", sc,
+                ratio(m["livegate", "deliveries_per_s"], m["nchan", "deliveries_per_s"]),
+                ratio(m["floor", "deliveries_per_s"], m["nchan", "deliveries_per_s"]),
+                ratio(m["livegate", "deliveries_per_s"], m["floor", "deliveries_per_s"])
         }
     }' "$1"
 }
@@ -69,8 +77,9 @@ while [ $# -gt 0 ]; do
     --scenarios) only=$2; shift ;;
     --no-install) install=0 ;;
     --smoke) smoke=1 ;;
+    --batch) export LGB_FLOOR_BATCH=$2; shift ;;
     --table) floor_table "$2"; exit ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "floor.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -85,10 +94,12 @@ trap 'exit 130' INT TERM
 
 if [ $smoke = 1 ]; then
     failed=0
+    for batch in "" 8; do
     for transport in sse ws; do
         for topics in 100 1; do
-            line=$(lgb_run_one floor "floor_${transport}_100_on_$topics" "--transport $transport --subscribers 100 \
-                --topics $topics --pub-conns 1 --rate 200 --duration 1 --settle-ms 100" "$lg" "$work/run" "$floor")
+            line=$(LGB_FLOOR_BATCH=$batch lgb_run_one floor "floor_${transport}_100_on_$topics${batch:+_batch$batch}" \
+                "--transport $transport --subscribers 100 --topics $topics --pub-conns 1 --rate 200 --duration 1 \
+                --settle-ms 100" "$lg" "$work/run" "$floor")
             lgb_log "smoke $(lgb_summary_line "$line")"
             # a paced second publishes 199 or 200 events: every one acknowledged must reach each
             # of its topic's subscribers (lost counts those that did not)
@@ -99,7 +110,8 @@ if [ $smoke = 1 ]; then
                 failed=1
         done
     done
-    [ $failed = 0 ] && echo "floor smoke: ok (every event once and in order, SSE and WebSocket)" || echo "floor smoke: FAILED"
+    done
+    [ $failed = 0 ] && echo "floor smoke: ok (every event once and in order, SSE and WebSocket, with and without --batch)" || echo "floor smoke: FAILED"
     exit $failed
 fi
 
@@ -121,6 +133,7 @@ for ((rep = 1; rep <= reps; rep++)); do
             bin=$lgbin
             [ "$tg" = floor ] && bin=$floor
             line=$(lgb_run_one "$tg" "$name" "$args" "$lg" "$work/run" "$bin")
+            [ "$tg" = floor ] && [ -n "${LGB_FLOOR_BATCH:-}" ] && line="{\"floor_batch\":$LGB_FLOOR_BATCH,${line#\{}"
             echo "$line" >>"$out"
             lgb_log "rep $rep $(lgb_summary_line "$line")"
         done

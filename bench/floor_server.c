@@ -12,12 +12,21 @@
  * (docs/performance.md, "The floor"). It is a measuring tool, never a server to deploy: it
  * speaks just enough of Nchan's URL scheme for lg_loadgen --target nchan.
  *
- *   lg_floor SUB_PORT PUB_PORT        both listeners on 127.0.0.1; SIGTERM or SIGINT stops it
+ *   lg_floor SUB_PORT PUB_PORT [--batch W]   both listeners on 127.0.0.1; SIGTERM or SIGINT
+ *                                            stops it
  *
  *   GET /sub/<topic> (WebSocket upgrade)  101, then each event as one unmasked text frame
  *   GET /sub/<topic> (anything else)      200 text/event-stream, then "data: <body>\n\n"
  *   POST /pub/<topic> with a body         the body to each of the topic's subscribers, in the
  *                                         order they subscribed, then 201 "{}"
+ *
+ * --batch W: the cheapest server that batches a fan-out, the floor under a fan-out at max rate
+ * (a synchronous send per subscriber per event, as above, is Nchan's way and delivers what one
+ * send per delivery allows). A publish appends the framed event to its topic's log (one per
+ * framing), answers 201 at once and queues the topic's subscribers that are not queued yet;
+ * between two looks at the sockets the loop writes the next W queued subscribers, each one
+ * send of every byte of the log it has not had. A round of writes over N subscribers so
+ * carries about N / W events per write: W sets the trade of deliveries for latency.
  *
  * Owns: every connection (a fixed table indexed by descriptor) and the topic table (each
  * topic's subscribers, a list threaded through their connections).
@@ -25,7 +34,8 @@
  * BODY_MAX bytes (413 and close), FD_MAX descriptors, TOPIC_SLOTS topics (a subscribe past that
  * is answered 503 and closed). Writes are not queued: a send that would block drops the event
  * (counted, printed at exit), which the per-user and paced loads, one small event per socket at
- * a time, never reach.
+ * a time, never reach. With --batch a topic's log keeps what its slowest subscriber has not
+ * had (trimmed once it passes LOG_TRIM bytes); a subscriber whose socket is full stays queued.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -50,6 +60,7 @@
 #define BODY_MAX 125 /* one WebSocket frame with a 7-bit length */
 #define TOPIC_SLOTS (1u << 16)
 #define TOPIC_MAX 64
+#define LOG_TRIM (1u << 20)
 
 enum role { ROLE_SUBSCRIBER, ROLE_PUBLISHER };
 enum stream { STREAM_NONE, STREAM_WS, STREAM_SSE };
@@ -59,14 +70,31 @@ struct conn {
     enum stream stream; /* a subscriber's, once its head was answered */
     int32_t topic;      /* a subscriber's slot in topics[], or -1 */
     int next, prev;     /* its neighbours among the topic's subscribers, or -1 */
+    uint64_t cursor;    /* --batch: the offset in its topic's log of the first byte not sent */
+    bool queued;        /* --batch: in the write queue */
     size_t len;
     char buf[HEAD_MAX + BODY_MAX + 1];
+};
+
+/* --batch: a topic's events as one framing sends them, back to back */
+struct topic_log {
+    char *bytes;
+    size_t len, cap;
+    uint64_t base; /* the offset of bytes[0] since the topic began */
 };
 
 struct topic {
     char name[TOPIC_MAX];
     int first, last; /* its subscribers' list, or -1 */
+    struct topic_log logs[2]; /* --batch: [0] WebSocket frames, [1] SSE events */
 };
+
+/* --batch: the subscribers with bytes to write, a ring of descriptors */
+static struct {
+    int fds[FD_MAX];
+    uint32_t head, count;
+} queue;
+static uint32_t batch_writes; /* --batch W; 0: a synchronous send per subscriber */
 
 static struct conn *conns[FD_MAX];
 static struct topic topics[TOPIC_SLOTS];
@@ -111,11 +139,17 @@ static void send_all_or_count(int fd, const char *p, size_t n)
     if (send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n) events_dropped++;
 }
 
+static struct topic_log *log_of(struct conn *c)
+{
+    return &topics[c->topic].logs[c->stream == STREAM_SSE];
+}
+
 static void topic_link(int32_t slot, int fd)
 {
     struct topic *t = &topics[slot];
     struct conn *c = conns[fd];
     c->topic = slot;
+    c->cursor = log_of(c)->base + log_of(c)->len; /* what comes from now on */
     c->next = -1;
     c->prev = t->last;
     if (t->last >= 0) conns[t->last]->next = fd;
@@ -216,22 +250,87 @@ static void subscribe(int ep, int fd, struct conn *c)
     topic_link(slot, fd);
 }
 
-static void deliver(int fd, const char *body, size_t len)
+/* the event as stream frames it: its length in frame */
+static size_t frame_event(enum stream stream, const char *body, size_t len, char *frame)
 {
-    char frame[sizeof "data: \n\n" + BODY_MAX];
-    size_t n;
-    if (conns[fd]->stream == STREAM_WS) {
+    if (stream == STREAM_WS) {
         frame[0] = (char)0x81; /* FIN, text */
         frame[1] = (char)len;
         memcpy(frame + 2, body, len);
-        n = 2 + len;
-    } else {
-        memcpy(frame, "data: ", 6);
-        memcpy(frame + 6, body, len);
-        memcpy(frame + 6 + len, "\n\n", 2);
-        n = 8 + len;
+        return 2 + len;
     }
-    send_all_or_count(fd, frame, n);
+    memcpy(frame, "data: ", 6);
+    memcpy(frame + 6, body, len);
+    memcpy(frame + 6 + len, "\n\n", 2);
+    return 8 + len;
+}
+
+static void deliver(int fd, const char *body, size_t len)
+{
+    char frame[sizeof "data: \n\n" + BODY_MAX];
+    send_all_or_count(fd, frame, frame_event(conns[fd]->stream, body, len, frame));
+}
+
+static void enqueue(int fd)
+{
+    if (queue.count == FD_MAX) { events_dropped++; return; } /* stale entries of closed ones */
+    conns[fd]->queued = true;
+    queue.fds[(queue.head + queue.count++) % FD_MAX] = fd;
+}
+
+/* drop the bytes every subscriber of slot on this log has had */
+static void log_trim(int32_t slot, struct topic_log *log)
+{
+    uint64_t keep_from = log->base + log->len;
+    for (int sub = topics[slot].first; sub >= 0; sub = conns[sub]->next)
+        if (log_of(conns[sub]) == log && conns[sub]->cursor < keep_from) keep_from = conns[sub]->cursor;
+    size_t drop = (size_t)(keep_from - log->base);
+    memmove(log->bytes, log->bytes + drop, log->len - drop);
+    log->len -= drop;
+    log->base = keep_from;
+}
+
+static void log_append(int32_t slot, struct topic_log *log, enum stream stream, const char *body,
+                       size_t len)
+{
+    if (log->len > LOG_TRIM) log_trim(slot, log);
+    if (log->cap - log->len < sizeof "data: \n\n" + BODY_MAX) {
+        size_t cap = log->cap ? 2 * log->cap : 65536;
+        char *bytes = realloc(log->bytes, cap);
+        if (!bytes) { fprintf(stderr, "lg_floor: out of memory\n"); exit(1); }
+        log->bytes = bytes;
+        log->cap = cap;
+    }
+    log->len += frame_event(stream, body, len, log->bytes + log->len);
+}
+
+/* --batch: the event goes to the topic's logs and its subscribers to the write queue */
+static void deliver_batched(int32_t slot, const char *body, size_t len)
+{
+    log_append(slot, &topics[slot].logs[0], STREAM_WS, body, len);
+    log_append(slot, &topics[slot].logs[1], STREAM_SSE, body, len);
+    for (int sub = topics[slot].first; sub >= 0; sub = conns[sub]->next)
+        if (!conns[sub]->queued) enqueue(sub);
+}
+
+/* --batch: one send to each of the next `max` queued subscribers of what its log holds for it */
+static void write_queued(int ep, uint32_t max)
+{
+    for (uint32_t done = 0; done < max && queue.count > 0;) {
+        int fd = queue.fds[queue.head];
+        queue.head = (queue.head + 1) % FD_MAX;
+        queue.count--;
+        struct conn *c = conns[fd];
+        if (!c || !c->queued) continue; /* closed, or its descriptor's new connection */
+        c->queued = false;
+        done++;
+        struct topic_log *log = log_of(c);
+        size_t at = (size_t)(c->cursor - log->base), left = log->len - at;
+        ssize_t sent = left ? send(fd, log->bytes + at, left, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+        if (sent < 0 && errno != EAGAIN && errno != EINTR) { conn_close(ep, fd); continue; }
+        if (sent > 0) c->cursor += (uint64_t)sent;
+        if (sent < (ssize_t)left) enqueue(fd);
+    }
 }
 
 /* one complete request at the buffer's start: its length; 0 when incomplete; -1 when refused */
@@ -254,7 +353,9 @@ static ssize_t publish(int ep, int fd, struct conn *c)
     size_t total = (size_t)(blank + 4 - c->buf) + body_len;
     if (total > c->len) return 0;
     int32_t slot = topic_find(name, name_len, false);
-    for (int sub = slot >= 0 ? topics[slot].first : -1; sub >= 0; sub = conns[sub]->next)
+    if (batch_writes && slot >= 0)
+        deliver_batched(slot, blank + 4, body_len);
+    for (int sub = slot >= 0 && !batch_writes ? topics[slot].first : -1; sub >= 0; sub = conns[sub]->next)
         deliver(sub, blank + 4, body_len);
     static const char answer[] = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
                                  "Content-Length: 2\r\n\r\n{}";
@@ -325,8 +426,9 @@ static int listen_loopback(int ep, const char *port)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: lg_floor SUB_PORT PUB_PORT\n");
+    if (argc == 5 && !strcmp(argv[3], "--batch")) batch_writes = (uint32_t)strtoul(argv[4], NULL, 10);
+    if ((argc != 3 && argc != 5) || (argc == 5 && batch_writes == 0)) {
+        fprintf(stderr, "usage: lg_floor SUB_PORT PUB_PORT [--batch WRITES]\n");
         return 2;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -337,13 +439,14 @@ int main(int argc, char **argv)
     int pub_listener = listen_loopback(ep, argv[2]);
     struct epoll_event ready[256];
     while (!stopping) {
-        int n = epoll_wait(ep, ready, 256, 1000);
+        int n = epoll_wait(ep, ready, 256, queue.count ? 0 : 1000);
         for (int i = 0; i < n; i++) {
             int fd = ready[i].data.fd;
             if (fd == sub_listener) on_acceptable(ep, fd, ROLE_SUBSCRIBER);
             else if (fd == pub_listener) on_acceptable(ep, fd, ROLE_PUBLISHER);
             else if (conns[fd]) on_readable(ep, fd);
         }
+        write_queued(ep, batch_writes);
     }
     for (int fd = 0; fd < FD_MAX; fd++)
         if (conns[fd]) conn_close(ep, fd);

@@ -191,12 +191,13 @@ lgb_start_nchan() {
 }
 
 # lgb_start_floor DIR BIN: lg_floor on the Nchan ports (it speaks Nchan's URLs), pinned like
-# the servers it is the floor of.
+# the servers it is the floor of; with LGB_FLOOR_BATCH=W set, lg_floor --batch W.
 lgb_start_floor() {
-    local dir=$1 bin=$2
+    local dir=$1 bin=$2 batch=()
+    [ -n "${LGB_FLOOR_BATCH:-}" ] && batch=(--batch "$LGB_FLOOR_BATCH")
     lgb_check_free "$LGB_NC_SUB" "$LGB_NC_PUB" || return 1
     lgb_pin_argv "$LGB_SRV_CPU"
-    (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "$LGB_NC_SUB" "$LGB_NC_PUB") >"$dir/floor.log" 2>&1 &
+    (ulimit -n "$(ulimit -Hn)"; exec "${LGB_PIN[@]}" "$bin" "$LGB_NC_SUB" "$LGB_NC_PUB" "${batch[@]}") >"$dir/floor.log" 2>&1 &
     LGB_SRV_PID=$!
     if ! lgb_wait_port "$LGB_NC_SUB" 5 "$LGB_SRV_PID" || ! lgb_wait_port "$LGB_NC_PUB" 5 "$LGB_SRV_PID"; then
         lgb_log "lg_floor did not start: $(tail -n 3 "$dir/floor.log" | tr '\n' ' ')"
