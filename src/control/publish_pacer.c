@@ -19,6 +19,8 @@ struct lg_pacer {
     struct lg_dlist holds;           /* {lock} struct lg_pacer_hold, oldest first */
     uint32_t max_holds;              /* immutable */
     bool stopping;                   /* {lock} */
+    uint64_t thread_wakes_at_ms;     /* {lock} when the sleeping thread wakes by itself; 0 =
+                                        only when signalled */
     bool joined;                     /* the thread was joined (owner's thread only) */
     _Atomic uint64_t generation;     /* bumped by every room() */
     _Atomic uint32_t waiting;        /* holds on the list: room() skips the lock at 0 */
@@ -31,27 +33,32 @@ static void unlink_hold(struct lg_pacer *p, struct lg_pacer_hold *h)
     atomic_fetch_sub(&p->waiting, 1);
 }
 
-/* Take every hold that room, its retry time or its deadline released off the list (caller
- * holds the lock). Return value: how many connections were put in p->resume; *next_deadline_ms
- * is the nearest retry time or deadline of those left (0 = none). */
-static uint32_t collect_released(struct lg_pacer *p, uint64_t *next_deadline_ms)
+/* When h is next due by itself: its retry time or its deadline, whichever comes first. */
+static uint64_t wake_time(const struct lg_pacer_hold *h)
+{
+    return h->retry_at_ms && h->retry_at_ms < h->deadline_ms ? h->retry_at_ms : h->deadline_ms;
+}
+
+/* Take off the list, into out (at most max), the holds that room, their retry time or their
+ * deadline released (caller holds the lock). Return value: how many; *next_deadline_ms is the
+ * nearest wake time of those left (0 = none, or not all were looked at: out was full). */
+static uint32_t collect_released(struct lg_pacer *p, struct lg_pacer_hold *out, uint32_t max,
+                                 uint64_t *next_deadline_ms)
 {
     uint64_t now = lg_mono_ms(), generation = atomic_load(&p->generation);
     uint32_t n = 0;
     *next_deadline_ms = 0;
-    for (struct lg_dlink *l = p->holds.first, *next; l; l = next) {
+    for (struct lg_dlink *l = p->holds.first, *next; l && n < max; l = next) {
         next = l->next;
         struct lg_pacer_hold *h = lg_dlist_entry(l, struct lg_pacer_hold, link);
         bool room = h->generation != generation;
         bool retry = h->retry_at_ms && now >= h->retry_at_ms;
-        uint64_t wake = h->retry_at_ms && h->retry_at_ms < h->deadline_ms ? h->retry_at_ms
-                                                                          : h->deadline_ms;
         if (room || retry || p->stopping || now >= h->deadline_ms) {
             h->expired = !room && !retry;
             unlink_hold(p, h);
-            p->resume[n++] = *h; /* h may be freed as soon as its connection resumes */
-        } else if (*next_deadline_ms == 0 || wake < *next_deadline_ms) {
-            *next_deadline_ms = wake;
+            out[n++] = *h; /* h may be freed as soon as its connection resumes */
+        } else if (*next_deadline_ms == 0 || wake_time(h) < *next_deadline_ms) {
+            *next_deadline_ms = wake_time(h);
         }
     }
     return n;
@@ -81,7 +88,7 @@ static void *pacer_main(void *arg)
     pthread_mutex_lock(&p->lock);
     for (;;) {
         uint64_t next_deadline;
-        uint32_t n = collect_released(p, &next_deadline);
+        uint32_t n = collect_released(p, p->resume, p->max_holds, &next_deadline);
         if (n > 0) {
             pthread_mutex_unlock(&p->lock);
             for (uint32_t i = 0; i < n; i++)
@@ -91,7 +98,9 @@ static void *pacer_main(void *arg)
         }
         if (p->stopping)
             break;
+        p->thread_wakes_at_ms = next_deadline;
         wait_until(p, next_deadline);
+        p->thread_wakes_at_ms = 0;
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -163,27 +172,42 @@ void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Conne
     h->expired = false;
     pthread_mutex_lock(&p->lock);
     bool refused = p->stopping || p->holds.count >= p->max_holds;
+    bool room_since = false;
     if (!refused) {
         lg_dlist_push_tail(&p->holds, &h->link);
-        atomic_fetch_add(&p->waiting, 1);
-        /* Room made since the attempt (room() may not have seen this hold yet): the pacer
-         * thread releases it on this signal, as it does any hold whose generation is old. */
-        pthread_cond_signal(&p->changed);
+        atomic_fetch_add(&p->waiting, 1); /* before the generation is read again: see room() */
+        room_since = atomic_load(&p->generation) != generation;
+        if (room_since)
+            unlink_hold(p, h); /* room came meanwhile: retry now */
+        else if (p->thread_wakes_at_ms == 0 || wake_time(h) < p->thread_wakes_at_ms)
+            pthread_cond_signal(&p->changed); /* the thread must wake for this one's time */
     }
     pthread_mutex_unlock(&p->lock);
-    if (refused) {
+    if (refused)
         h->expired = true;
+    if (refused || room_since)
         lg_resume_served(conn, host);
-    }
 }
+
+/* Holds resumed at once per look at the list by the thread that made room. */
+#define RESUMED_PER_PASS 16
 
 void lg_pacer_room(void *pacer)
 {
     struct lg_pacer *p = pacer;
+    /* A hold counts itself in `waiting` before it reads the generation again, and room()
+     * reads `waiting` after it bumped the generation: one of the two sees the other. */
     atomic_fetch_add(&p->generation, 1);
     if (atomic_load(&p->waiting) == 0)
         return;
-    pthread_mutex_lock(&p->lock);
-    pthread_cond_signal(&p->changed);
-    pthread_mutex_unlock(&p->lock);
+    struct lg_pacer_hold released[RESUMED_PER_PASS];
+    uint32_t n;
+    do {
+        uint64_t unused;
+        pthread_mutex_lock(&p->lock);
+        n = collect_released(p, released, RESUMED_PER_PASS, &unused);
+        pthread_mutex_unlock(&p->lock);
+        for (uint32_t i = 0; i < n; i++)
+            lg_resume_served(released[i].conn, released[i].host);
+    } while (n == RESUMED_PER_PASS);
 }

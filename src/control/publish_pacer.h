@@ -11,21 +11,26 @@
  *
  * Owns:    the list of held requests (struct lg_pacer_hold, embedded in the control port's
  *          per-request state, which outlives the hold: MHD frees it only after the connection
- *          was resumed) and one thread, lg-pacer, that resumes them.
+ *          was resumed) and one thread, lg-pacer, that resumes the holds whose deadline or
+ *          retry time came.
  * Frees:   lg_pacer_stop() resumes every held request as expired and joins the thread (call it
  *          before MHD_stop_daemon: MHD must not hold suspended connections then); later holds
  *          are resumed at once as expired. lg_pacer_destroy() frees it once no worker can call
  *          lg_pacer_room() any more (after the workers were joined). The app owns both calls.
  * Threads: lg_pacer_hold() on the threads serving the daemons (the workers, or with Redis the
- *          store's thread); lg_pacer_room()
- *          on worker threads (one atomic load when nothing is held); the pacer thread calls
- *          lg_resume_served(): MHD_resume_connection(), which libmicrohttpd allows from any
- *          thread, then the host's wake-up. `lock` guards the list; it is never held while
+ *          store's thread); lg_pacer_room() on worker threads (one atomic load when nothing is
+ *          held). The worker that made room resumes the holds it released itself, so a paced
+ *          publisher costs no hop through the pacer thread and no wake-up of it on the
+ *          worker's core; the pacer thread sleeps until the nearest deadline or retry time.
+ *          Both resume with lg_resume_served(): MHD_resume_connection(), which libmicrohttpd
+ *          allows from any thread, then the host's wake-up (a flag and a fed watcher when the
+ *          host is the calling thread's loop). `lock` guards the list; it is never held while
  *          MHD is called.
  * Bounds:  at most one held request per control connection (limits.control_max_connections).
  *          Wake-up race: a hold records the room generation read before its publish attempt;
- *          room() bumps the generation before it looks for holders and hold() looks at the
- *          generation after it registered, so one of them always sees the other.
+ *          room() bumps the generation before it looks at `waiting`, and hold() counts itself
+ *          in `waiting` before it looks at the generation again (a room since: it resumes at
+ *          once), so one of them always sees the other.
  */
 #ifndef LG_PUBLISH_PACER_H
 #define LG_PUBLISH_PACER_H
@@ -59,7 +64,8 @@ uint64_t lg_pacer_generation(const struct lg_pacer *p);
 
 /* Hold h's connection, which the caller has just suspended, until room is made after
  * `generation`, or until retry_ms from now (0: no retry; for a wait this node's workers do not
- * end, such as another node behind a topic over Redis), or until deadline_ms. When it cannot be held (shutting down, more holds than
+ * end, such as another node behind a topic over Redis), or until deadline_ms. Room made since
+ * `generation` resumes it at once; when it cannot be held (shutting down, more holds than
  * max_holds) it is resumed at once with h->expired set. Either way MHD calls the request's
  * handler again once it is resumed. */
 void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Connection *conn,
@@ -71,7 +77,8 @@ void lg_pacer_hold(struct lg_pacer *p, struct lg_pacer_hold *h, struct MHD_Conne
  * resume from another thread by itself. */
 void lg_resume_served(struct MHD_Connection *conn, const struct lg_loop_host *host);
 
-/* A worker made room (lg_room_proc for lg_hub_on_room). */
+/* A worker made room (lg_room_proc for lg_hub_on_room): resume, from the calling thread, the
+ * holds it released. */
 void lg_pacer_room(void *pacer);
 
 #endif

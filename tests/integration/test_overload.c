@@ -374,7 +374,7 @@ END_TEST
 #define STEPPED_CONFIG                                                                             \
     "{\"workers\":2,\"limits\":{\"worker_inbox_events\":2,\"request_timeout_ms\":200,"          \
     "\"publish_wait_ms\":1000}}"
-#define STEPPED_N 80
+#define STEPPED_N 160
 #define STEP_EVERY_US 200000 /* a turn of the worker's loop at most, then a pause this long */
 #define STEPPED_OLD_DEADLINE_MS (200 + 1000 + 1000)
 
