@@ -70,7 +70,11 @@ static void wait_until(struct lg_pacer *p, uint64_t deadline_ms)
         pthread_cond_wait(&p->changed, &p->lock);
         return;
     }
-    uint64_t left = deadline_ms - lg_mono_ms(); /* collect_released() left only later ones */
+    /* collect_released() left only later ones, but time passed since it looked */
+    uint64_t now = lg_mono_ms();
+    if (deadline_ms <= now)
+        return;
+    uint64_t left = deadline_ms - now;
     struct timespec at;
     clock_gettime(CLOCK_MONOTONIC, &at);
     at.tv_sec += (time_t)(left / 1000);
