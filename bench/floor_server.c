@@ -35,7 +35,9 @@
  * is answered 503 and closed). Writes are not queued: a send that would block drops the event
  * (counted, printed at exit), which the per-user and paced loads, one small event per socket at
  * a time, never reach. With --batch a topic's log keeps what its slowest subscriber has not
- * had (trimmed once it passes LOG_TRIM bytes); a subscriber whose socket is full stays queued.
+ * had (trimmed once it passes LOG_TRIM bytes); a subscriber whose socket is full stays queued;
+ * the write queue holds at most FD_MAX entries, and a subscriber that finds it full is not
+ * queued (counted as a dropped write).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
