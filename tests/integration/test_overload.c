@@ -89,16 +89,46 @@ static int busy_worker(const struct lg_server *s)
     return -1;
 }
 
+static bool is_wait(long nr)
+{
+    return nr == SYS_epoll_wait || nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2;
+}
+
+/*
+ * Let the frozen worker run to the start of its next epoll_wait (its loop's, or its control
+ * daemon's), then stop it again: one turn of its loop at most. Stopped there it holds nothing
+ * the other threads need; under valgrind, whose threads take turns on one lock, a worker
+ * stopped at any other system call would hold up the whole process until the next step.
+ */
+static void step_worker(pid_t tid)
+{
+    for (int stops = 0; stops < 100000; stops++) {
+        ck_assert_msg(ptrace(PTRACE_SYSCALL, tid, NULL, NULL) == 0, "PTRACE_SYSCALL: %s",
+                      strerror(errno));
+        int status;
+        ck_assert_int_eq(waitpid(tid, &status, __WALL), tid);
+        ck_assert(WIFSTOPPED(status));
+        struct __ptrace_syscall_info info;
+        if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof info, &info) > 0 &&
+            info.op == PTRACE_SYSCALL_INFO_ENTRY && is_wait((long)info.entry.nr))
+            return;
+    }
+    ck_abort_msg("the worker made 100000 system calls without an epoll_wait");
+}
+
+/* Stop the worker at the start of its next epoll_wait (step_worker()), never at an arbitrary
+ * point: under valgrind a thread stopped inside valgrind's own lock holds up every thread. */
 static pid_t freeze_worker(const struct lg_server *s, int worker)
 {
     pid_t tid = worker_tid(s->pid, worker);
-    ck_assert_msg(ptrace(PTRACE_SEIZE, tid, NULL, NULL) == 0, "PTRACE_SEIZE: %s",
-                  strerror(errno));
+    ck_assert_msg(ptrace(PTRACE_SEIZE, tid, NULL, (void *)PTRACE_O_TRACESYSGOOD) == 0,
+                  "PTRACE_SEIZE: %s", strerror(errno));
     ck_assert_msg(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) == 0, "PTRACE_INTERRUPT: %s",
                   strerror(errno));
     int status;
     ck_assert_int_eq(waitpid(tid, &status, __WALL), tid);
     ck_assert(WIFSTOPPED(status));
+    step_worker(tid);
     return tid;
 }
 
@@ -397,42 +427,12 @@ static void *async_batch_main(void *arg)
     return NULL;
 }
 
-static bool is_wait(long nr)
-{
-    return nr == SYS_epoll_wait || nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2;
-}
-
-/*
- * Let the frozen worker run to the start of its next epoll_wait (its loop's, or its control
- * daemon's), then stop it again: one turn of its loop at most. Stopped there it holds nothing
- * the other threads need; under valgrind, whose threads take turns on one lock, a worker
- * stopped at any other system call would hold up the whole process until the next step.
- */
-static void step_worker(pid_t tid)
-{
-    for (int stops = 0; stops < 100000; stops++) {
-        ck_assert_msg(ptrace(PTRACE_SYSCALL, tid, NULL, NULL) == 0, "PTRACE_SYSCALL: %s",
-                      strerror(errno));
-        int status;
-        ck_assert_int_eq(waitpid(tid, &status, __WALL), tid);
-        ck_assert(WIFSTOPPED(status));
-        struct __ptrace_syscall_info info;
-        if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, (void *)sizeof info, &info) > 0 &&
-            info.op == PTRACE_SYSCALL_INFO_ENTRY && is_wait((long)info.entry.nr))
-            return;
-    }
-    ck_abort_msg("the worker made 100000 system calls without an epoll_wait");
-}
-
 START_TEST(test_progressing_batch_outlives_its_first_deadline)
 {
     struct lg_server s;
     struct lg_sse_client sub;
     struct lg_stall_ka k;
     pid_t tid = fill_frozen_inbox(&s, STEPPED_CONFIG, "stepped", &sub, &k);
-    /* Syscall stops are told from signal stops, and entries from exits (step_worker). */
-    ck_assert_msg(ptrace(PTRACE_SETOPTIONS, tid, NULL, (void *)PTRACE_O_TRACESYSGOOD) == 0,
-                  "PTRACE_SETOPTIONS: %s", strerror(errno));
     static struct async_batch b;
     b.port = s.control_port;
     for (int i = 1; i <= STEPPED_N; i++)
