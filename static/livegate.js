@@ -498,7 +498,7 @@ function own(topics, opts) {
       for (const e of parseCursor(b.id)) {
         const had = cursor.get(e.topic);
         if (topics.includes(e.topic) && (!had || had.epoch !== e.epoch || e.seq > had.seq))
-          deliver({ type: "event", id: `${e.topic}@${e.epoch}:${e.seq}`, event: b.event, data }, "sse");
+          deliver({ type: "event", id: `${e.topic}@${e.epoch}:${e.seq}`, event: b.event || "message", data }, "sse");
       }
     } else if (b.id !== undefined) {
       learn(b.id);

@@ -33,13 +33,24 @@ static size_t format_id(char *out, const struct lg_event_fields *f)
     return (size_t)(p - out);
 }
 
+/* The length of an SSE frame's "event:" line: none for the default type, which a client
+ * dispatches a block without one as (HTML spec), so naming it would only cost every event. */
+static size_t sse_type_line_len(const char *type, size_t type_len)
+{
+    if (type_len == sizeof default_type - 1 && memcmp(type, default_type, type_len) == 0)
+        return 0;
+    return 8 + type_len;
+}
+
 static void append_sse(struct lg_buf *b, const char *id, size_t id_len, const char *type,
                        size_t type_len, const struct lg_event_fields *f)
 {
     lg_buf_append(b, "id: ", 4);
     lg_buf_append(b, id, id_len);
-    lg_buf_append(b, "\nevent: ", 8);
-    lg_buf_append(b, type, type_len);
+    if (sse_type_line_len(type, type_len)) {
+        lg_buf_append(b, "\nevent: ", 8);
+        lg_buf_append(b, type, type_len);
+    }
     lg_buf_append(b, "\n", 1);
     lg_encode_sse_data(b, f->data, f->data_len);
     lg_buf_append(b, "\n", 1);
@@ -135,7 +146,8 @@ size_t lg_event_size(const struct lg_event_fields *f)
     size_t type_len = f->type ? f->type_len : sizeof default_type - 1;
     char id[LG_CURSOR_ENTRY_MAX];
     size_t id_len = format_id(id, f);
-    size_t sse_len = 4 + id_len + 8 + type_len + 1 + lg_sse_data_len(f->data, f->data_len) + 1;
+    size_t sse_len = 4 + id_len + sse_type_line_len(type, type_len) + 1 +
+                     lg_sse_data_len(f->data, f->data_len) + 1;
     return allocation_size(f, id_len, type_len, sse_len,
                            json_len_of(id, id_len, type, type_len, f), 0);
 }

@@ -37,7 +37,7 @@ test("SSE through nginx: the first event arrives while the stream is open", asyn
   await waitFor("the stream's first id block", () => /id: proxied@[0-9a-f]{8}:0\n\n$/.test(stream ?? ""));
   const t0 = Date.now();
   const { id } = await publish(gw, "proxied", "first");
-  await waitFor("the first event", () => stream.endsWith(`id: ${id}\nevent: message\ndata: first\n\n`), 2000, 5);
+  await waitFor("the first event", () => stream.endsWith(`id: ${id}\ndata: first\n\n`), 2000, 5);
   const latency = Date.now() - t0;
   assert.ok(!opened.res.complete, "the stream is still open");
   console.log(`first event through nginx after ${latency} ms`);

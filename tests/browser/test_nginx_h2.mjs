@@ -54,11 +54,11 @@ test("SSE over HTTP/2 through nginx: exactly the gateway's bytes, event by event
   const start = body(dir, 0);
   const a = await publish(gw, "h2", "first");
   await waitFor("the first event", () => body(dir, 0).endsWith("data: first\n\n"));
-  assert.equal(body(dir, 0), `${start}id: ${a.id}\nevent: message\ndata: first\n\n`);
+  assert.equal(body(dir, 0), `${start}id: ${a.id}\ndata: first\n\n`);
   const b = await publish(gw, "h2", "line1\nline2");
   await waitFor("the second event", () => body(dir, 0).endsWith("data: line2\n\n"));
-  assert.equal(body(dir, 0), `${start}id: ${a.id}\nevent: message\ndata: first\n\n` +
-                             `id: ${b.id}\nevent: message\ndata: line1\ndata: line2\n\n`);
+  assert.equal(body(dir, 0), `${start}id: ${a.id}\ndata: first\n\n` +
+                             `id: ${b.id}\ndata: line1\ndata: line2\n\n`);
   c.kill("SIGINT");
   await c.exited;
   assert.equal(count(c.output, /^< HTTP\/2 200 *\r?$/gm), 1, c.output);
@@ -70,8 +70,8 @@ test("eight SSE streams multiplexed on one HTTP/2 connection each get the event"
   const c = curl(Array.from({ length: n }, (_, i) => `${h2Url}live/sse?topic=many&s=${i}`), dir);
   await waitFor("eight open streams", () => Array.from({ length: n }, (_, i) => body(dir, i)).every((b) => b.endsWith(":0\n\n")));
   const { id } = await publish(gw, "many", "all");
-  await waitFor("the event on every stream", () => Array.from({ length: n }, (_, i) => body(dir, i)).every((b) => b.endsWith(`id: ${id}\nevent: message\ndata: all\n\n`)));
-  for (let i = 0; i < n; i++) assert.match(body(dir, i), new RegExp(`^retry: 3000\\n\\nid: many@[0-9a-f]{8}:0\\n\\nid: ${id}\\nevent: message\\ndata: all\\n\\n$`));
+  await waitFor("the event on every stream", () => Array.from({ length: n }, (_, i) => body(dir, i)).every((b) => b.endsWith(`id: ${id}\ndata: all\n\n`)));
+  for (let i = 0; i < n; i++) assert.match(body(dir, i), new RegExp(`^retry: 3000\\n\\nid: many@[0-9a-f]{8}:0\\n\\nid: ${id}\\ndata: all\\n\\n$`));
   c.kill("SIGINT");
   await c.exited;
   // Eight HTTP/2 responses on one TLS connection: one connect, seven reuses of it.

@@ -112,12 +112,12 @@ static void sync_node(int seq)
 
 /* ---- SSE: exact bytes ---------------------------------------------------------------------- */
 
-/* "id: f@E:n\nevent: message\ndata: f-dn\n\n" for each n of seqs (0-terminated). */
+/* "id: f@E:n\ndata: f-dn\n\n" for each n of seqs (0-terminated). */
 static void sse_events(char *out, size_t cap, const int *seqs)
 {
     for (; *seqs; seqs++)
         snprintf(out + strlen(out), cap - strlen(out),
-                 "id: f@%1$s:%2$d\nevent: message\ndata: f-d%2$d\n\n", ep, *seqs);
+                 "id: f@%1$s:%2$d\ndata: f-d%2$d\n\n", ep, *seqs);
 }
 
 /* The stream of path (with headers) is exactly: the retry line, the id-only block of cursor

@@ -262,7 +262,7 @@ START_TEST(handoff_no_gap_no_duplicate)
 
     for (int q = 9; q <= 10; q++)
         snprintf(raw + strlen(raw), sizeof raw - strlen(raw),
-                 "id: h@%1$s:%2$d\nevent: message\ndata: h-d%2$d\n\n", ep, q);
+                 "id: h@%1$s:%2$d\ndata: h-d%2$d\n\n", ep, q);
     char head[256];
     snprintf(head, sizeof head, "retry: 3000\n\nid: %s\n\n", next);
     ck_assert_msg(lg_sse_wait_raw(&sse, 0, "data: h-d10\n\n", WAIT_MS), "sse: %s", sse.raw);

@@ -77,7 +77,7 @@ START_TEST(test_lifecycle_health_and_sigterm)
     ck_assert_int_eq(lg_id_parse(id, NULL, 0, ep, sizeof ep, NULL), 0);
     snprintf(want, sizeof want,
              RETRY "id: life@%1$s:0,other@%1$s:0\n\n"
-                   "id: life@%1$s:1,other@%1$s:0\nevent: message\ndata: x\n\n" RETRY,
+                   "id: life@%1$s:1,other@%1$s:0\ndata: x\n\n" RETRY,
              ep);
     ck_assert_str_eq(b.raw, want);
     lg_sse_close(&a);

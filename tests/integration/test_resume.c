@@ -346,9 +346,9 @@ START_TEST(test_resume_gap_all_transports)
     snprintf(want, sizeof want,
              RETRY "id: g@%1$s:2\n\nid: g@%1$s:7\nevent: gap\n"
                    "data: {\"topic\":\"g\",\"from\":3,\"to\":7,\"id\":\"g@%1$s:7\"}\n\n"
-                   "id: g@%1$s:8\nevent: message\ndata: g-d8\n\n"
-                   "id: g@%1$s:9\nevent: message\ndata: g-d9\n\n"
-                   "id: g@%1$s:10\nevent: message\ndata: g-d10\n\n",
+                   "id: g@%1$s:8\ndata: g-d8\n\n"
+                   "id: g@%1$s:9\ndata: g-d9\n\n"
+                   "id: g@%1$s:10\ndata: g-d10\n\n",
              ep);
     expect_stream(&sse, "data: g-d10\n\n", want);
     lg_sse_close(&sse);
@@ -430,7 +430,7 @@ START_TEST(test_resume_reset_after_restart)
     snprintf(want, sizeof want,
              RETRY "id: r@%1$s:1\n\nid: r@%1$s:1\nevent: reset\n"
                    "data: {\"topic\":\"r\",\"epoch\":\"%1$s\",\"id\":\"r@%1$s:1\"}\n\n"
-                   "id: r@%1$s:2\nevent: message\ndata: r-d2\n\n",
+                   "id: r@%1$s:2\ndata: r-d2\n\n",
              ep);
     expect_stream(&sse, "data: r-d2\n\n", want);
     lg_sse_close(&sse);

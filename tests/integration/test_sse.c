@@ -168,14 +168,14 @@ START_TEST(test_sse_exact_head_and_frames)
     char want[8192];
     snprintf(want, sizeof want,
              RETRY "id: frames@%1$s:0\n\n" /* the stream's cursor before any event */
-             "id: frames@%1$s:1\nevent: message\ndata: one line\n\n"
-             "id: frames@%1$s:2\nevent: message\ndata: a\ndata: b\n\n"
-             "id: frames@%1$s:3\nevent: message\ndata: c\ndata: d\ndata: e\n\n"
-             "id: frames@%1$s:4\nevent: message\ndata: f\ndata: g\n\n"
-             "id: frames@%1$s:5\nevent: message\ndata: \n\n"
-             "id: frames@%1$s:6\nevent: message\ndata: tail\ndata: \n\n"
-             "id: frames@%1$s:7\nevent: message\ndata: \ndata: \ndata: mid\ndata: \ndata: \n\n"
-             "id: frames@%1$s:8\nevent: message\ndata: {\"k\":[1,2,{\"s\":\"x\\ny\"}],\"n\":null}\n\n"
+             "id: frames@%1$s:1\ndata: one line\n\n"
+             "id: frames@%1$s:2\ndata: a\ndata: b\n\n"
+             "id: frames@%1$s:3\ndata: c\ndata: d\ndata: e\n\n"
+             "id: frames@%1$s:4\ndata: f\ndata: g\n\n"
+             "id: frames@%1$s:5\ndata: \n\n"
+             "id: frames@%1$s:6\ndata: tail\ndata: \n\n"
+             "id: frames@%1$s:7\ndata: \ndata: \ndata: mid\ndata: \ndata: \n\n"
+             "id: frames@%1$s:8\ndata: {\"k\":[1,2,{\"s\":\"x\\ny\"}],\"n\":null}\n\n"
              "id: frames@%1$s:9\nevent: tick\ndata: t\n\n"
              "id: frames@%1$s:10\nevent: price.update\ndata: 1.07\n\n",
              ep);
@@ -219,8 +219,8 @@ START_TEST(test_sse_large_event)
     char *want = malloc(cap);
     char ep[16];
     lg_epoch_of(id, ep, sizeof ep);
-    snprintf(want, cap, RETRY "id: big@%1$s:0\n\nid: big@%1$s:1\nevent: message\ndata: %2$s\n\n"
-                              "id: big@%1$s:2\nevent: message\ndata: after\n\n",
+    snprintf(want, cap, RETRY "id: big@%1$s:0\n\nid: big@%1$s:1\ndata: %2$s\n\n"
+                              "id: big@%1$s:2\ndata: after\n\n",
              ep, data);
     expect_raw(&c, want);
     struct lg_sse_event ev;
@@ -251,10 +251,10 @@ START_TEST(test_sse_multi_topic_ids)
     char want[2048];
     snprintf(want, sizeof want,
              RETRY "id: alpha@%1$s:0,beta@%1$s:1\n\n"
-                   "id: alpha@%1$s:1,beta@%1$s:1\nevent: message\ndata: a1\n\n"
-                   "id: alpha@%1$s:1,beta@%1$s:2\nevent: message\ndata: b2\n\n"
-                   "id: alpha@%1$s:2,beta@%1$s:2\nevent: message\ndata: a2\n\n"
-                   "id: alpha@%1$s:3,beta@%1$s:2\nevent: message\ndata: a3\n\n",
+                   "id: alpha@%1$s:1,beta@%1$s:1\ndata: a1\n\n"
+                   "id: alpha@%1$s:1,beta@%1$s:2\ndata: b2\n\n"
+                   "id: alpha@%1$s:2,beta@%1$s:2\ndata: a2\n\n"
+                   "id: alpha@%1$s:3,beta@%1$s:2\ndata: a3\n\n",
              ep);
     expect_raw(&c, want);
     lg_sse_close(&c);
@@ -357,7 +357,7 @@ static void expect_resume(const struct resume *q, const char *ep)
     int n = snprintf(want, sizeof want, RETRY "id: r@%s:%d\n\n", ep, q->cursor);
     for (int seq = q->cursor + 1; seq <= q->last; seq++)
         n += snprintf(want + n, sizeof want - (size_t)n,
-                      "id: r@%s:%d\nevent: message\ndata: m%d\n\n", ep, seq, seq);
+                      "id: r@%s:%d\ndata: m%d\n\n", ep, seq, seq);
     const char *tail = n > 64 ? want + n - 64 : want; /* as expect_raw waits */
     ck_assert_msg(lg_sse_wait_raw(&c, 0, tail, WAIT_MS), "%s: stream incomplete: %s", q->name,
                   c.raw);

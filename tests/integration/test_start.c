@@ -103,12 +103,12 @@ static void sse_expect(struct lg_sse_client *c, const char *path, const char *he
                   c->raw + had);
 }
 
-/* "id: T@E:n\nevent: message\ndata: T-dn\n\n" for n in from..to, appended to out. */
+/* "id: T@E:n\ndata: T-dn\n\n" for n in from..to, appended to out. */
 static void sse_events(char *out, size_t cap, const char *topic, const char *e, int from, int to)
 {
     for (int n = from; n <= to; n++)
         snprintf(out + strlen(out), cap - strlen(out),
-                 "id: %1$s@%2$s:%3$d\nevent: message\ndata: %1$s-d%3$d\n\n", topic, e, n);
+                 "id: %1$s@%2$s:%3$d\ndata: %1$s-d%3$d\n\n", topic, e, n);
 }
 
 static void sse_case(const char *path, const char *headers, const char *topic, const char *e,

@@ -126,18 +126,18 @@ START_TEST(sse_body_offset_skips_the_id_line)
     struct lg_event_fields f = text_fields("demo", 0x5f3a9c21, 42, "hello");
     struct lg_event *ev = create_ok(&f);
     ck_assert_uint_eq(ev->sse_body_offset, strlen("id: demo@5f3a9c21:42\n"));
-    ck_assert_str_eq(ev->sse + ev->sse_body_offset, "event: message\ndata: hello\n\n");
+    ck_assert_str_eq(ev->sse + ev->sse_body_offset, "data: hello\n\n");
     lg_event_unref(&ev);
 }
 END_TEST
 
 static const struct render_case sse_cases[] = {
-    {.name = "sse_frame_is_id_event_data_and_blank_line",
+    {.name = "sse_frame_of_the_default_type_is_id_data_and_blank_line",
      .topic = "demo",
      .epoch = 0x5f3a9c21,
      .seq = 42,
      .data = "hello",
-     .want_sse = "id: demo@5f3a9c21:42\nevent: message\ndata: hello\n\n"},
+     .want_sse = "id: demo@5f3a9c21:42\ndata: hello\n\n"},
     {.name = "sse_frame_splits_lines_and_uses_the_type",
      .topic = "demo",
      .epoch = 1,
@@ -147,19 +147,37 @@ static const struct render_case sse_cases[] = {
      .type_len = 4,
      .want_sse = "id: demo@00000001:2\nevent: tick\ndata: a\ndata: b\ndata: \n\n",
      .want_type = "tick"},
+    {.name = "sse_frame_names_no_type_when_the_publisher_names_the_default",
+     .topic = "demo",
+     .epoch = 1,
+     .seq = 2,
+     .data = "a",
+     .type = "message",
+     .type_len = 7,
+     .want_sse = "id: demo@00000001:2\ndata: a\n\n",
+     .want_type = "message"},
+    {.name = "sse_frame_of_a_type_that_starts_like_the_default_names_it",
+     .topic = "demo",
+     .epoch = 1,
+     .seq = 2,
+     .data = "a",
+     .type = "messages",
+     .type_len = 8,
+     .want_sse = "id: demo@00000001:2\nevent: messages\ndata: a\n\n",
+     .want_type = "messages"},
     {.name = "sse_frame_of_empty_data_has_one_data_line",
      .topic = "demo",
      .epoch = 1,
      .seq = 2,
      .data = "",
-     .want_sse = "id: demo@00000001:2\nevent: message\ndata: \n\n"},
+     .want_sse = "id: demo@00000001:2\ndata: \n\n"},
     {.name = "sse_frame_carries_json_data_on_one_line",
      .topic = "prices",
      .epoch = 1,
      .seq = 3,
      .data = "{\"price\":1.07}",
      .data_is_json = true,
-     .want_sse = "id: prices@00000001:3\nevent: message\ndata: {\"price\":1.07}\n\n"},
+     .want_sse = "id: prices@00000001:3\ndata: {\"price\":1.07}\n\n"},
 };
 
 START_TEST(sse_frames) { assert_renders(&sse_cases[_i]); }

@@ -198,9 +198,9 @@ START_TEST(live_events_render_exact_sse_frames)
     deliver();
     char want[2048];
     snprintf(want, sizeof want,
-             "id: %s\nevent: message\ndata: one\n\n", expect_id("a", 1));
+             "id: %s\ndata: one\n\n", expect_id("a", 1));
     snprintf(want + strlen(want), sizeof want - strlen(want),
-             "id: %s\nevent: message\ndata: two\ndata: lines\n\n", expect_id("a", 2));
+             "id: %s\ndata: two\ndata: lines\n\n", expect_id("a", 2));
     assert_sse_is_then_release(&s, want);
 }
 END_TEST
@@ -212,9 +212,9 @@ START_TEST(resume_replays_exactly_the_missed_events)
     publish("a", "4");
     deliver(); /* event 4 reaches the inbox after the replay: it must not be duplicated */
     char want[2048];
-    snprintf(want, sizeof want, "id: %s\nevent: message\ndata: 2\n\n", expect_id("a", 2));
+    snprintf(want, sizeof want, "id: %s\ndata: 2\n\n", expect_id("a", 2));
     snprintf(want + strlen(want), sizeof want - strlen(want),
-             "id: %s\nevent: message\ndata: 3\n\nid: %s\nevent: message\ndata: 4\n\n",
+             "id: %s\ndata: 3\n\nid: %s\ndata: 4\n\n",
              expect_id("a", 3), expect_id("a", 4));
     assert_sse_is_then_release(&s, want);
 }
@@ -290,7 +290,7 @@ START_TEST(drop_oldest_overflow_owes_the_exact_gap)
     char want[2048];
     snprintf(want, sizeof want,
              "id: %s\nevent: gap\ndata: {\"topic\":\"a\",\"from\":1,\"to\":6,\"id\":\"%s\"}\n\n"
-             "id: %s\nevent: message\ndata: x\n\n",
+             "id: %s\ndata: x\n\n",
              expect_id("a", 6), expect_id("a", 6), expect_id("a", 7));
     ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "got:\n%s", out);
     ck_assert_ptr_nonnull(strstr(out, expect_id("a", 10)));
@@ -338,9 +338,9 @@ START_TEST(conflate_keeps_only_the_newest_per_key)
     ck_assert_uint_eq(s.ring.live, 3);
     char want[2048];
     snprintf(want, sizeof want,
-             "id: %s\nevent: message\ndata: usd1\n\n"
-             "id: %s\nevent: message\ndata: eur3\n\n"
-             "id: %s\nevent: message\ndata: plain\n\n",
+             "id: %s\ndata: usd1\n\n"
+             "id: %s\ndata: eur3\n\n"
+             "id: %s\ndata: plain\n\n",
              expect_id("prices", 2), expect_id("prices", 4), expect_id("prices", 5));
     assert_sse_is_then_release(&s, want);
 }
@@ -357,8 +357,8 @@ START_TEST(multi_topic_sse_ids_are_whole_stream_cursors)
     char want[2048];
     uint32_t e = lg_stream_epoch(topic("a")->stream);
     snprintf(want, sizeof want,
-             "id: a@%08x:0,b@%08x:1\nevent: message\ndata: b1\n\n"
-             "id: a@%08x:1,b@%08x:1\nevent: message\ndata: a1\n\n",
+             "id: a@%08x:0,b@%08x:1\ndata: b1\n\n"
+             "id: a@%08x:1,b@%08x:1\ndata: a1\n\n",
              e, e, e, e);
     assert_sse_is_then_release(&s, want);
 }
@@ -495,8 +495,8 @@ START_TEST(a_filter_delivers_only_matching_live_events_and_passes_the_others)
     ck_assert_str_eq(cursor_of(&s), expect_id("a", 0));
     char want[1024];
     snprintf(want, sizeof want,
-             "id: %s\nevent: message\ndata: 1\n\nid: %s\nevent: message\ndata: 3\n\n"
-             "id: %s\nevent: message\ndata: 5\n\n",
+             "id: %s\ndata: 1\n\nid: %s\ndata: 3\n\n"
+             "id: %s\ndata: 5\n\n",
              expect_id("a", 1), expect_id("a", 3), expect_id("a", 5));
     char *out = render_sse(&s);
     ck_assert_str_eq(out, want);
@@ -520,8 +520,8 @@ START_TEST(a_filtered_replay_resumes_with_no_gap_and_no_duplicate)
     subscribe_filtered(&s, &lg_sse_render, "a", expect_id("a", 1), "kind:b");
     char want[1024];
     snprintf(want, sizeof want,
-             "id: %s\nevent: message\ndata: 2\n\nid: %s\nevent: message\ndata: 4\n\n"
-             "id: %s\nevent: message\ndata: 6\n\n",
+             "id: %s\ndata: 2\n\nid: %s\ndata: 4\n\n"
+             "id: %s\ndata: 6\n\n",
              expect_id("a", 2), expect_id("a", 4), expect_id("a", 6));
     assert_sse_is_then_release(&s, want);
     /* resuming after the last delivered one: nothing owed, no gap */
@@ -531,7 +531,7 @@ START_TEST(a_filtered_replay_resumes_with_no_gap_and_no_duplicate)
     /* resuming after a filtered stretch at the end: the cursor is the topic's newest */
     subscribe_filtered(&s, &lg_sse_render, "a", expect_id("a", 2), "kind:a|c");
     snprintf(want, sizeof want,
-             "id: %s\nevent: message\ndata: 3\n\nid: %s\nevent: message\ndata: 5\n\n",
+             "id: %s\ndata: 3\n\nid: %s\ndata: 5\n\n",
              expect_id("a", 3), expect_id("a", 5));
     char *out = render_sse(&s);
     ck_assert_str_eq(out, want);
@@ -597,7 +597,7 @@ START_TEST(a_multi_topic_sse_id_moves_only_the_topic_of_its_event)
     deliver();
     uint32_t e = lg_stream_epoch(topic("a")->stream), eb = lg_stream_epoch(topic("b")->stream);
     char want[512];
-    snprintf(want, sizeof want, "id: a@%08x:1,b@%08x:0\nevent: message\ndata: a1\n\n", e, eb);
+    snprintf(want, sizeof want, "id: a@%08x:1,b@%08x:0\ndata: a1\n\n", e, eb);
     char *out = render_sse(&s);
     ck_assert_str_eq(out, want);
     free(out);
@@ -621,7 +621,7 @@ START_TEST(a_filtered_replay_pages_through_a_small_queue)
     }
     for (int seq = 2; seq <= 12; seq += 2)
         snprintf(want + strlen(want), sizeof want - strlen(want),
-                 "id: %s\nevent: message\ndata: %d\n\n", expect_id("a", (uint64_t)seq),
+                 "id: %s\ndata: %d\n\n", expect_id("a", (uint64_t)seq),
                  seq <= 6 ? seq : seq - 6);
     ck_assert_str_eq(all, want);
     ck_assert_str_eq(cursor_of(&s), expect_id("a", 12));
