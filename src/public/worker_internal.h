@@ -51,6 +51,9 @@ struct lg_worker {
     _Atomic bool drained;               /* set by this worker: no client left */
     size_t take_credit;                 /* events (x1024) the sweep may take from the inbox */
     bool long_round;                    /* the round under way is long: the inbox admits fewer */
+    uint32_t fresh_writes_per_event;    /* writes the last take added to the dirty queue, per
+                                           event taken */
+    bool narrow_events;                 /* the last take's topics have few subscribers here */
     lws_sorted_usec_list_t conn_timer;  /* fires at the earliest of home.deadlines */
     int64_t conn_timer_at;              /* monotonic ms conn_timer is set for; 0 = none */
     lws_sorted_usec_list_t tick;

@@ -24,6 +24,10 @@
  * round admits limits.worker_inbox_events: its waits are short, and publishers to many
  * topics need the room to stay ahead of the worker. */
 #define LONG_ROUND_WRITES 2048
+/* Writes kept due while events are narrow (their topics have fewer subscribers here than
+ * this): one slice of writes, refilled by the take before each slice, so the writer does not
+ * wait for events and an accepted event is written within about two slices. */
+#define NARROW_BACKLOG WRITES_PER_TAKE
 /* How many listeners ahead a fan-out fetches each thing a listener's offer touches: each
  * fetch reads what an earlier one brought, a few listeners before. */
 #define FETCH_SUBSCRIPTION 8
@@ -95,6 +99,24 @@ static void admit_for_round(struct lg_worker *w)
 }
 
 /*
+ * Narrow events (a few subscribers each, as on per-user topics) gain little from a long round:
+ * events of different topics share no write, and each new write queues behind every write
+ * already due. So they are taken only while fewer than NARROW_BACKLOG writes are due, and only
+ * as many as the writes they add leave room for (events of one topic add few once its
+ * subscribers are due, and still share writes); the rest wait in the inbox, whose bound then
+ * holds their publishers: the pressure goes to whoever causes it.
+ */
+static size_t narrow_allowance(struct lg_worker *w)
+{
+    size_t due = w->home.dirty.count;
+    if (due >= NARROW_BACKLOG)
+        return 0;
+    size_t per_event = w->fresh_writes_per_event ? w->fresh_writes_per_event : 1;
+    size_t room = (NARROW_BACKLOG - due) / per_event + 1;
+    return room < EVENTS_PER_ROUND ? room : EVENTS_PER_ROUND;
+}
+
+/*
  * How many events to take from the inbox before the next WRITES_PER_TAKE writes. The worker
  * writes its dirty connections in turn; taking events a few at a time while it goes means an
  * event reaches every subscriber within one round of writes (a round-robin sweep), not after
@@ -105,6 +127,8 @@ static void admit_for_round(struct lg_worker *w)
 static size_t take_allowance(struct lg_worker *w)
 {
     admit_for_round(w);
+    if (w->narrow_events)
+        return narrow_allowance(w);
     if (w->home.dirty.count == 0) {
         w->take_credit = 0;
         return EVENTS_PER_ROUND;
@@ -127,6 +151,17 @@ static void spend_credit(struct lg_worker *w, size_t taken)
     w->take_credit = cost < w->take_credit ? w->take_credit - cost : 0;
 }
 
+/* What the last take was: `taken` events, `heard` runs of one topic each with subscribers
+ * here, `listeners` of them in all, adding `fresh` writes to the dirty queue. A take of
+ * events nobody here hears (the gateway's own figures, say) says nothing of the next. */
+static void note_take(struct lg_worker *w, size_t taken, size_t heard, size_t listeners,
+                      size_t fresh)
+{
+    w->fresh_writes_per_event = (uint32_t)((fresh + taken - 1) / taken);
+    if (heard)
+        w->narrow_events = listeners < heard * NARROW_BACKLOG;
+}
+
 /* Take and dispatch up to `max` (at most EVENTS_PER_ROUND) events. Return value: how many. */
 static size_t take_events(struct lg_worker *w, size_t max)
 {
@@ -135,11 +170,17 @@ static size_t take_events(struct lg_worker *w, size_t max)
     if (n == 0)
         return 0;
     uint64_t now = lg_mono_ns();
+    size_t due_before = w->home.dirty.count, heard = 0, listeners = 0;
     for (size_t i = 0, end; i < n; i = end) {
         for (end = i + 1; end < n && batch[end].topic == batch[i].topic; end++) {
         }
+        uint32_t here = batch[i].topic->slots[w->home.index].listener_count;
+        heard += here > 0;
+        listeners += here;
         dispatch_run(w, &batch[i], end - i, now);
     }
+    size_t due_after = w->home.dirty.count;
+    note_take(w, n, heard, listeners, due_after > due_before ? due_after - due_before : 0);
     /* The events are in their subscribers' queues now: room for the publishers. The pace of
      * the takes is what paces them, and at most limits.worker_inbox_events events wait here. */
     lg_inbox_done(&w->inbox, batch, n);
