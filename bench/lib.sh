@@ -241,7 +241,7 @@ lgb_stop() {
 #   with @LGCFG=FILE@ (livegate runs it with --config bench/livegate/FILE; Nchan ignores it),
 #   and the setting is in the scenario's name (isolation_sndbuf16k_q256_*).
 # * one publisher connection (--pub-conns 1), the shape of a backend, unless the name says
-#   otherwise (ingest_8conn, ingest_batch100_8conn, topics_sse_5k_1k_8conn).
+#   otherwise (ingest_8conn, ingest_batch100_8conn, topics_sse_5k_1k_8conn and _batch100).
 # * every scenario that publishes lists publish_per_s (achieved; the table shows the offered
 #   rate beside it); lost / duplicated / reordered are shown for every scenario (compare.sh).
 # FIGURES are the JSON fields shown in the comparison table.
@@ -293,6 +293,7 @@ poll_1k_max|all|--transport poll --subscribers 1000 --pub-conns 1 --rate max --e
 ingest_1conn|all|--subscribers 0 --topics 1 --pub-conns 1 --rate max --duration 2|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_8conn|all|--subscribers 0 --topics 8 --pub-conns 8 --rate max --duration 2|publish_per_s pub_lat_p50_us pub_lat_p99_us server_cpu_us_per_publish
 ingest_batch100_8conn|livegate|--subscribers 0 --topics 8 --pub-conns 8 --batch 100 --rate max --duration 2|publish_per_s publish_req_per_s pub_lat_p99_us server_cpu_us_per_publish
+topics_sse_5k_1k_8conn_batch100|livegate|--transport sse --subscribers 5000 --topics 1000 --pub-conns 8 --batch 100 --rate max --events 200 --duration 3|publish_per_s deliveries_per_s lat_p99_us server_cpu_us_per_delivery
 maxconn_sse|all|--transport sse --subscribers @MAXCONN@ --pub-conns 1 --events 1 --settle-ms 1000 --connect-concurrency 512|conns_made bytes_per_conn lat_max_us publish_per_s
 isolation_sndbuf16k_q256_base|all|--transport sse --subscribers 1000 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us
 isolation_sndbuf16k_q256_stalled|all|--transport sse --subscribers 1000 --stalled 100 --topics 1 --pub-conns 1 --rate 100 --duration 10 --events 1000 @LGCFG=isolation.json@|publish_per_s lat_p50_us lat_p99_us lat_max_us stalled_made

@@ -388,7 +388,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r != NULL) {
         lg_ctl_admin_forget(c, r);
         free(r->body);
-        free(r->batch_results);
+        lg_ctl_publish_forget(r);
         lg_grant_free(r->grant);
         lg_call_unref(r->call);
         free(r);

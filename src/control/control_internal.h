@@ -79,6 +79,7 @@ extern struct lg_histogram lg_ctl_publish_handling; /* handler time of an answer
 extern struct lg_histogram lg_ctl_publish_wait;     /* time a held publish waited for room */
 
 struct lg_ctl_route;
+struct lg_parsed_batch;
 
 /* Per-request state of a body route. */
 struct lg_ctl_request {
@@ -93,6 +94,7 @@ struct lg_ctl_request {
     struct lg_pacer_hold hold;
     uint64_t held_since_ms;   /* monotonic; 0 = never held */
     size_t batch_done;        /* batch items accepted before the request was held */
+    struct lg_parsed_batch *batch;           /* the body parsed once, kept across holds */
     struct lg_publish_result *batch_results; /* [batch size], kept across holds */
     /* Remote store: the publish handed to it, answered on its thread (control_publish.c). The
      * completion writes remote_status/remote_res, then remote_state (release), then resumes. */
@@ -166,6 +168,8 @@ void lg_ctl_request_progressed(struct lg_control *c, struct MHD_Connection *conn
 
 lg_ctl_handler lg_ctl_handle_topic_event; /* control_publish.c */
 lg_ctl_handler lg_ctl_handle_batch;
+/* Free what a publish kept in r across holds (its parsed batch and results). */
+void lg_ctl_publish_forget(struct lg_ctl_request *r);
 lg_ctl_handler lg_ctl_handle_healthz;     /* control_status.c */
 lg_ctl_handler lg_ctl_handle_readyz;
 lg_ctl_handler lg_ctl_handle_stats;

@@ -438,26 +438,59 @@ static int batch_publish(struct lg_control *c, struct MHD_Connection *conn,
     return lg_ctl_reply_text(conn, e.status, batch_answer(b, res, accepted, &e), NULL, e.retry);
 }
 
+static void free_parsed_batch(struct lg_parsed_batch *b)
+{
+    if (b == NULL)
+        return;
+    lg_parsed_batch_release(b);
+    free(b);
+}
+
+/* r's batch, parsed and authorized the first time r is handled and kept in r: a held batch is
+ * handled again at each resume, and parsing it anew each time cost more than publishing it.
+ * Return value: the batch, or NULL with e filled (nothing was published). */
+static struct lg_parsed_batch *parsed_batch(struct lg_control *c, struct lg_ctl_request *r,
+                                            struct lg_ctl_error *e)
+{
+    if (r->batch != NULL)
+        return r->batch;
+    struct lg_parsed_batch *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+        lg_ctl_fail(e, 503, "unavailable",
+                    "out of memory reading the batch; nothing was published");
+        return NULL;
+    }
+    if (lg_parse_batch(r->body, r->len, lg_live(&c->live->max_event_bytes), b, e) != 0) {
+        free_parsed_batch(b);
+        return NULL;
+    }
+    for (size_t i = 0; i < b->n; i++)
+        if (!lg_ctl_may_publish(r, b->reqs[i].topic, b->reqs[i].topic_len, e)) {
+            e->index = (long)i; /* all or nothing: no item is published */
+            free_parsed_batch(b);
+            return NULL;
+        }
+    r->batch = b;
+    return b;
+}
+
 int lg_ctl_handle_batch(struct lg_control *c, struct MHD_Connection *conn, const char *url,
                         struct lg_ctl_request *r)
 {
     (void)url;
     struct lg_ctl_error e = LG_CTL_ERROR_INIT;
-    struct lg_parsed_batch b;
     uint64_t started = lg_mono_ns();
-    int rc;
-    bool parsed = lg_parse_batch(r->body, r->len, lg_live(&c->live->max_event_bytes), &b, &e) == 0;
-    for (size_t i = 0; parsed && r->batch_done == 0 && i < b.n; i++)
-        if (!lg_ctl_may_publish(r, b.reqs[i].topic, b.reqs[i].topic_len, &e)) {
-            e.index = (long)i; /* all or nothing: no item is published */
-            parsed = false;
-        }
-    if (!parsed)
-        rc = lg_ctl_reply_error(conn, &e, NULL);
-    else
-        rc = batch_publish(c, conn, r, &b);
-    lg_parsed_batch_release(&b);
+    const struct lg_parsed_batch *b = parsed_batch(c, r, &e);
+    int rc = b ? batch_publish(c, conn, r, b) : lg_ctl_reply_error(conn, &e, NULL);
     if (r->held_since_ms == 0) /* answered, not held */
         lg_histogram_observe(&lg_ctl_publish_handling, lg_mono_ns() - started);
     return rc;
+}
+
+void lg_ctl_publish_forget(struct lg_ctl_request *r)
+{
+    free_parsed_batch(r->batch);
+    r->batch = NULL;
+    free(r->batch_results);
+    r->batch_results = NULL;
 }
