@@ -189,9 +189,12 @@ static bool over_bounds(const struct lg_subscriber *s, size_t incoming_bytes)
     return s->ring.live >= b->max_events || s->ring.bytes + incoming_bytes > b->max_bytes;
 }
 
-bool lg_subscriber_would_overflow(const struct lg_subscriber *s, const struct lg_event *ev)
+bool lg_subscriber_should_write_first(const struct lg_subscriber *s,
+                                      const struct lg_subscription *sn, const struct lg_event *ev)
 {
-    return over_bounds(s, ev->size);
+    bool voids_queued = ev->epoch != sn->epoch && !sn->pending && !sn->replay_next &&
+                        sn->pushed_seq > sn->sent_seq;
+    return voids_queued || over_bounds(s, ev->size);
 }
 
 static bool too_old(struct lg_subscriber *s, uint64_t now_ns)

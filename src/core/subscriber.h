@@ -207,8 +207,12 @@ static inline void lg_subscriber_prefetch(const struct lg_subscriber *s)
     __builtin_prefetch(&s->ring.bytes);
 }
 
-/* Queueing ev now would make a bound fire (the caller may write the queue out first). */
-bool lg_subscriber_would_overflow(const struct lg_subscriber *s, const struct lg_event *ev);
+/* Whether the caller should write s's queue out before it offers ev to sn (where the socket
+ * has room): queueing ev would make a bound fire, or ev begins a new life of sn's topic while
+ * events of the old one are still queued, which the offer would void though they were
+ * acknowledged before the life ended. */
+bool lg_subscriber_should_write_first(const struct lg_subscriber *s,
+                                      const struct lg_subscription *sn, const struct lg_event *ev);
 
 /* The topic of sn was deleted: owe the client an end notice for it; once written, the
  * subscription is removed (queued events of that topic are not sent). */

@@ -49,7 +49,9 @@ static void mark_dirty(struct lg_worker *w, struct lg_conn *c)
  * visited once for the whole run: a subscriber is a cache miss of its own, paid once per run
  * rather than once per event. A subscriber whose queue an event would overflow is written
  * out first when its socket has room: a client that keeps up is never judged slow because
- * events arrive faster than the worker reaches it. */
+ * events arrive faster than the worker reaches it. So is one with events of a topic's old
+ * life still queued when the new life's first event comes: they were acknowledged, and the
+ * offer would void them. */
 static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, size_t n,
                          uint64_t now_ns)
 {
@@ -77,7 +79,7 @@ static void dispatch_run(struct lg_worker *w, const struct lg_inbox_entry *run, 
         struct lg_subscription *sn = *at;
         struct lg_subscriber *s = sn->owner;
         for (size_t i = 0; i < n; i++) {
-            if (lg_subscriber_would_overflow(s, refs[i].ev))
+            if (lg_subscriber_should_write_first(s, sn, refs[i].ev))
                 lg_conn_write_now(conn_of(s));
             lg_subscriber_offer(s, sn, &refs[i], now_ns);
         }

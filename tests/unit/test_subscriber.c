@@ -267,6 +267,55 @@ START_TEST(foreign_epoch_gives_a_reset)
 }
 END_TEST
 
+/* An event of the next life of topic name, as a remote store that lost the topic makes it. */
+static struct lg_event *next_life_event(const char *name, uint32_t epoch, const char *data)
+{
+    struct lg_event_fields f = {.topic_identity = topic(name), .topic_name = name,
+                                .topic_name_len = strlen(name), .epoch = epoch, .seq = 1,
+                                .data = data, .data_len = strlen(data)};
+    struct lg_event *ev = lg_event_create(&f);
+    ck_assert_ptr_nonnull(ev);
+    return ev;
+}
+
+static void offer(struct lg_subscriber *s, struct lg_subscription *sn, struct lg_event *ev)
+{
+    struct lg_event_ref_run run = lg_event_ref_run_begin(ev);
+    lg_subscriber_offer(s, sn, &run, lg_mono_ns());
+    lg_event_ref_run_end(&run);
+}
+
+/* The old life's events were acknowledged: a new life's first event must not void them, so
+ * the worker is told to write them out first; once written, the new life comes after a reset. */
+START_TEST(a_new_life_asks_for_the_old_life_queued_to_be_written_first)
+{
+    struct lg_subscriber s;
+    sse_live(&s, "a");
+    publish("a", "old");
+    deliver();
+    struct lg_subscription *sn = lg_subscriber_find(&s, topic("a"));
+    uint32_t epoch = lg_stream_epoch(topic("a")->stream);
+    struct lg_event *next = next_life_event("a", epoch ^ 1u, "new");
+    ck_assert(lg_subscriber_should_write_first(&s, sn, next));
+    char want[512];
+    snprintf(want, sizeof want, "id: %s\ndata: old\n\n", expect_id("a", 1));
+    char *out = render_sse(&s);
+    ck_assert_str_eq(out, want);
+    free(out);
+    ck_assert(!lg_subscriber_should_write_first(&s, sn, next));
+    offer(&s, sn, next);
+    snprintf(want, sizeof want,
+             "id: a@%08x:0\nevent: reset\ndata: {\"topic\":\"a\",\"epoch\":\"%08x\","
+             "\"id\":\"a@%08x:0\"}\n\nid: a@%08x:1\ndata: new\n\n",
+             epoch ^ 1u, epoch ^ 1u, epoch ^ 1u, epoch ^ 1u);
+    out = render_sse(&s);
+    ck_assert_str_eq(out, want);
+    free(out);
+    lg_event_unref(&next);
+    lg_subscriber_release(&s, hub);
+}
+END_TEST
+
 START_TEST(cursor_ahead_of_topic_is_refused)
 {
     publish("a", "1");
@@ -705,6 +754,7 @@ static Suite *subscriber_suite(void)
              release_unregisters_from_the_topic, a_leaving_listener_is_replaced_by_the_last);
     LG_TCASE(s, "resume", setup, teardown, resume_replays_exactly_the_missed_events,
              evicted_history_gives_a_gap_with_the_exact_range, foreign_epoch_gives_a_reset,
+             a_new_life_asks_for_the_old_life_queued_to_be_written_first,
              cursor_ahead_of_topic_is_refused);
     LG_TCASE(s, "slow_consumer_policy", setup, teardown, drop_oldest_overflow_owes_the_exact_gap,
              disconnect_policy_stops_queueing_and_names_the_reason,
